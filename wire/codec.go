@@ -1,0 +1,172 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// DefaultMaxFrame is the default bound on a frame's length: large enough for
+// a publish batch of a thousand 16 KiB messages, small enough that a bad
+// length cannot exhaust memory.
+const DefaultMaxFrame = 16 << 20
+
+// headerLen is the length prefix.
+const headerLen = 4
+
+// Encode returns the complete frame (length, type, body) for m.
+func Encode(m Message) ([]byte, error) {
+	var b bytes.Buffer
+	if err := encodeTo(&b, m); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+var encPool = sync.Pool{New: func() any {
+	e := msgpack.NewEncoder(nil)
+	e.UseCompactInts(true)
+	return e
+}}
+
+// encodeTo appends m's frame to b.
+func encodeTo(b *bytes.Buffer, m Message) error {
+	start := b.Len()
+	b.Write([]byte{0, 0, 0, 0, byte(m.Type())})
+	enc := encPool.Get().(*msgpack.Encoder)
+	enc.Reset(b)
+	err := enc.Encode(m)
+	enc.Reset(nil)
+	encPool.Put(enc)
+	if err != nil {
+		b.Truncate(start)
+		return fmt.Errorf("wire: encode %T: %w", m, err)
+	}
+	n := b.Len() - start - headerLen
+	binary.BigEndian.PutUint32(b.Bytes()[start:], uint32(n))
+	return nil
+}
+
+// Decode decodes one frame body: the type byte followed by the msgpack body
+// (the frame without its length prefix). It never panics on bad input.
+func Decode(frame []byte) (Message, error) {
+	if len(frame) < 1 {
+		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
+	}
+	t := Type(frame[0])
+	m := newMessage(t)
+	if m == nil {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownType, frame[0])
+	}
+	if err := checkBody(frame[1:]); err != nil {
+		return nil, fmt.Errorf("type %d: %w", t, err)
+	}
+	if err := msgpack.Unmarshal(frame[1:], m); err != nil {
+		return nil, fmt.Errorf("%w: type %d: %v", ErrMalformed, t, err)
+	}
+	return m, nil
+}
+
+// Conn is a framed protocol connection. One goroutine may Read while
+// another writes; writers are serialised by Conn itself. Written frames are
+// buffered until Flush, so a sender can put many frames in one TCP write.
+type Conn struct {
+	nc       net.Conn
+	r        *bufio.Reader
+	maxFrame int
+	rbuf     []byte
+
+	wmu  sync.Mutex
+	wbuf bytes.Buffer
+}
+
+// NewConn wraps nc. maxFrame <= 0 means DefaultMaxFrame.
+func NewConn(nc net.Conn, maxFrame int) *Conn {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), maxFrame: maxFrame}
+}
+
+// NetConn returns the underlying connection (for deadlines and addresses).
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Read reads and decodes the next frame. An error wrapping ErrFrameTooLarge
+// or an I/O error leaves the stream unusable; ErrUnknownType and
+// ErrMalformed leave it positioned at the next frame, so a server can answer
+// with an Error and go on.
+func (c *Conn) Read() (Message, error) {
+	var hdr [headerLen]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[:]))
+	if n > c.maxFrame || n < 0 {
+		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, c.maxFrame)
+	}
+	if cap(c.rbuf) < n {
+		c.rbuf = make([]byte, n)
+	}
+	buf := c.rbuf[:n]
+	if _, err := io.ReadFull(c.r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	m, err := Decode(buf)
+	if cap(c.rbuf) > 1<<20 {
+		c.rbuf = nil // do not pin a large buffer for an idle connection
+	}
+	return m, err
+}
+
+// Write buffers m; call Flush to send.
+func (c *Conn) Write(m Message) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return encodeTo(&c.wbuf, m)
+}
+
+// Buffered reports how many bytes are waiting for Flush.
+func (c *Conn) Buffered() int {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.wbuf.Len()
+}
+
+// Flush sends every buffered frame.
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wbuf.Len() == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.wbuf.Bytes())
+	c.wbuf.Reset()
+	if c.wbuf.Cap() > 4<<20 {
+		c.wbuf = bytes.Buffer{}
+	}
+	return err
+}
+
+// Send writes m and flushes.
+func (c *Conn) Send(m Message) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := encodeTo(&c.wbuf, m); err != nil {
+		return err
+	}
+	_, err := c.nc.Write(c.wbuf.Bytes())
+	c.wbuf.Reset()
+	return err
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.nc.Close() }

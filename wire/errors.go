@@ -1,0 +1,17 @@
+package wire
+
+import "errors"
+
+// Sentinel errors, testable with errors.Is.
+var (
+	// ErrFrameTooLarge means a frame's length exceeds the maximum frame size.
+	// The connection cannot be resynchronised and must be closed.
+	ErrFrameTooLarge = errors.New("wire: frame exceeds the maximum frame size")
+	// ErrUnknownType means the frame's type byte names no message of this
+	// protocol version.
+	ErrUnknownType = errors.New("wire: unknown frame type")
+	// ErrMalformed means the frame's body does not decode as its type says.
+	ErrMalformed = errors.New("wire: malformed frame")
+	// ErrVersion means the peer speaks a protocol version this side does not.
+	ErrVersion = errors.New("wire: unsupported protocol version")
+)

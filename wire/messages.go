@@ -1,0 +1,215 @@
+package wire
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// Type is the type byte of a frame.
+type Type byte
+
+// Frame types. The numbers are the protocol: never renumber them.
+const (
+	TypeHello      Type = 1
+	TypeWelcome    Type = 2
+	TypeError      Type = 3
+	TypeRegister   Type = 4
+	TypeRegistered Type = 5
+	TypePublish    Type = 6
+	TypeAck        Type = 7
+	TypeNotLeader  Type = 8
+	TypeFetch      Type = 9
+	TypeFetchReply Type = 10
+	TypeProbe      Type = 11
+	TypeProbeReply Type = 12
+)
+
+// Message is any protocol message.
+type Message interface {
+	// Type is the frame type that carries this message.
+	Type() Type
+}
+
+// Hello opens a connection: the client names itself and its protocol version.
+type Hello struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Version  int
+	Client   string
+}
+
+// Welcome accepts a Hello and says which store answered.
+type Welcome struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Version  int
+	Store    string
+	Group    int
+}
+
+// Error codes carried by Error.
+const (
+	CodeBadRequest  = "bad-request"  // the request is malformed or invalid
+	CodeVersion     = "version"      // unsupported protocol version
+	CodeTooLarge    = "too-large"    // a frame or batch is over a limit
+	CodeUnavailable = "unavailable"  // the store cannot serve now; retry later or elsewhere
+	CodeUnknown     = "unknown-type" // the frame type is not known
+	CodeInternal    = "internal"     // the store failed; the request may be retried
+)
+
+// Error reports that a request (ReqID, or 0 for the connection) failed.
+type Error struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Code     string
+	Message  string
+}
+
+// Error makes a wire Error usable as a Go error.
+func (e *Error) Error() string { return "store error (" + e.Code + "): " + e.Message }
+
+// Register asks a group's leader for the state of a source: the reply says
+// the highest sequence number the group holds, so a publisher resumes after
+// it. Registration goes through the group's log, so the answer reflects
+// everything the group has committed.
+type Register struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	Session  string
+}
+
+// Registered answers Register.
+type Registered struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	Group    int
+	GroupID  string
+	HighSeq  uint64 // highest sequence number held, 0 if none
+	LowSeq   uint64 // oldest sequence number held, 0 if none
+}
+
+// Publish carries contiguous messages FirstSeq, FirstSeq+1, ... of one
+// source. The leader makes the whole batch one raft entry.
+type Publish struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	FirstSeq uint64
+	Payloads [][]byte
+}
+
+// Ack says the group has committed FirstSeq..LastSeq of Source (new or
+// already held): they are stable in this group.
+type Ack struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	FirstSeq uint64
+	LastSeq  uint64
+	HighSeq  uint64
+}
+
+// NotLeader redirects a request that only the leader serves. Leader is the
+// leader's client address, empty while no leader is known.
+type NotLeader struct {
+	_msgpack   struct{} `msgpack:",as_array"`
+	ReqID      uint64
+	Leader     string
+	LeaderName string
+}
+
+// Fetch asks for the messages of Source held in [From, To], at most
+// MaxCount messages or about MaxBytes of payload (0: the store's default).
+type Fetch struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	From     uint64
+	To       uint64
+	MaxCount int
+	MaxBytes int
+}
+
+// Msg is one stored message.
+type Msg struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Seq      uint64
+	Payload  []byte
+}
+
+// FetchReply answers Fetch: the messages held in the range, ascending; a
+// sequence number the group does not hold is absent. Known is false if the
+// group has never seen the source.
+type FetchReply struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	Known    bool
+	HighSeq  uint64
+	LowSeq   uint64
+	Msgs     []Msg
+}
+
+// Probe asks any store (leader or not) what it holds; stores use it before
+// deciding to bootstrap a group, operators use it for status.
+type Probe struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+}
+
+// ProbeReply answers Probe.
+type ProbeReply struct {
+	_msgpack     struct{} `msgpack:",as_array"`
+	ReqID        uint64
+	Store        string
+	Group        int
+	GroupID      string // identity of the group, empty if the store never saw it
+	HasState     bool   // the store has raft state or repository data
+	State        string // raft state: Follower, Candidate, Leader, Shutdown, or starting
+	Leader       string // leader's client address, if known
+	AppliedIndex uint64
+	LastIndex    uint64
+}
+
+func (*Hello) Type() Type      { return TypeHello }
+func (*Welcome) Type() Type    { return TypeWelcome }
+func (*Error) Type() Type      { return TypeError }
+func (*Register) Type() Type   { return TypeRegister }
+func (*Registered) Type() Type { return TypeRegistered }
+func (*Publish) Type() Type    { return TypePublish }
+func (*Ack) Type() Type        { return TypeAck }
+func (*NotLeader) Type() Type  { return TypeNotLeader }
+func (*Fetch) Type() Type      { return TypeFetch }
+func (*FetchReply) Type() Type { return TypeFetchReply }
+func (*Probe) Type() Type      { return TypeProbe }
+func (*ProbeReply) Type() Type { return TypeProbeReply }
+
+// newMessage returns an empty message for a frame type, or nil if the type
+// is unknown.
+func newMessage(t Type) Message {
+	switch t {
+	case TypeHello:
+		return &Hello{}
+	case TypeWelcome:
+		return &Welcome{}
+	case TypeError:
+		return &Error{}
+	case TypeRegister:
+		return &Register{}
+	case TypeRegistered:
+		return &Registered{}
+	case TypePublish:
+		return &Publish{}
+	case TypeAck:
+		return &Ack{}
+	case TypeNotLeader:
+		return &NotLeader{}
+	case TypeFetch:
+		return &Fetch{}
+	case TypeFetchReply:
+		return &FetchReply{}
+	case TypeProbe:
+		return &Probe{}
+	case TypeProbeReply:
+		return &ProbeReply{}
+	}
+	return nil
+}
