@@ -20,7 +20,7 @@ func sampleMessages() []Message {
 		&Ack{ReqID: 2, Source: "orders", FirstSeq: 11, LastSeq: 13, HighSeq: 13},
 		&NotLeader{ReqID: 3, Leader: "127.0.0.1:15012", LeaderName: "G1S2"},
 		&Fetch{ReqID: 4, Source: "orders", From: 1, To: 100, MaxCount: 10, MaxBytes: 1 << 20},
-		&FetchReply{ReqID: 4, Source: "orders", Known: true, HighSeq: 13, LowSeq: 1, Msgs: []Msg{{Seq: 1, Payload: []byte("x")}}},
+		&FetchReply{ReqID: 4, Source: "orders", Known: true, HighSeq: 13, LowSeq: 1, Through: 4, Msgs: []Msg{{Seq: 1, Payload: []byte("x")}}},
 		&Probe{ReqID: 5},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9},
 	}

@@ -135,9 +135,10 @@ type Msg struct {
 	Payload  []byte
 }
 
-// FetchReply answers Fetch: the messages held in the range, ascending; a
-// sequence number the group does not hold is absent. Known is false if the
-// group has never seen the source.
+// FetchReply answers Fetch: the messages held in [From, Through],
+// ascending; a sequence number in that range that is absent is not held by
+// the group. Through is the requested To unless a limit cut the reply short.
+// Known is false if the group has never seen the source.
 type FetchReply struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -145,6 +146,7 @@ type FetchReply struct {
 	Known    bool
 	HighSeq  uint64
 	LowSeq   uint64
+	Through  uint64
 	Msgs     []Msg
 }
 

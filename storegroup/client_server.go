@@ -1,0 +1,330 @@
+package storegroup
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/repository"
+	"umstore/wire"
+)
+
+// Limits on client requests.
+const (
+	maxSourceName     = 256
+	defaultFetchCount = 1000
+	maxFetchCount     = 10000
+	defaultFetchBytes = 1 << 20
+	handshakeTimeout  = 10 * time.Second
+	// pendingReplies bounds the requests a connection may have in flight in
+	// the log; a client that pipelines more is slowed by TCP backpressure.
+	pendingReplies = 4096
+)
+
+// clientServer accepts wire-protocol connections for one store.
+type clientServer struct {
+	s  *Store
+	ln net.Listener
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newClientServer(s *Store, addr string) (*clientServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for clients on %s: %w (is another store using the port?)", addr, err)
+	}
+	return &clientServer{s: s, ln: ln, conns: map[net.Conn]struct{}{}}, nil
+}
+
+func (cs *clientServer) serve() {
+	for {
+		nc, err := cs.ln.Accept()
+		if err != nil {
+			cs.mu.Lock()
+			closed := cs.closed
+			cs.mu.Unlock()
+			if closed {
+				return
+			}
+			cs.s.log.Warn("accepting a client connection failed", "err", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		cs.mu.Lock()
+		if cs.closed {
+			cs.mu.Unlock()
+			nc.Close()
+			return
+		}
+		cs.conns[nc] = struct{}{}
+		cs.wg.Add(1)
+		cs.mu.Unlock()
+		go func() {
+			defer cs.wg.Done()
+			cs.handle(nc)
+			cs.mu.Lock()
+			delete(cs.conns, nc)
+			cs.mu.Unlock()
+		}()
+	}
+}
+
+func (cs *clientServer) close() {
+	cs.mu.Lock()
+	cs.closed = true
+	cs.ln.Close()
+	for nc := range cs.conns {
+		nc.Close()
+	}
+	cs.mu.Unlock()
+	cs.wg.Wait()
+}
+
+// reply is one answer owed to a client, in request order: either ready now
+// or waiting for a raft entry to be applied.
+type reply struct {
+	msg    wire.Message
+	future raft.ApplyFuture
+	req    wire.Message
+}
+
+// handle serves one connection: a reader that turns requests into raft
+// proposals or immediate answers, and a writer that answers in request
+// order, flushing whenever it has caught up.
+func (cs *clientServer) handle(nc net.Conn) {
+	defer nc.Close()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := wire.NewConn(nc, cs.s.cfg.MaxFrame)
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: cs.s.cfg.Name, Group: cs.s.cfg.Group}); err != nil {
+		cs.s.log.Debug("client handshake failed", "remote", nc.RemoteAddr(), "err", err)
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+
+	replies := make(chan reply, pendingReplies)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		cs.writeReplies(c, replies)
+	}()
+	defer func() {
+		close(replies)
+		<-writerDone
+	}()
+	for {
+		m, err := c.Read()
+		if err != nil {
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				replies <- reply{msg: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error() + "; closing the connection"}}
+			}
+			if wire.IsFatal(err) {
+				return
+			}
+			code := wire.CodeBadRequest
+			if errors.Is(err, wire.ErrUnknownType) {
+				code = wire.CodeUnknown
+			}
+			replies <- reply{msg: &wire.Error{Code: code, Message: err.Error()}}
+			continue
+		}
+		replies <- cs.dispatch(m)
+	}
+}
+
+// writeReplies answers in request order. On a write error it closes the
+// connection, which ends the reader too.
+func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
+	broken := false
+	for r := range replies {
+		if broken {
+			continue // drain so the reader never blocks
+		}
+		msg := r.msg
+		if r.future != nil {
+			msg = cs.applied(r.req, r.future)
+		}
+		err := c.Write(msg)
+		if err == nil && (len(replies) == 0 || c.Buffered() > 256<<10) {
+			err = c.Flush()
+		}
+		if err != nil {
+			broken = true
+			c.Close()
+		}
+	}
+}
+
+// dispatch handles one request.
+func (cs *clientServer) dispatch(m wire.Message) reply {
+	s := cs.s
+	switch m := m.(type) {
+	case *wire.Probe:
+		st := s.Status()
+		rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex}
+		if l, ok := s.leader(); ok {
+			rep.Leader = l.ClientAddr
+		}
+		return reply{msg: rep}
+	case *wire.Register:
+		if err := checkSource(m.Source); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
+		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
+	case *wire.Publish:
+		if err := checkPublish(m); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		cmd := repository.EncodePublish(repository.Publish{Source: m.Source, FirstSeq: m.FirstSeq, Payloads: m.Payloads})
+		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
+	case *wire.Fetch:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.fetch(m)}
+	default:
+		return reply{msg: &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("a store does not accept frame type %d from clients", m.Type())}}
+	}
+}
+
+// notLeader returns (redirect, false) unless this store leads its group and
+// has applied everything committed before its term.
+func (cs *clientServer) notLeader(reqID uint64) (reply, bool) {
+	if cs.s.IsLeader() {
+		return reply{}, true
+	}
+	nl := &wire.NotLeader{ReqID: reqID}
+	if l, ok := cs.s.leader(); ok && l.Name != cs.s.cfg.Name {
+		nl.Leader, nl.LeaderName = l.ClientAddr, l.Name
+	}
+	return reply{msg: nl}, false
+}
+
+// applied waits for a proposal and turns its outcome into the answer.
+func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Message {
+	reqID := reqIDOf(req)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			rep, _ := cs.notLeader(reqID)
+			return rep.msg
+		}
+		return &wire.Error{ReqID: reqID, Code: wire.CodeUnavailable, Message: err.Error()}
+	}
+	switch res := f.Response().(type) {
+	case error:
+		return &wire.Error{ReqID: reqID, Code: wire.CodeInternal, Message: res.Error()}
+	case *repository.Result:
+		if res.Err != nil {
+			return &wire.Error{ReqID: reqID, Code: wire.CodeBadRequest, Message: res.Err.Error()}
+		}
+		switch {
+		case res.Publish != nil:
+			p := res.Publish
+			return &wire.Ack{ReqID: reqID, Source: p.Source, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, HighSeq: p.HighSeq}
+		case res.Register != nil:
+			r := res.Register
+			return &wire.Registered{ReqID: reqID, Source: r.Source, Group: cs.s.cfg.Group, GroupID: cs.s.repo.GroupID(), HighSeq: r.HighSeq, LowSeq: r.LowSeq}
+		}
+	}
+	return &wire.Error{ReqID: reqID, Code: wire.CodeInternal, Message: "the store produced no result for the request"}
+}
+
+func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
+	info, ok, err := cs.s.repo.Source(m.Source)
+	if err != nil {
+		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	rep := &wire.FetchReply{ReqID: m.ReqID, Source: m.Source, Known: ok}
+	if !ok {
+		return rep
+	}
+	rep.HighSeq, rep.LowSeq = info.HighSeq, info.LowSeq
+	rep.Through = m.To
+	if m.From > m.To || m.From > info.HighSeq {
+		return rep
+	}
+	count := m.MaxCount
+	if count <= 0 {
+		count = defaultFetchCount
+	}
+	count = min(count, maxFetchCount)
+	bytes := m.MaxBytes
+	if bytes <= 0 {
+		bytes = defaultFetchBytes
+	}
+	bytes = min(bytes, cs.s.cfg.MaxFrame/2)
+	msgs, err := cs.s.repo.Read(m.Source, m.From, min(m.To, info.HighSeq), count, bytes)
+	if err != nil {
+		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	rep.Msgs = make([]wire.Msg, len(msgs))
+	for i, msg := range msgs {
+		rep.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
+	}
+	// A reply cut short by a limit covers only up to its last message.
+	if len(msgs) == count || replyBytes(msgs) >= bytes {
+		rep.Through = msgs[len(msgs)-1].Seq
+	}
+	return rep
+}
+
+func replyBytes(msgs []repository.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Payload)
+	}
+	return n
+}
+
+func reqIDOf(m wire.Message) uint64 {
+	switch m := m.(type) {
+	case *wire.Register:
+		return m.ReqID
+	case *wire.Publish:
+		return m.ReqID
+	}
+	return 0
+}
+
+func checkSource(name string) error {
+	if name == "" {
+		return errors.New("source name is empty")
+	}
+	if len(name) > maxSourceName {
+		return fmt.Errorf("source name is %d bytes; the limit is %d", len(name), maxSourceName)
+	}
+	return nil
+}
+
+func checkPublish(m *wire.Publish) error {
+	if err := checkSource(m.Source); err != nil {
+		return err
+	}
+	if m.FirstSeq == 0 {
+		return errors.New("sequence numbers start at 1")
+	}
+	if len(m.Payloads) == 0 {
+		return errors.New("publish batch is empty")
+	}
+	if m.FirstSeq+uint64(len(m.Payloads))-1 < m.FirstSeq {
+		return errors.New("sequence numbers overflow")
+	}
+	return nil
+}

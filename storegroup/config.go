@@ -1,0 +1,137 @@
+package storegroup
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Member is one store of a group as the deployment describes it.
+type Member struct {
+	Name       string // unique store name, also its raft server ID
+	RaftAddr   string // host:port of its raft transport
+	ClientAddr string // host:port of its client server
+}
+
+// Config describes one store. Build it with DefaultConfig and fill in the
+// identity fields; Validate says what is missing.
+type Config struct {
+	// Name is this store's name; it must be one of Members.
+	Name string
+	// Group is the index of this store's group (1-based).
+	Group int
+	// Members lists every store of the group, this one included, in the
+	// deployment's order. The first member bootstraps a brand-new group.
+	Members []Member
+	// DataDir holds raft.db, repo.db and snapshots/ of this store.
+	DataDir string
+	// LocalIP, if set, is the address this store's outgoing connections
+	// leave from (its host's address), so partitions between hosts can be
+	// made with firewall rules on source addresses.
+	LocalIP net.IP
+	// Logger receives the store's logs, raft's included. Nil means slog.Default.
+	Logger *slog.Logger
+
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout tune raft's
+	// failure detection. Defaults suit loopback and LAN deployments on busy
+	// machines; shorter values fail over faster and flap more.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// MaxAppendEntries is how many log entries raft sends, stores and applies
+	// in one batch (raft allows at most 1024).
+	MaxAppendEntries int
+	// SnapshotThreshold and TrailingLogs control log compaction.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	// ApplyTimeout bounds how long a client request waits to enter the log.
+	ApplyTimeout time.Duration
+	// ProbeInterval is how often an empty store re-asks its group's members
+	// before deciding whether to bootstrap.
+	ProbeInterval time.Duration
+	// MaxFrame bounds incoming client frames (bytes).
+	MaxFrame int
+	// NoSync disables fsync in the repository. Only for tests and
+	// benchmarks: a store with NoSync can lose acknowledged messages.
+	NoSync bool
+}
+
+// DefaultConfig returns the tuning defaults; the identity fields are empty.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		MaxAppendEntries:   128,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       4096,
+		ApplyTimeout:       10 * time.Second,
+		ProbeInterval:      500 * time.Millisecond,
+		MaxFrame:           16 << 20,
+	}
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid store configuration")
+
+// Validate checks the configuration without touching the disk or network.
+func (c *Config) Validate() error {
+	if c.Name == "" {
+		return fmt.Errorf("%w: name is empty", ErrConfig)
+	}
+	if c.Group < 1 {
+		return fmt.Errorf("%w: store %s: group must be 1 or more, got %d", ErrConfig, c.Name, c.Group)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: store %s: data directory is empty", ErrConfig, c.Name)
+	}
+	if len(c.Members) < 3 || len(c.Members)%2 == 0 {
+		return fmt.Errorf("%w: store %s: a group needs an odd number of at least 3 members, got %d", ErrConfig, c.Name, len(c.Members))
+	}
+	seen := map[string]bool{}
+	found := false
+	for _, m := range c.Members {
+		if m.Name == "" || m.RaftAddr == "" || m.ClientAddr == "" {
+			return fmt.Errorf("%w: store %s: member %+v lacks a name or an address", ErrConfig, c.Name, m)
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("%w: store %s: member %s listed twice", ErrConfig, c.Name, m.Name)
+		}
+		seen[m.Name] = true
+		if m.Name == c.Name {
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%w: store %s is not among its group's members", ErrConfig, c.Name)
+	}
+	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
+		return fmt.Errorf("%w: store %s: MaxAppendEntries must be 1..1024, got %d", ErrConfig, c.Name, c.MaxAppendEntries)
+	}
+	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 {
+		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
+	}
+	return nil
+}
+
+// self returns this store's member entry.
+func (c *Config) self() Member {
+	for _, m := range c.Members {
+		if m.Name == c.Name {
+			return m
+		}
+	}
+	return Member{}
+}
+
+// member returns the member with the given name.
+func (c *Config) member(name string) (Member, bool) {
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}

@@ -1,0 +1,20 @@
+// Package storegroup runs one store: one member of one store group.
+//
+// A store is a hashicorp/raft node whose finite state machine is a
+// repository (package repository) in a bbolt file, plus a client server that
+// speaks the wire protocol to publishers, receivers and other stores.
+//
+// The data path of a publish: the client server receives a Publish frame (a
+// batch of contiguous messages of one source), the leader proposes it as ONE
+// raft entry, raft commits it on a quorum of the group, the FSM applies the
+// committed entries of a whole raft batch in one bbolt transaction, and the
+// client server answers Ack once the entry is applied on the leader. A
+// follower answers NotLeader with the leader's client address.
+//
+// Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never
+// bootstraps; an empty store asks every other member of its group what it
+// holds (Probe) and the group is bootstrapped only when every member answers
+// empty and none knows the group's identity, and then only by the first
+// member in the deployment's order. A group's identity is created by its
+// first leader and replicated through the log.
+package storegroup

@@ -1,0 +1,113 @@
+package storegroup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/repository"
+)
+
+// ErrStoreFailed is the response to entries a store could not apply: the
+// store has stopped itself rather than skip an entry (SPEC §4 rule 6).
+var ErrStoreFailed = errors.New("store stopped: cannot durably apply committed entries")
+
+// fsm adapts a repository to raft's BatchingFSM. Raft calls ApplyBatch,
+// Snapshot and Restore from one goroutine; Persist runs concurrently with
+// ApplyBatch, which the repository's read transactions allow.
+//
+// When the repository cannot commit a batch (disk full, I/O error), the fsm
+// records the failure, refuses every later batch and every snapshot, and
+// calls onFatal so the store shuts down. Its applied index stays where it
+// was, so a restarted store replays the refused entries instead of skipping
+// them.
+type fsm struct {
+	repo    *repository.Repo
+	onFatal func(error)
+
+	mu     sync.Mutex
+	failed error
+}
+
+var _ raft.BatchingFSM = (*fsm)(nil)
+
+// ApplyBatch applies committed entries in one repository transaction. The
+// response for each entry is a *repository.Result, or an error.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	failed := f.failed
+	f.mu.Unlock()
+	if failed != nil {
+		for i := range out {
+			out[i] = failed
+		}
+		return out
+	}
+	entries := make([]repository.Entry, len(logs))
+	for i, l := range logs {
+		entries[i] = repository.Entry{Index: l.Index, Term: l.Term}
+		if l.Type == raft.LogCommand {
+			entries[i].Data = l.Data
+		}
+	}
+	results, err := f.repo.Apply(entries)
+	if err != nil {
+		err = fmt.Errorf("%w: entries %d..%d: %v", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
+		f.mu.Lock()
+		f.failed = err
+		f.mu.Unlock()
+		if f.onFatal != nil {
+			go f.onFatal(err)
+		}
+		for i := range out {
+			out[i] = err
+		}
+		return out
+	}
+	for i := range results {
+		out[i] = &results[i]
+	}
+	return out
+}
+
+// Apply implements raft.FSM for single entries.
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// Snapshot captures a consistent view of the repository cheaply; the copy
+// is streamed later by Persist.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	failed := f.failed
+	f.mu.Unlock()
+	if failed != nil {
+		// A snapshot now would claim an index the repository never reached.
+		return nil, failed
+	}
+	s, err := f.repo.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{s: s}, nil
+}
+
+// Restore replaces the repository with a snapshot's copy.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return f.repo.Restore(rc)
+}
+
+type fsmSnapshot struct{ s *repository.Snapshot }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.s.WriteTo(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write repository snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() { s.s.Release() }

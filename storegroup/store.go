@@ -1,0 +1,389 @@
+package storegroup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"umstore/repository"
+)
+
+// Store is one running member of a store group.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+
+	repo     *repository.Repo
+	logStore *raftboltdb.BoltStore
+	snaps    *raft.FileSnapshotStore
+	trans    *raft.NetworkTransport
+	fsm      *fsm
+	client   *clientServer
+	hlog     hclog.Logger
+
+	raftMu sync.RWMutex
+	r      *raft.Raft // nil until the bootstrap decision is made
+
+	leaderReady atomic.Bool // leader and has applied everything committed before its term
+	started     chan struct{}
+	failed      atomic.Pointer[error]
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (or creates) the store's data directory, starts its client
+// server and, in the background, its raft node: at once if the store has
+// state, or after the bootstrap decision (see the package doc) if it is
+// empty. Use Started to wait for the raft node.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Store{
+		cfg:     cfg,
+		log:     cfg.Logger.With("store", cfg.Name, "group", cfg.Group),
+		started: make(chan struct{}),
+	}
+	s.hlog = newRaftLogger(s.log, "raft")
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.openStorage(); err != nil {
+		s.closeStorage()
+		return nil, err
+	}
+	self := cfg.self()
+	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP)
+	if err != nil {
+		s.closeStorage()
+		return nil, err
+	}
+	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  s.hlog.Named("transport"),
+	})
+	s.client, err = newClientServer(s, self.ClientAddr)
+	if err != nil {
+		s.trans.Close()
+		s.closeStorage()
+		return nil, err
+	}
+	s.bg.Add(2)
+	go func() { defer s.bg.Done(); s.client.serve() }()
+	go func() { defer s.bg.Done(); s.start() }()
+	return s, nil
+}
+
+func (s *Store) openStorage() error {
+	dir := s.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create data directory %s: %w", dir, err)
+	}
+	var err error
+	s.repo, err = repository.Open(filepath.Join(dir, "repo.db"), repository.Options{NoSync: s.cfg.NoSync})
+	if err != nil {
+		return fmt.Errorf("open repository of store %s: %w", s.cfg.Name, err)
+	}
+	s.logStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
+	}
+	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
+	if err != nil {
+		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
+	}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail}
+	return s.catchUpFromSnapshot()
+}
+
+// catchUpFromSnapshot restores the latest local snapshot if the repository
+// is behind it. Raft runs with NoSnapshotRestoreOnStart and replays only the
+// entries after its latest snapshot, so a repository that is behind the
+// snapshot (it should never be: snapshots are taken from durable state)
+// would otherwise silently miss entries.
+func (s *Store) catchUpFromSnapshot() error {
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	latest := metas[0]
+	if latest.Index <= s.repo.AppliedIndex() {
+		return nil
+	}
+	s.log.Warn("repository is behind the latest snapshot; restoring it", "applied", s.repo.AppliedIndex(), "snapshot", latest.Index)
+	_, rc, err := s.snaps.Open(latest.ID)
+	if err != nil {
+		return fmt.Errorf("open snapshot %s: %w", latest.ID, err)
+	}
+	defer rc.Close()
+	if err := s.repo.Restore(rc); err != nil {
+		return fmt.Errorf("restore snapshot %s: %w", latest.ID, err)
+	}
+	return nil
+}
+
+// start makes the bootstrap decision and starts raft.
+func (s *Store) start() {
+	hasState, err := s.hasLocalState()
+	if err != nil {
+		s.fail(fmt.Errorf("read local raft state: %w", err))
+		return
+	}
+	bootstrap := false
+	if !hasState {
+		bootstrap, err = s.decideBootstrap(s.ctx)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.fail(err)
+			}
+			return
+		}
+	}
+	if err := s.startRaft(bootstrap); err != nil {
+		s.fail(err)
+		return
+	}
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.watchLeadership() }()
+}
+
+func (s *Store) hasLocalState() (bool, error) {
+	if s.repo.HasState() {
+		return true, nil
+	}
+	return raft.HasExistingState(s.logStore, s.logStore, s.snaps)
+}
+
+func (s *Store) startRaft(bootstrap bool) error {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(s.cfg.Name)
+	rc.HeartbeatTimeout = s.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = s.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = s.cfg.LeaderLeaseTimeout
+	rc.MaxAppendEntries = s.cfg.MaxAppendEntries
+	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
+	rc.TrailingLogs = s.cfg.TrailingLogs
+	rc.NoSnapshotRestoreOnStart = true
+	rc.Logger = s.hlog
+	r, err := raft.NewRaft(rc, s.fsm, s.logStore, s.logStore, s.snaps, s.trans)
+	if err != nil {
+		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
+	}
+	if bootstrap {
+		var servers []raft.Server
+		for _, m := range s.cfg.Members {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.Name), Address: raft.ServerAddress(m.RaftAddr)})
+		}
+		s.log.Info("bootstrapping a brand-new group: every member reported an empty store", "members", len(servers))
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			r.Shutdown()
+			return fmt.Errorf("bootstrap group %d: %w", s.cfg.Group, err)
+		}
+	}
+	s.raftMu.Lock()
+	s.r = r
+	s.raftMu.Unlock()
+	close(s.started)
+	return nil
+}
+
+// raftNode returns the raft node, or nil before it has started.
+func (s *Store) raftNode() *raft.Raft {
+	s.raftMu.RLock()
+	defer s.raftMu.RUnlock()
+	return s.r
+}
+
+// watchLeadership tracks whether this store leads, and on winning
+// leadership waits until everything committed earlier is applied (a
+// barrier) before serving reads, then gives a new group its identity.
+func (s *Store) watchLeadership() {
+	r := s.raftNode()
+	obs := make(chan raft.Observation, 16)
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(o)
+	defer r.DeregisterObserver(o)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		isLeader := r.State() == raft.Leader
+		if !isLeader {
+			s.leaderReady.Store(false)
+		} else if !s.leaderReady.Load() {
+			if err := r.Barrier(s.cfg.ApplyTimeout).Error(); err == nil {
+				s.leaderReady.Store(true)
+				s.log.Info("leading the group")
+				s.ensureGroupID(r)
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-obs:
+		case <-tick.C:
+		}
+	}
+}
+
+// ensureGroupID proposes the group's identity if the group has none yet.
+// The repository keeps the first identity committed and refuses others, so
+// two leaders racing here cannot give a group two identities.
+func (s *Store) ensureGroupID(r *raft.Raft) {
+	if s.repo.GroupID() != "" {
+		return
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		s.log.Error("cannot create a group identity", "err", err)
+		return
+	}
+	id := hex.EncodeToString(b[:])
+	cmd := repository.EncodeInitGroup(repository.InitGroup{GroupID: id, Index: s.cfg.Group, UnixNano: time.Now().UnixNano()})
+	if err := r.Apply(cmd, s.cfg.ApplyTimeout).Error(); err != nil {
+		s.log.Warn("could not record the group identity; will retry on next leadership", "err", err)
+		return
+	}
+	s.log.Info("group identity created", "group_id", s.repo.GroupID())
+}
+
+// Started is closed once the raft node runs.
+func (s *Store) Started() <-chan struct{} { return s.started }
+
+// Name returns the store's name.
+func (s *Store) Name() string { return s.cfg.Name }
+
+// Group returns the store's group index.
+func (s *Store) Group() int { return s.cfg.Group }
+
+// Repository exposes the store's repository for reads (tests, status).
+func (s *Store) Repository() *repository.Repo { return s.repo }
+
+// IsLeader reports whether this store leads its group and is ready to serve.
+func (s *Store) IsLeader() bool { return s.leaderReady.Load() }
+
+// leader returns the current leader's member entry, if known.
+func (s *Store) leader() (Member, bool) {
+	r := s.raftNode()
+	if r == nil {
+		return Member{}, false
+	}
+	_, id := r.LeaderWithID()
+	if id == "" {
+		return Member{}, false
+	}
+	return s.cfg.member(string(id))
+}
+
+// Status is a point-in-time view of a store for operators and tests.
+type Status struct {
+	Name         string `json:"name"`
+	Group        int    `json:"group"`
+	GroupID      string `json:"group_id"`
+	State        string `json:"state"` // raft state, "starting" before raft runs, "failed" after a fatal error
+	Leader       string `json:"leader"`
+	AppliedIndex uint64 `json:"applied_index"`
+	LastIndex    uint64 `json:"last_index"`
+	HasState     bool   `json:"has_state"`
+	Error        string `json:"error,omitempty"`
+}
+
+// Status reports the store's current state.
+func (s *Store) Status() Status {
+	st := Status{Name: s.cfg.Name, Group: s.cfg.Group, GroupID: s.repo.GroupID(), State: "starting", AppliedIndex: s.repo.AppliedIndex()}
+	st.HasState, _ = s.hasLocalState()
+	if r := s.raftNode(); r != nil {
+		st.State = r.State().String()
+		st.LastIndex = r.LastIndex()
+		if m, ok := s.leader(); ok {
+			st.Leader = m.Name
+		}
+	}
+	if e := s.failed.Load(); e != nil {
+		st.State = "failed"
+		st.Error = (*e).Error()
+	}
+	return st
+}
+
+// fail stops the store after an error it cannot continue from.
+func (s *Store) fail(err error) {
+	if !s.failed.CompareAndSwap(nil, &err) {
+		return
+	}
+	s.log.Error("store stopping itself", "err", err)
+	go s.Close()
+}
+
+// Err returns the error that stopped the store, if any.
+func (s *Store) Err() error {
+	if e := s.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Close stops the store: a leader first hands leadership to another
+// member, then raft stops, connections close and files are closed.
+func (s *Store) Close() error { return s.stop(true) }
+
+// Abort stops the store without handing over leadership, as close to a
+// crash as a store in a shared process can get: the group notices only when
+// heartbeats stop. Tests use it; operators use Close.
+func (s *Store) Abort() error { return s.stop(false) }
+
+func (s *Store) stop(transfer bool) error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.client.close()
+		s.bg.Wait() // the start goroutine has either started raft or given up
+		if r := s.raftNode(); r != nil {
+			if transfer && r.State() == raft.Leader && s.failed.Load() == nil {
+				if err := r.LeadershipTransfer().Error(); err != nil {
+					s.log.Info("leadership transfer before stopping did not complete", "err", err)
+				}
+			}
+			if err := r.Shutdown().Error(); err != nil {
+				s.closeErr = errors.Join(s.closeErr, err)
+			}
+		}
+		s.trans.Close()
+		s.closeErr = errors.Join(s.closeErr, s.closeStorage())
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeStorage() error {
+	var errs []error
+	if s.logStore != nil {
+		errs = append(errs, s.logStore.Close())
+	}
+	if s.repo != nil {
+		errs = append(errs, s.repo.Close())
+	}
+	return errors.Join(errs...)
+}
+
+var _ io.Closer = (*Store)(nil)
