@@ -1,0 +1,283 @@
+// Command umpub publishes messages to umstore through the publisher SDK:
+// generated messages (--count, --size, --rate) or lines from standard input
+// (--stdin). It reports how many became stable and how fast, and exits
+// non-zero unless every message sent became stable within --timeout.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"umstore/internal/cli"
+	"umstore/publisher"
+	"umstore/quorum"
+)
+
+const usage = `Usage: umpub (--deployment FILE | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
+
+Publishes messages on source NAME to every store group and waits until each
+is stable (by default: committed by any one group). Without --stdin it sends
+--count generated messages of --size bytes, flat out or at --rate per second;
+with --stdin it sends each line of standard input as one message.
+
+The summary reports messages sent and stable, the sequence numbers used,
+throughput and publish-to-stable latency; with --json it is one JSON object
+on the last line. Exit status: 0 if every message sent became stable within
+--timeout, 1 if not, 2 for bad usage.
+
+Flags:
+`
+
+type options struct {
+	deployment, source, intergroup, logLevel string
+	stores                                   []string
+	count, size, flight                      int
+	rate                                     float64
+	stdin, json                              bool
+	timeout                                  time.Duration
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var o options
+	fs := pflag.NewFlagSet("umpub", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.deployment, "deployment", "", "deployment file (from `umstored plan` or `umstored dev`)")
+	fs.StringArrayVar(&o.stores, "store", nil, "a store as UM's ume_store: IP:port[:RegID[:GroupIDX]] (repeat for every store; instead of --deployment)")
+	fs.StringVar(&o.source, "source", "", "source name (required)")
+	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin)")
+	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
+	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
+	fs.BoolVar(&o.stdin, "stdin", false, "publish each line of standard input as one message")
+	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all (default: the deployment's, else any)")
+	fs.IntVar(&o.flight, "flight-size", 1000, "unstable messages allowed in flight (UM ume_flight_size)")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
+	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
+	log, err := cli.Logger(stderr, o.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
+	groups, d, err := cli.StoreGroups(o.deployment, o.stores)
+	if err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
+	behaviour := quorum.Any
+	if o.intergroup == "" && d != nil {
+		o.intergroup = d.Stability.Intergroup
+	}
+	if o.intergroup != "" {
+		if behaviour, err = quorum.ParseBehavior(o.intergroup); err != nil {
+			fmt.Fprintln(stderr, "umpub: --intergroup:", err)
+			return 2
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	rec := newRecorder()
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = o.source, groups, behaviour, o.flight, log
+	cfg.OnStable = rec.stable
+	p, err := publisher.New(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 1
+	}
+	defer p.Close()
+	rec.first = p.FirstSeq()
+
+	progress := startProgress(stderr, o, rec)
+	sendErr := send(ctx, p, o, stdin, rec)
+	flushErr := p.Flush(ctx)
+	progress.stop()
+	if sendErr == nil && flushErr == nil {
+		// Stable already; give the other groups a moment to confirm too, so
+		// every group holds a copy (it does not change the exit status).
+		grace, cancelGrace := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = p.WaitAllGroups(grace)
+		cancelGrace()
+	}
+	sum := rec.summary(o.source, p.Stats())
+	printSummary(stdout, sum, o.json)
+	switch {
+	case sendErr != nil:
+		fmt.Fprintln(stderr, "umpub: sending stopped:", sendErr)
+		return 1
+	case flushErr != nil:
+		fmt.Fprintf(stderr, "umpub: %d of %d messages stable when waiting ended: %v\n", sum.Stable, sum.Sent, flushErr)
+		return 1
+	}
+	return 0
+}
+
+func (o *options) check() error {
+	switch {
+	case o.source == "":
+		return errors.New("--source is required")
+	case !o.stdin && o.count < 1:
+		return fmt.Errorf("--count must be at least 1, got %d", o.count)
+	case o.size < 0 || o.size > 8<<20:
+		return fmt.Errorf("--size must be 0..%d bytes, got %d", 8<<20, o.size)
+	case o.rate < 0:
+		return fmt.Errorf("--rate must not be negative, got %v", o.rate)
+	case o.flight < 1:
+		return fmt.Errorf("--flight-size must be at least 1, got %d", o.flight)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
+	}
+	return nil
+}
+
+// send publishes the generated messages or standard input's lines.
+func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reader, rec *recorder) error {
+	var interval time.Duration
+	if o.rate > 0 {
+		interval = time.Duration(float64(time.Second) / o.rate)
+	}
+	start := time.Now()
+	pace := func(i int) error {
+		if interval == 0 {
+			return nil
+		}
+		due := start.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		return nil
+	}
+	if o.stdin {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for i := 0; sc.Scan(); i++ {
+			if err := pace(i); err != nil {
+				return err
+			}
+			if err := sendOne(ctx, p, rec, append([]byte(nil), sc.Bytes()...)); err != nil {
+				return err
+			}
+		}
+		return sc.Err()
+	}
+	for i := 0; i < o.count; i++ {
+		if err := pace(i); err != nil {
+			return err
+		}
+		if err := sendOne(ctx, p, rec, generate(o.source, rec.first+uint64(i), o.size)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sendOne(ctx context.Context, p *publisher.Publisher, rec *recorder, payload []byte) error {
+	now := time.Now()
+	seq, err := p.Send(ctx, payload)
+	if err != nil {
+		return err
+	}
+	rec.sent(seq, now, len(payload))
+	return nil
+}
+
+// generate makes a payload of exactly size bytes that names its source and
+// sequence number, so a reader can check what it got.
+func generate(source string, seq uint64, size int) []byte {
+	b := make([]byte, size)
+	head := fmt.Sprintf("%s #%d ", source, seq)
+	n := copy(b, head)
+	for i := n; i < size; i++ {
+		b[i] = '.'
+	}
+	return b
+}
+
+// progress prints a one-line progress display to a terminal every second.
+type progress struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startProgress(w io.Writer, o options, rec *recorder) *progress {
+	p := &progress{done: make(chan struct{})}
+	f, ok := w.(*os.File)
+	if !ok || o.json {
+		return p
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return p
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				fmt.Fprint(w, "\r"+strings.Repeat(" ", 60)+"\r")
+				return
+			case <-t.C:
+				sent, stable := rec.counts()
+				fmt.Fprintf(w, "\rsent %d, stable %d", sent, stable)
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) stop() {
+	close(p.done)
+	p.wg.Wait()
+}
+
+func printSummary(w io.Writer, s summary, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(s)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	fmt.Fprintf(w, "source %s: sent %d, stable %d", s.Source, s.Sent, s.Stable)
+	if s.Sent > 0 {
+		fmt.Fprintf(w, " (sequence numbers %d-%d)", s.FirstSeq, s.LastSeq)
+	}
+	fmt.Fprintf(w, " in %.2fs: %.0f msgs/s, %.2f MB/s\n", s.ElapsedS, s.MsgsPerS, s.MBPerS)
+	fmt.Fprintf(w, "publish-to-stable latency: p50 %dus, p90 %dus, p99 %dus, p99.9 %dus, max %dus\n",
+		s.LatencyUS.P50, s.LatencyUS.P90, s.LatencyUS.P99, s.LatencyUS.P999, s.LatencyUS.Max)
+	fmt.Fprintf(w, "confirmed per group: %v\n", s.GroupsConfirmed)
+}

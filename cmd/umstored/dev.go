@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"umstore/internal/cli"
+	"umstore/placement"
+)
+
+const devUsage = `Usage: umstored dev [--data-dir DIR] [--base-port N] [--admin-addr ADDR]
+
+Runs the headline topology in one process on 127.0.0.1: two groups of three
+stores laid out 2+1 / 1+2 over two "hosts" A and B, as "umstored plan" lays
+them out on two real hosts. Writes DIR/deployment.yaml for umpub, umrcv and
+"umstored status", prints the next commands to try, and serves a status page.
+Data stays in DIR across runs; Ctrl-C stops the stores gracefully.
+
+Flags:
+`
+
+func cmdDev(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "umstore-dev", "directory for the stores' data and the deployment file")
+	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
+	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	fs.Usage = func() { fmt.Fprint(stderr, devUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return exitUsage(err)
+	}
+	log, err := cli.Logger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 2
+	}
+	if *basePort < 1 || *basePort+1000+10*2+3 > 65535 {
+		fmt.Fprintf(stderr, "umstored dev: --base-port %d leaves no room for the ports (1..%d)\n", *basePort, 65535-1023)
+		return 2
+	}
+	dir, err := filepath.Abs(*dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+	d := placement.Dev("127.0.0.1", *basePort)
+	path := filepath.Join(dir, "deployment.yaml")
+	if err := checkDevDeployment(path, d, fs.Changed("base-port")); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+	if err := d.WriteFile(path); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var hosts []*hostStores
+	stopAll := func() {
+		for _, hs := range hosts {
+			hs.stop()
+		}
+	}
+	for _, h := range d.Hosts {
+		hs, err := startHost(d, h.Name, filepath.Join(dir, h.Name), log)
+		if err != nil {
+			stopAll()
+			fmt.Fprintln(stderr, "umstored dev:", err)
+			return 1
+		}
+		hosts = append(hosts, hs)
+	}
+	statusURL := ""
+	if *adminAddr != "" {
+		srv, err := startAdmin(*adminAddr, d, hosts, log)
+		if err != nil {
+			stopAll()
+			fmt.Fprintln(stderr, "umstored dev:", err)
+			return 1
+		}
+		defer srv.Close()
+		statusURL = "http://" + srv.Addr + "/"
+	}
+	fmt.Fprintf(stdout, "umstored dev: starting 2 groups of 3 stores on 127.0.0.1 (hosts A and B in one process)\n%s", placement.RenderLayout(d))
+	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = waitLeaders(waitCtx, hosts, log)
+	cancel()
+	if err != nil {
+		stopAll()
+		if ctx.Err() != nil {
+			return 0
+		}
+		fmt.Fprintln(stderr, "umstored dev: the groups did not elect leaders within 60s; see the log above (run with --log-level info)")
+		return 1
+	}
+	fmt.Fprintf(stdout, `
+ready.
+  deployment:  %[1]s
+  data:        %[2]s
+  status page: %[3]s
+
+try, in another terminal:
+  umpub --deployment %[1]s --source demo --count 1000
+  umrcv --deployment %[1]s --source demo
+  umstored status --deployment %[1]s
+
+Ctrl-C stops the stores; their data stays in %[2]s.
+`, path, dir, orNone(statusURL))
+	return serveUntilStopped(ctx, hosts, log)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: --admin-addr is empty)"
+	}
+	return s
+}
+
+// checkDevDeployment refuses to reuse a data directory whose stores were
+// created with other addresses: their raft configurations name the old
+// ports, and restarting them elsewhere would split the groups.
+func checkDevDeployment(path string, want *placement.Deployment, portChosen bool) error {
+	old, err := placement.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s exists but cannot be read (%v); remove the directory to start afresh", path, err)
+	}
+	if reflect.DeepEqual(old, want) {
+		return nil
+	}
+	base := old.Groups[0].Stores[0].RaftPort - 11
+	if !portChosen {
+		return fmt.Errorf("%s was created with --base-port %d; run again with --base-port %d, or use another --data-dir", filepath.Dir(path), base, base)
+	}
+	return fmt.Errorf("%s holds stores created with --base-port %d, not the one given; use --base-port %d or another --data-dir", filepath.Dir(path), base, base)
+}

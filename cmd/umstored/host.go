@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"umstore/placement"
+	"umstore/storegroup"
+)
+
+// hostStores are the running stores of one host of a deployment.
+type hostStores struct {
+	host   string
+	stores []*storegroup.Store
+}
+
+// startHost opens every store the deployment places on host, each in
+// dataDir/<store name>. Stores decide by themselves whether to bootstrap
+// (see storegroup), so this only starts them.
+func startHost(d *placement.Deployment, host, dataDir string, log *slog.Logger) (*hostStores, error) {
+	h, ok := d.HostByName(host)
+	if !ok {
+		return nil, fmt.Errorf("host %q is not in the deployment %q (its hosts: %s)", host, d.Name, hostNames(d))
+	}
+	refs := d.StoresOn(host)
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("the deployment places no stores on host %q", host)
+	}
+	hs := &hostStores{host: host}
+	for _, ref := range refs {
+		cfg := storegroup.DefaultConfig()
+		cfg.Name = ref.Store.Name
+		cfg.Group = ref.Group
+		for _, m := range d.Members(ref.Group) {
+			cfg.Members = append(cfg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+		}
+		cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
+		cfg.LocalIP = net.ParseIP(h.Address)
+		cfg.Logger = log.With("host", host)
+		s, err := storegroup.Open(cfg)
+		if err != nil {
+			hs.stop()
+			return nil, fmt.Errorf("start store %s: %w", ref.Store.Name, err)
+		}
+		hs.stores = append(hs.stores, s)
+	}
+	return hs, nil
+}
+
+func hostNames(d *placement.Deployment) string {
+	s := ""
+	for i, h := range d.Hosts {
+		if i > 0 {
+			s += ", "
+		}
+		s += h.Name
+	}
+	return s
+}
+
+// stop closes every store, in parallel; each is marked stopped cleanly.
+func (hs *hostStores) stop() {
+	var wg sync.WaitGroup
+	for _, s := range hs.stores {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	wg.Wait()
+}
+
+// waitLeaders waits until every group with a store on these hosts knows a
+// leader, reporting progress every few seconds. It gives up at ctx's end.
+func waitLeaders(ctx context.Context, hosts []*hostStores, log *slog.Logger) error {
+	last := time.Now()
+	for {
+		missing := map[int]bool{}
+		for _, hs := range hosts {
+			for _, s := range hs.stores {
+				if s.Status().Leader == "" {
+					missing[s.Group()] = true
+				}
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Since(last) > 3*time.Second {
+			last = time.Now()
+			log.Info("waiting for every group to elect a leader", "groups_without_leader", keys(missing))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func keys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+// Command umstored runs umstore's stores.
+//
+//	umstored plan    lay out stores over hosts and write a deployment file
+//	umstored run     run one host's stores from a deployment file
+//	umstored dev     run the two-host, two-group topology on loopback in one process
+//	umstored status  show groups, leaders and stores of a deployment
+//
+// `umstored COMMAND --help` explains each command's flags.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `umstored runs umstore's replicated message stores.
+
+Usage: umstored COMMAND [flags]
+
+Commands:
+  dev      run two groups of three stores (2+1 / 1+2 over two "hosts") on
+           loopback in one process: the quickest way to try umstore
+  plan     lay out stores over hosts, print the failure analysis and write a
+           deployment file
+  run      run the stores of one host of a deployment
+  status   show every group and store of a deployment
+
+Run "umstored COMMAND --help" for a command's flags.
+`
+
+// commands maps each subcommand to its implementation; each returns the
+// process exit code.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"dev":    cmdDev,
+	"plan":   cmdPlan,
+	"run":    cmdRun,
+	"status": cmdStatus,
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "umstored: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return cmd(args[1:], stdout, stderr)
+}

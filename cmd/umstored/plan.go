@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"umstore/placement"
+)
+
+// Exit codes of `umstored plan`.
+const (
+	planExitOK      = 0 // deployment file written
+	planExitRefused = 1 // unsafe request refused, or the file could not be written
+	planExitUsage   = 2 // bad flags or arguments
+)
+
+const planUsageHead = `Usage: umstored plan --host NAME=ADDRESS --host NAME=ADDRESS [flags]
+
+Lays the stores of a deployment out over hosts, prints the layout and what
+losing each host would do, and writes the deployment file that
+"umstored run", umpub and umrcv read.
+
+Every group is one Raft cluster of an odd number (at least 3) of stores, and
+publishers send every message to every group. With two hosts and two groups of
+three, the stores are laid out 2+1 / 1+2 (A: G1S1 G1S2 G2S1, B: G1S3 G2S2
+G2S3), so that losing either host leaves one group with a quorum and
+publishing goes on. With three or more hosts, no host holds a majority of any
+group.
+
+Unsafe requests are refused with an explanation on stderr and nothing is
+written: fewer than 3 or an even number of stores per group, a single host,
+or a layout where losing one host leaves no group with a quorum (such as two
+hosts and one group).
+
+Flags:
+`
+
+const planUsageTail = `
+Ports: store n of group g listens on raft port BASE+10*g+n and client port
+BASE+1000+10*g+n, so with the default base G1S1 uses 14011 and 15011.
+
+Examples:
+  umstored plan --host A=10.0.0.1 --host B=10.0.0.2
+  umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --host C=10.0.0.3 --out /etc/umstore/deployment.yaml
+  umstored plan --host A=127.0.0.2 --host B=127.0.0.3 --groups 3 --base-port 20000 --json
+
+Exit status: 0 when the file is written, 1 when the request is refused as
+unsafe or the file cannot be written, 2 for bad flags.
+`
+
+// planOutput is what `umstored plan --json` prints: one JSON object.
+type planOutput struct {
+	Deployment *placement.Deployment `json:"deployment"`
+	Layout     string                `json:"layout"`
+	Analysis   *placement.Analysis   `json:"analysis"`
+	File       string                `json:"file"`
+}
+
+// cmdPlan implements `umstored plan ARGS...` and returns the exit code.
+func cmdPlan(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {} // help is printed below, on stdout
+	fs.SortFlags = false
+
+	var (
+		hostArgs []string
+		req      = placement.Request{}
+		out      string
+		asJSON   bool
+	)
+	fs.StringArrayVar(&hostArgs, "host", nil, "a host that runs stores, as `NAME=ADDRESS` (repeat once per host; at least two),\ne.g. --host A=10.0.0.1 --host B=store-b.example.net --host C=[::1]")
+	fs.IntVar(&req.Groups, "groups", placement.DefaultGroups, "`N` store groups; publishers send every message to every group")
+	fs.IntVar(&req.StoresPerGroup, "stores-per-group", placement.DefaultStoresPerGroup, "`N` stores in each group: an odd number, at least 3, at most 9")
+	fs.IntVar(&req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
+	fs.StringVar(&req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
+	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is replaced atomically")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file} instead of text")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprint(stdout, planUsageHead+fs.FlagUsages()+planUsageTail)
+			return planExitOK
+		}
+		return planUsageError(stderr, err.Error())
+	}
+	if fs.NArg() > 0 {
+		return planUsageError(stderr, fmt.Sprintf("unexpected argument %q (hosts are given with --host NAME=ADDRESS)", fs.Arg(0)))
+	}
+	if len(hostArgs) == 0 {
+		return planUsageError(stderr, "no hosts: give each host that runs stores with --host NAME=ADDRESS, e.g. --host A=10.0.0.1 --host B=10.0.0.2")
+	}
+	for _, arg := range hostArgs {
+		h, err := parseHostFlag(arg)
+		if err != nil {
+			return planUsageError(stderr, err.Error())
+		}
+		req.Hosts = append(req.Hosts, h)
+	}
+	// Zero would mean "default" to the planner; on the command line it is a
+	// mistake.
+	switch {
+	case req.Groups < 1:
+		return planUsageError(stderr, fmt.Sprintf("--groups %d: give at least 1 group (2 is the usual choice)", req.Groups))
+	case req.StoresPerGroup < 1:
+		return planUsageError(stderr, fmt.Sprintf("--stores-per-group %d: give an odd number of at least 3", req.StoresPerGroup))
+	case req.BasePort < 1 || req.BasePort > 65535:
+		return planUsageError(stderr, fmt.Sprintf("--base-port %d: give a port in 1..65535, e.g. 14000", req.BasePort))
+	case strings.TrimSpace(req.Name) == "":
+		return planUsageError(stderr, "--name is empty: give the deployment a name, e.g. --name orders")
+	}
+
+	d, analysis, err := placement.Plan(req)
+	if err != nil {
+		return planRefused(stdout, stderr, err, asJSON)
+	}
+	if err := d.WriteFile(out); err != nil {
+		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
+
+	layout := placement.RenderLayout(d)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out}); err != nil {
+			fmt.Fprintf(stderr, "umstored plan: writing JSON: %v\n", err)
+			return planExitRefused
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", out)
+		return planExitOK
+	}
+	fmt.Fprintf(stdout, "Layout of %q:\n\n%s\n%s\n", d.Name, layout, analysis.Render())
+	fmt.Fprintf(stdout, "Wrote %s: %d groups of %d stores on %d hosts.\n", out, len(d.Groups), req.StoresPerGroup, len(d.Hosts))
+	fmt.Fprintf(stdout, "Copy it to every host and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", out, d.Hosts[0].Name)
+	return planExitOK
+}
+
+// parseHostFlag splits NAME=ADDRESS. Brackets around an IPv6 address are
+// accepted and removed.
+func parseHostFlag(arg string) (placement.Host, error) {
+	name, addr, ok := strings.Cut(arg, "=")
+	name, addr = strings.TrimSpace(name), strings.TrimSpace(addr)
+	if !ok || name == "" || addr == "" {
+		return placement.Host{}, fmt.Errorf("--host %q: give NAME=ADDRESS, e.g. --host A=10.0.0.1", arg)
+	}
+	if strings.HasPrefix(addr, "[") && strings.HasSuffix(addr, "]") {
+		addr = addr[1 : len(addr)-1]
+	}
+	return placement.Host{Name: name, Address: addr}, nil
+}
+
+func planUsageError(stderr io.Writer, msg string) int {
+	fmt.Fprintf(stderr, "umstored plan: %s\nRun \"umstored plan --help\" for the flags and examples.\n", msg)
+	return planExitUsage
+}
+
+// planRefused reports a refusal: the reason and explanation on stderr and,
+// with --json, the refusal as a JSON object on stdout.
+func planRefused(stdout, stderr io.Writer, err error, asJSON bool) int {
+	var r *placement.Refusal
+	if !errors.As(err, &r) {
+		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
+	fmt.Fprintf(stderr, "umstored plan: %s\n\n%s\n\nNo deployment file was written.\n", r.Error(), r.Explanation)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(map[string]*placement.Refusal{"refusal": r})
+	}
+	if errors.Is(err, placement.ErrInvalidRequest) {
+		return planExitUsage
+	}
+	return planExitRefused
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"umstore/internal/cli"
+	"umstore/placement"
+)
+
+const runUsage = `Usage: umstored run --deployment FILE --host NAME --data-dir DIR [flags]
+
+Runs every store that the deployment places on host NAME, in this process,
+each in DIR/<store name>. A store with state rejoins its group; an empty store
+asks the other members of its group what they hold and bootstraps only a
+brand-new group (every member empty). SIGINT or SIGTERM stops the stores
+gracefully (a leader hands over leadership first).
+
+Flags:
+`
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	deployment := fs.String("deployment", "", "deployment file written by `umstored plan` (required)")
+	host := fs.String("host", "", "name of this host in the deployment (required)")
+	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
+	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return exitUsage(err)
+	}
+	if *deployment == "" || *host == "" || *dataDir == "" {
+		fmt.Fprintln(stderr, "umstored run: --deployment, --host and --data-dir are required")
+		fs.Usage()
+		return 2
+	}
+	log, err := cli.Logger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
+		return 2
+	}
+	d, err := placement.Load(*deployment)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hs, err := startHost(d, *host, *dataDir, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
+		return 1
+	}
+	if *adminAddr != "" {
+		srv, err := startAdmin(*adminAddr, d, []*hostStores{hs}, log)
+		if err != nil {
+			hs.stop()
+			fmt.Fprintln(stderr, "umstored run:", err)
+			return 1
+		}
+		defer srv.Close()
+		log.Info("status page", "url", "http://"+srv.Addr+"/")
+	}
+	log.Info("stores started", "host", *host, "stores", len(hs.stores), "data_dir", *dataDir)
+	return serveUntilStopped(ctx, []*hostStores{hs}, log)
+}
+
+// serveUntilStopped waits for SIGINT/SIGTERM, then stops every store. A
+// store that stops itself (it could not apply an entry) is reported once;
+// the host's other stores keep serving their groups, and the exit code
+// becomes 1 so a supervisor notices.
+func serveUntilStopped(ctx context.Context, hosts []*hostStores, log *slog.Logger) int {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	reported := map[string]bool{}
+	code := 0
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping stores")
+			for _, hs := range hosts {
+				hs.stop()
+			}
+			log.Info("stores stopped")
+			return code
+		case <-tick.C:
+			for _, hs := range hosts {
+				for _, s := range hs.stores {
+					if err := s.Err(); err != nil && !reported[s.Name()] {
+						reported[s.Name()] = true
+						code = 1
+						log.Error("a store stopped itself; the others keep serving", "store", s.Name(), "err", err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func exitUsage(err error) int {
+	if err == pflag.ErrHelp {
+		return 0
+	}
+	return 2
+}

@@ -1,0 +1,332 @@
+package placement
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FileVersion is the only deployment file version this package reads and
+// writes. A file with another version is refused rather than guessed at.
+const FileVersion = 1
+
+// Intragroup and intergroup stability behaviours, spelled as in the
+// deployment file and as Ultra Messaging spells them.
+const (
+	// IntragroupQuorum: a message is stable in a group once the group's Raft
+	// log has committed it. It is the only intragroup behaviour supported.
+	IntragroupQuorum = "quorum"
+
+	// IntergroupAny: a message is stable once any one group has it (default).
+	IntergroupAny = "any"
+	// IntergroupMajority: stable once more than half of the groups have it.
+	IntergroupMajority = "majority"
+	// IntergroupAllActive: stable once every group that is active has it;
+	// a group that lost its quorum stops counting.
+	IntergroupAllActive = "all-active"
+	// IntergroupAll: stable only once every configured group has it.
+	IntergroupAll = "all"
+)
+
+// IntergroupBehaviours lists the accepted intergroup stability behaviours in
+// the order they are shown to people.
+var IntergroupBehaviours = []string{IntergroupAny, IntergroupMajority, IntergroupAllActive, IntergroupAll}
+
+// Deployment is the content of a deployment file: which hosts exist, which
+// store groups exist, where each store runs and on which ports, and how
+// stability is decided. Every daemon and client of one deployment reads the
+// same file, so it is the single source of truth about group membership.
+//
+// A Deployment returned by [Load] or [Parse] has been validated. One built in
+// code should be checked with [Deployment.Validate] before use.
+type Deployment struct {
+	Version   int       `yaml:"version" json:"version"`
+	Name      string    `yaml:"name" json:"name"`
+	Hosts     []Host    `yaml:"hosts" json:"hosts"`
+	Groups    []Group   `yaml:"groups" json:"groups"`
+	Stability Stability `yaml:"stability" json:"stability"`
+
+	// source names the file the deployment came from, for error messages.
+	source string
+	// lines maps key paths ("groups[0].stores[1].host") to the line they are
+	// on in source, so that validation errors can point at the line.
+	lines map[string]int
+}
+
+// Host is one machine (or, for development, one loopback address) that runs
+// stores. Name is what operators type (`umstored run --host A`); Address is
+// where the host's stores listen.
+type Host struct {
+	Name    string `yaml:"name" json:"name"`
+	Address string `yaml:"address" json:"address"`
+}
+
+// Group is one store group: one Raft cluster. Index is the group number used
+// in store names and on the wire, 1..number of groups.
+type Group struct {
+	Index  int     `yaml:"index" json:"index"`
+	Stores []Store `yaml:"stores" json:"stores"`
+}
+
+// Store is one member of a group. Its name is also the name of its data
+// directory under the daemon's --data-dir. RaftPort carries the group's Raft
+// traffic; ClientPort serves publishers and receivers.
+type Store struct {
+	Name       string `yaml:"name" json:"name"`
+	Host       string `yaml:"host" json:"host"`
+	RaftPort   int    `yaml:"raft-port" json:"raft-port"`
+	ClientPort int    `yaml:"client-port" json:"client-port"`
+}
+
+// Stability says when a message counts as stable for its publisher: inside a
+// group (Intragroup, only "quorum") and across groups (Intergroup: "any",
+// "majority", "all-active" or "all"). Empty values mean the defaults,
+// "quorum" and "any"; [Deployment.Validate] fills them in.
+type Stability struct {
+	Intragroup string `yaml:"intragroup" json:"intragroup"`
+	Intergroup string `yaml:"intergroup" json:"intergroup"`
+}
+
+// StoreRef is a store together with its group index and the host it runs
+// on, which is what a daemon or a client needs to reach it.
+type StoreRef struct {
+	Group int
+	Store Store
+	Host  Host
+}
+
+// RaftAddr is the "address:port" the store's Raft transport listens on.
+// IPv6 addresses are bracketed.
+func (r StoreRef) RaftAddr() string {
+	return net.JoinHostPort(r.Host.Address, strconv.Itoa(r.Store.RaftPort))
+}
+
+// ClientAddr is the "address:port" publishers and receivers connect to.
+// IPv6 addresses are bracketed.
+func (r StoreRef) ClientAddr() string {
+	return net.JoinHostPort(r.Host.Address, strconv.Itoa(r.Store.ClientPort))
+}
+
+// Load reads, decodes and validates the deployment file at path. Errors name
+// the file, the line and the key that is wrong.
+func Load(path string) (*Deployment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading deployment file: %w (create one with `umstored plan`)", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes and validates a deployment file held in memory. source names
+// it in error messages (usually the file name). Unknown keys are an error, so
+// that a misspelt key is not silently ignored.
+func Parse(data []byte, source string) (*Deployment, error) {
+	if source == "" {
+		source = "deployment"
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, decodeError(source, err, nil)
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty; it should hold a deployment (write one with `umstored plan`)", source)
+	}
+	idx := indexNode(&root)
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var d Deployment
+	if err := dec.Decode(&d); err != nil {
+		return nil, decodeError(source, err, idx)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := extra.Line
+		if err != nil {
+			return nil, decodeError(source, err, idx)
+		}
+		return nil, fmt.Errorf("%s:%d: a second YAML document; a deployment file holds exactly one (remove the extra \"---\")", source, line)
+	}
+	d.source = source
+	d.lines = idx.lines
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Marshal encodes the deployment as YAML in the layout of the specification:
+// hosts and stores one per line in flow style.
+func (d *Deployment) Marshal() ([]byte, error) {
+	var root yaml.Node
+	if err := root.Encode(d); err != nil {
+		return nil, fmt.Errorf("encoding deployment: %w", err)
+	}
+	flowStyle(&root)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, fmt.Errorf("encoding deployment: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encoding deployment: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// flowStyle puts each host, each store and the stability block on one line,
+// which keeps a deployment file short enough to read at a glance.
+func flowStyle(root *yaml.Node) {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i], root.Content[i+1]
+		switch key.Value {
+		case "hosts":
+			for _, h := range val.Content {
+				h.Style = yaml.FlowStyle
+			}
+		case "groups":
+			for _, g := range val.Content {
+				for j := 0; j+1 < len(g.Content); j += 2 {
+					if g.Content[j].Value == "stores" {
+						for _, s := range g.Content[j+1].Content {
+							s.Style = yaml.FlowStyle
+						}
+					}
+				}
+			}
+		case "stability":
+			val.Style = yaml.FlowStyle
+		}
+	}
+}
+
+// WriteFile validates the deployment and writes it to path atomically: it
+// writes a temporary file in the same directory and renames it over path, so
+// a reader never sees half a file.
+func (d *Deployment) WriteFile(path string) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("not writing %s: %w", path, err)
+	}
+	data, err := d.Marshal()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing deployment file: %w", err)
+	}
+	tmpName := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmpName)
+		return fmt.Errorf("writing deployment file %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("writing deployment file %s: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		os.Remove(tmpName)
+		return fmt.Errorf("writing deployment file %s: %w", path, err)
+	}
+	return nil
+}
+
+// HostByName returns the host called name.
+func (d *Deployment) HostByName(name string) (Host, bool) {
+	for _, h := range d.Hosts {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return Host{}, false
+}
+
+// GroupByIndex returns the group whose index is i.
+func (d *Deployment) GroupByIndex(i int) (Group, bool) {
+	for _, g := range d.Groups {
+		if g.Index == i {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// sortedGroups returns the groups ordered by index, whatever their order in
+// the file.
+func (d *Deployment) sortedGroups() []Group {
+	gs := slices.Clone(d.Groups)
+	slices.SortStableFunc(gs, func(a, b Group) int { return cmp.Compare(a.Index, b.Index) })
+	return gs
+}
+
+// Stores returns every store of the deployment, in group index order and
+// then in the order the group lists them.
+func (d *Deployment) Stores() []StoreRef {
+	var out []StoreRef
+	for _, g := range d.sortedGroups() {
+		for _, s := range g.Stores {
+			h, _ := d.HostByName(s.Host)
+			out = append(out, StoreRef{Group: g.Index, Store: s, Host: h})
+		}
+	}
+	return out
+}
+
+// StoresOn returns the stores that run on the named host, in group index
+// order and then in the order the group lists them. It is what a host's
+// daemon starts.
+func (d *Deployment) StoresOn(host string) []StoreRef {
+	var out []StoreRef
+	for _, r := range d.Stores() {
+		if r.Store.Host == host {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Members returns the stores of group index, in the order the group lists
+// them, or nil if there is no such group.
+func (d *Deployment) Members(group int) []StoreRef {
+	g, ok := d.GroupByIndex(group)
+	if !ok {
+		return nil
+	}
+	out := make([]StoreRef, 0, len(g.Stores))
+	for _, s := range g.Stores {
+		h, _ := d.HostByName(s.Host)
+		out = append(out, StoreRef{Group: g.Index, Store: s, Host: h})
+	}
+	return out
+}
+
+// StoreByName returns the store called name.
+func (d *Deployment) StoreByName(name string) (StoreRef, bool) {
+	for _, r := range d.Stores() {
+		if r.Store.Name == name {
+			return r, true
+		}
+	}
+	return StoreRef{}, false
+}

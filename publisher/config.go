@@ -1,0 +1,126 @@
+package publisher
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"umstore/quorum"
+)
+
+// FlightBehavior says what Send does when FlightSize messages are unstable.
+type FlightBehavior int
+
+const (
+	// FlightBlock makes Send wait until a message becomes stable (UM's
+	// default "block").
+	FlightBlock FlightBehavior = iota
+	// FlightRefuse makes Send return ErrFlightFull at once, so the
+	// application can decide (UM's "notify").
+	FlightRefuse
+)
+
+// Config configures a Publisher. Start from DefaultConfig.
+type Config struct {
+	// Source names the stream of messages; one publisher per source.
+	Source string
+	// Groups lists, per store group (index 0 is group 1), the client
+	// addresses of its stores. The publisher registers with every group.
+	Groups [][]string
+	// Intergroup decides when a message is stable. Default quorum.Any.
+	Intergroup quorum.Behavior
+	// FlightSize bounds unstable messages (UM ume_flight_size, default 1000).
+	FlightSize int
+	// Flight says what Send does when FlightSize is reached (default block).
+	Flight FlightBehavior
+	// RetentionSizeLimit bounds the payload bytes kept after stability while
+	// waiting for the other groups (UM retransmit_retention_size_limit,
+	// default 24 MB). Past it the oldest stable messages are released even
+	// if a group has not confirmed them; Stats counts them.
+	RetentionSizeLimit int64
+	// RegisterTimeout is how long New waits for every group to answer
+	// before deciding the resume point with the groups that did (default 5s).
+	RegisterTimeout time.Duration
+	// MaxBatch and MaxBatchBytes bound one Publish frame (one raft entry).
+	MaxBatch      int
+	MaxBatchBytes int
+	// ReconnectDelay is the pause between attempts to reach a group.
+	ReconnectDelay time.Duration
+	// Session identifies this publisher instance in the stores' logs.
+	Session string
+	// LocalIP, if set, is the address connections leave from.
+	LocalIP net.IP
+	// OnStable, if set, is called with each newly stable range of sequence
+	// numbers, in order, from one goroutine. It must not block for long.
+	OnStable func(first, last uint64)
+	// Logger receives the publisher's logs. Nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a configuration with UM's defaults; set Source and
+// Groups.
+func DefaultConfig() Config {
+	return Config{
+		Intergroup:         quorum.Any,
+		FlightSize:         1000,
+		RetentionSizeLimit: 24 << 20,
+		RegisterTimeout:    5 * time.Second,
+		MaxBatch:           512,
+		MaxBatchBytes:      1 << 20,
+		ReconnectDelay:     200 * time.Millisecond,
+	}
+}
+
+// Sentinel errors, testable with errors.Is.
+var (
+	// ErrConfig wraps every configuration error.
+	ErrConfig = errors.New("invalid publisher configuration")
+	// ErrFlightFull is returned by Send with FlightRefuse when FlightSize
+	// messages are unstable.
+	ErrFlightFull = errors.New("flight size reached: too many unstable messages")
+	// ErrRegistration means too few groups answered the registration for
+	// the intergroup behaviour within the context's deadline.
+	ErrRegistration = errors.New("registration incomplete: too few store groups answered")
+	// ErrClosed is returned by calls on a closed Publisher.
+	ErrClosed = errors.New("publisher closed")
+)
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Source == "" {
+		return fmt.Errorf("%w: Source is empty", ErrConfig)
+	}
+	if len(c.Groups) == 0 {
+		return fmt.Errorf("%w: no store groups given", ErrConfig)
+	}
+	for i, g := range c.Groups {
+		if len(g) == 0 {
+			return fmt.Errorf("%w: group %d has no stores", ErrConfig, i+1)
+		}
+	}
+	if c.FlightSize < 1 {
+		return fmt.Errorf("%w: FlightSize must be at least 1", ErrConfig)
+	}
+	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
+		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
+	}
+	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 {
+		return fmt.Errorf("%w: RegisterTimeout and ReconnectDelay must be positive", ErrConfig)
+	}
+	return nil
+}
+
+// required returns how many groups must answer registration before the
+// publisher may decide its resume point.
+func required(b quorum.Behavior, groups int) int {
+	switch b {
+	case quorum.Majority:
+		return groups/2 + 1
+	case quorum.All:
+		return groups
+	default:
+		return 1
+	}
+}

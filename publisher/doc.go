@@ -1,0 +1,24 @@
+// Package publisher is the Go SDK for publishing to umstore.
+//
+// A Publisher owns one source. New registers the source with every store
+// group (waiting a bounded time for all of them) and resumes at one past the
+// highest sequence number any group holds, so a restarted publisher never
+// reuses a sequence number that a reachable group knows.
+//
+// Send assigns the next sequence number and hands the message to every
+// group. A message is stable when the configured intergroup behaviour is
+// satisfied (by default: any one group has committed it); stability is
+// reported in sequence order through Config.OnStable. Unstable messages are
+// bounded by FlightSize. Every message stays in a retention buffer until
+// every group has confirmed it, or until the retention size limit forces the
+// oldest stable ones out: with intergroup "any" the second group's copy is
+// what survives the loss of the first group's majority, so the publisher
+// keeps delivering to a slow or returning group after the message is
+// already stable.
+//
+// Inside each group the publisher follows the leader: a store that is not
+// the leader answers with a redirect, and a lost connection is re-opened
+// (to the leader, or the next store) and everything that group has not
+// confirmed is sent again. Stores treat a sequence number they already hold
+// as a no-op, so resending is always safe.
+package publisher

@@ -1,0 +1,349 @@
+package publisher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"umstore/quorum"
+)
+
+// Publisher publishes the messages of one source to every store group.
+// Its methods are safe for concurrent use.
+type Publisher struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	decided  chan struct{} // closed once the resume point is known
+	firstSeq uint64        // first sequence number of this session
+	nextSeq  uint64        // next sequence number Send assigns
+	tracker  *quorum.Tracker
+	retained retention
+	changed  chan struct{} // closed and replaced whenever stability or confirmations change
+	closed   bool
+	groups   []*group
+	answers  []registration // registration answers before the decision
+	stats    Stats
+
+	stableSignal chan struct{} // wakes the event goroutine
+}
+
+// registration is one group's answer to Register.
+type registration struct {
+	group   int
+	highSeq uint64
+	groupID string
+}
+
+// Stats counts what a Publisher did.
+type Stats struct {
+	Sent            uint64   // messages accepted by Send
+	Stable          uint64   // highest stable sequence number
+	Released        uint64   // messages released from retention after every group confirmed them
+	ForcedReleases  uint64   // messages released before every group confirmed them (retention limit)
+	Resends         uint64   // messages sent again after a reconnection
+	Reconnects      uint64   // connections re-opened to a group
+	LateHigherGroup uint64   // groups that answered registration late with a higher sequence than the resume point
+	Confirmed       []uint64 // per group, the contiguous confirmed watermark
+	Connected       []bool   // per group, whether a registered connection is open
+}
+
+// New registers the source with every group and returns a Publisher ready
+// to Send. It waits up to RegisterTimeout for every group; after that it
+// proceeds once enough groups for the intergroup behaviour have answered,
+// or fails with ErrRegistration when ctx ends first. The resume point is one
+// past the highest sequence number any answering group holds.
+func New(ctx context.Context, cfg Config) (*Publisher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Session == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Session = hex.EncodeToString(b[:])
+	}
+	p := &Publisher{
+		cfg:          cfg,
+		log:          cfg.Logger.With("source", cfg.Source),
+		decided:      make(chan struct{}),
+		changed:      make(chan struct{}),
+		stableSignal: make(chan struct{}, 1),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.stats.Confirmed = make([]uint64, len(cfg.Groups))
+	p.stats.Connected = make([]bool, len(cfg.Groups))
+	for i, addrs := range cfg.Groups {
+		g := &group{p: p, index: i, addrs: addrs, wake: make(chan struct{}, 1)}
+		p.groups = append(p.groups, g)
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); g.run() }()
+	}
+	if err := p.register(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); p.deliverStability() }()
+	return p, nil
+}
+
+// register waits for the registration answers and decides the resume point.
+func (p *Publisher) register(ctx context.Context) error {
+	n := len(p.cfg.Groups)
+	need := required(p.cfg.Intergroup, n)
+	allCtx, cancel := context.WithTimeout(ctx, p.cfg.RegisterTimeout)
+	defer cancel()
+	for {
+		p.mu.Lock()
+		got := len(p.answers)
+		ch := p.changed
+		p.mu.Unlock()
+		if got == n {
+			break
+		}
+		if allCtx.Err() != nil && got >= need {
+			break
+		}
+		select {
+		case <-ch:
+		case <-allCtx.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %v", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, ctx.Err())
+			}
+			if got < need {
+				// Past RegisterTimeout: keep waiting for the minimum, bounded by ctx.
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %v", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, ctx.Err())
+				}
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var high uint64
+	answered := make([]int, 0, len(p.answers))
+	for _, a := range p.answers {
+		high = max(high, a.highSeq)
+		answered = append(answered, a.group+1)
+	}
+	p.firstSeq, p.nextSeq = high+1, high+1
+	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)
+	p.retained.first = p.firstSeq
+	p.stats.Stable = high
+	for g := range p.groups {
+		if !p.stats.Connected[g] {
+			p.tracker.SetActive(g, false)
+		}
+	}
+	close(p.decided)
+	p.log.Info("registered", "resume_seq", p.firstSeq, "groups_answered", answered, "groups", n)
+	return nil
+}
+
+// FirstSeq is the first sequence number of this publishing session.
+func (p *Publisher) FirstSeq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstSeq
+}
+
+// Send assigns the next sequence number to payload and hands it to every
+// group. It returns once the message is retained, not once it is stable:
+// watch OnStable or call Flush. With FlightBlock it waits while FlightSize
+// messages are unstable. The publisher keeps payload; do not modify it.
+func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
+	p.mu.Lock()
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return 0, ErrClosed
+		}
+		if p.nextSeq-1-p.tracker.Stable() < uint64(p.cfg.FlightSize) {
+			break
+		}
+		if p.cfg.Flight == FlightRefuse {
+			p.mu.Unlock()
+			return 0, ErrFlightFull
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	seq := p.nextSeq
+	p.nextSeq++
+	p.retained.push(payload)
+	p.stats.Sent++
+	p.mu.Unlock()
+	for _, g := range p.groups {
+		g.poke()
+	}
+	return seq, nil
+}
+
+// Flush waits until every message sent so far is stable.
+func (p *Publisher) Flush(ctx context.Context) error {
+	return p.waitFor(ctx, func() bool { return p.tracker.Stable() >= p.nextSeq-1 })
+}
+
+// WaitAllGroups waits until every group has confirmed every message sent so
+// far: full redundancy, beyond what stability requires.
+func (p *Publisher) WaitAllGroups(ctx context.Context) error {
+	return p.waitFor(ctx, func() bool {
+		for g := range p.groups {
+			if p.tracker.Confirmed(g) < p.nextSeq-1 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitFor waits until cond (called with p.mu held) holds.
+func (p *Publisher) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return ErrClosed
+		}
+		ok := cond()
+		ch := p.changed
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Stats returns counters and per-group progress.
+func (p *Publisher) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	st.Confirmed = append([]uint64(nil), p.stats.Confirmed...)
+	st.Connected = append([]bool(nil), p.stats.Connected...)
+	if p.tracker != nil {
+		st.Stable = p.tracker.Stable()
+		for g := range p.groups {
+			st.Confirmed[g] = p.tracker.Confirmed(g)
+		}
+	}
+	return st
+}
+
+// Close stops the publisher and closes its connections. Messages not yet
+// stable are abandoned: call Flush first.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.broadcastLocked()
+	p.mu.Unlock()
+	p.cancel()
+	for _, g := range p.groups {
+		g.closeConn()
+	}
+	p.wg.Wait()
+	return nil
+}
+
+// broadcastLocked wakes everyone waiting on p.changed. Caller holds p.mu.
+func (p *Publisher) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// confirmed records a group's acknowledgement of first..last.
+func (p *Publisher) confirmed(g int, first, last uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tracker == nil {
+		return
+	}
+	_, advanced := p.tracker.Confirm(g, quorum.Range{From: first, To: last})
+	p.releaseLocked()
+	p.broadcastLocked()
+	if advanced {
+		select {
+		case p.stableSignal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// releaseLocked drops retained messages that are stable and confirmed by
+// every group, and, while over the retention limit, the oldest stable ones.
+func (p *Publisher) releaseLocked() {
+	stable := p.tracker.Stable()
+	for p.retained.len() > 0 {
+		seq := p.retained.first
+		if seq > stable {
+			break
+		}
+		all := true
+		for g := range p.groups {
+			if !p.tracker.Has(g, seq) {
+				all = false
+				break
+			}
+		}
+		if all {
+			p.stats.Released++
+		} else if p.retained.bytes > p.cfg.RetentionSizeLimit {
+			p.stats.ForcedReleases++
+		} else {
+			break
+		}
+		p.retained.pop()
+	}
+	p.tracker.Forget(p.retained.first - 1)
+}
+
+// deliverStability calls OnStable in order, from one goroutine.
+func (p *Publisher) deliverStability() {
+	p.mu.Lock()
+	delivered := p.firstSeq - 1
+	p.mu.Unlock()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.stableSignal:
+		}
+		p.mu.Lock()
+		stable := p.tracker.Stable()
+		p.mu.Unlock()
+		if stable > delivered {
+			if p.cfg.OnStable != nil {
+				p.cfg.OnStable(delivered+1, stable)
+			}
+			delivered = stable
+		}
+	}
+}

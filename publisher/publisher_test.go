@@ -1,0 +1,218 @@
+package publisher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"umstore/internal/clustertest"
+	"umstore/publisher"
+	"umstore/quorum"
+	"umstore/receiver"
+)
+
+func newPublisher(t *testing.T, c *clustertest.Cluster, source string, tune func(*publisher.Config)) *publisher.Publisher {
+	t.Helper()
+	cfg := publisher.DefaultConfig()
+	cfg.Source = source
+	cfg.Groups = c.Addrs()
+	if tune != nil {
+		tune(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := publisher.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("new publisher: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func payload(seq uint64) []byte { return []byte(fmt.Sprintf("message %d", seq)) }
+
+// readAll reads 1..to back through the receiver SDK and checks order,
+// uniqueness and content.
+func readAll(t *testing.T, c *clustertest.Cluster, source string, group int, to uint64) {
+	t.Helper()
+	cfg := receiver.DefaultConfig()
+	cfg.Source = source
+	cfg.Groups = c.Addrs()
+	cfg.Group = group
+	r, err := receiver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	want := uint64(1)
+	err = r.Read(ctx, 1, to, func(m receiver.Message) error {
+		if m.Seq != want {
+			return fmt.Errorf("got seq %d, want %d (out of order or duplicate)", m.Seq, want)
+		}
+		if string(m.Payload) != string(payload(m.Seq)) {
+			return fmt.Errorf("seq %d: payload %q", m.Seq, m.Payload)
+		}
+		want++
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read back 1..%d (group %d): %v", to, group, err)
+	}
+	if want != to+1 {
+		t.Fatalf("read back %d messages, want %d", want-1, to)
+	}
+}
+
+// The vertical slice's headline test: two groups, intergroup any, 10,000
+// messages, one group's leader killed mid-stream. Every message becomes
+// stable, stability is reported in order, and everything reads back in
+// order without duplicates, from both groups.
+func TestPublishThroughLeaderKill(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	const n = 10000
+	var mu sync.Mutex
+	var next uint64 = 1
+	var orderErr error
+	p := newPublisher(t, c, "orders", func(cfg *publisher.Config) {
+		cfg.OnStable = func(first, last uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			if first != next && orderErr == nil {
+				orderErr = fmt.Errorf("stability jumped from %d to %d", next, first)
+			}
+			next = last + 1
+		}
+	})
+	if p.FirstSeq() != 1 {
+		t.Fatalf("first sequence of a new source = %d, want 1", p.FirstSeq())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	killed := ""
+	for i := uint64(1); i <= n; i++ {
+		seq, err := p.Send(ctx, payload(i))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if seq != i {
+			t.Fatalf("send %d got sequence %d", i, seq)
+		}
+		if i == n/2 {
+			l := c.WaitLeader(1, 30*time.Second)
+			killed = l.Name()
+			c.Kill(killed)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v (stats %+v)", err, p.Stats())
+	}
+	// With the killed store's group back to two members, both groups still
+	// have quorum: every group gets every message.
+	if err := p.WaitAllGroups(ctx); err != nil {
+		t.Fatalf("wait for both groups: %v (stats %+v)", err, p.Stats())
+	}
+	mu.Lock()
+	if orderErr != nil || next != n+1 {
+		t.Fatalf("stability delivery: %v, next %d", orderErr, next)
+	}
+	mu.Unlock()
+	st := p.Stats()
+	t.Logf("killed %s; stats %+v", killed, st)
+	if st.ForcedReleases != 0 {
+		t.Fatalf("%d messages were released before every group had them", st.ForcedReleases)
+	}
+	readAll(t, c, "orders", 0, n)
+	readAll(t, c, "orders", 1, n)
+	readAll(t, c, "orders", 2, n)
+}
+
+// A publisher restarted on the same source resumes after the highest
+// sequence number any group holds.
+func TestRestartedPublisherResumes(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := newPublisher(t, c, "s", nil)
+	for i := uint64(1); i <= 100; i++ {
+		if _, err := p.Send(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	p2 := newPublisher(t, c, "s", nil)
+	if got := p2.FirstSeq(); got != 101 {
+		t.Fatalf("restarted publisher resumes at %d, want 101", got)
+	}
+	seq, err := p2.Send(ctx, payload(101))
+	if err != nil || seq != 101 {
+		t.Fatalf("send after restart: seq %d, %v", seq, err)
+	}
+	if err := p2.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, c, "s", 0, 101)
+	// Another source is independent.
+	if q := newPublisher(t, c, "other", nil); q.FirstSeq() != 1 {
+		t.Fatalf("a new source starts at %d, want 1", q.FirstSeq())
+	}
+}
+
+// With one whole group down, intergroup any keeps publishing; all refuses
+// to call anything stable.
+func TestIntergroupBehaviourWithAGroupDown(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	for _, m := range c.Members(2) {
+		c.Kill(m.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	pAny := newPublisher(t, c, "any", func(cfg *publisher.Config) { cfg.RegisterTimeout = 500 * time.Millisecond })
+	for i := uint64(1); i <= 50; i++ {
+		if _, err := pAny.Send(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pAny.Flush(ctx); err != nil {
+		t.Fatalf("any with one group up: %v", err)
+	}
+
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.RegisterTimeout = "all", c.Addrs(), quorum.All, 500*time.Millisecond
+	_, err := publisher.New(short, cfg)
+	if !errors.Is(err, publisher.ErrRegistration) {
+		t.Fatalf("intergroup all with a group down: New = %v, want ErrRegistration", err)
+	}
+}
+
+// With FlightRefuse, Send refuses once FlightSize messages are unstable.
+func TestFlightSizeRefuse(t *testing.T) {
+	c2 := clustertest.Start(t, 2, nil)
+	p := newPublisher(t, c2, "f", func(cfg *publisher.Config) {
+		cfg.FlightSize = 3
+		cfg.Flight = publisher.FlightRefuse
+	})
+	for _, g := range []int{1, 2} {
+		for _, m := range c2.Members(g) {
+			c2.Kill(m.Name)
+		}
+	}
+	ctx := context.Background()
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		_, err = p.Send(ctx, []byte("x"))
+	}
+	if !errors.Is(err, publisher.ErrFlightFull) {
+		t.Fatalf("Send with every group down and FlightRefuse = %v, want ErrFlightFull", err)
+	}
+}

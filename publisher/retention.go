@@ -1,0 +1,42 @@
+package publisher
+
+// retention holds the payloads of sequence numbers first, first+1, ... in
+// a slice with a moving head, so pushing at the back and releasing at the
+// front are both cheap.
+type retention struct {
+	first uint64   // sequence number of items[head]
+	items [][]byte // payloads; items[head:] are live
+	head  int
+	bytes int64 // payload bytes held
+}
+
+func (r *retention) len() int { return len(r.items) - r.head }
+
+func (r *retention) push(p []byte) {
+	r.items = append(r.items, p)
+	r.bytes += int64(len(p))
+}
+
+func (r *retention) pop() {
+	r.bytes -= int64(len(r.items[r.head]))
+	r.items[r.head] = nil
+	r.head++
+	r.first++
+	if r.head > 1024 && r.head*2 > len(r.items) {
+		n := copy(r.items, r.items[r.head:])
+		clear(r.items[n:])
+		r.items = r.items[:n]
+		r.head = 0
+	}
+}
+
+// get returns the payload of seq, or false if it is not retained.
+func (r *retention) get(seq uint64) ([]byte, bool) {
+	if seq < r.first || seq >= r.first+uint64(r.len()) {
+		return nil, false
+	}
+	return r.items[r.head+int(seq-r.first)], true
+}
+
+// last is the highest retained sequence number (first-1 if empty).
+func (r *retention) last() uint64 { return r.first + uint64(r.len()) - 1 }

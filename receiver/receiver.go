@@ -1,0 +1,309 @@
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strings"
+	"time"
+
+	"umstore/wire"
+)
+
+// Config configures a Receiver. Start from DefaultConfig.
+type Config struct {
+	// Source is the source to read.
+	Source string
+	// Groups lists, per store group (index 0 is group 1), the client
+	// addresses of its stores.
+	Groups [][]string
+	// Group, if not 0, restricts reading to that group (1-based): for an
+	// operator checking one group's contents.
+	Group int
+	// FetchCount and FetchBytes bound one fetch round trip.
+	FetchCount int
+	FetchBytes int
+	// PollInterval is how often Follow asks for new messages.
+	PollInterval time.Duration
+	// LocalIP, if set, is the address connections leave from.
+	LocalIP net.IP
+	// Logger receives the receiver's logs. Nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults; set Source and Groups.
+func DefaultConfig() Config {
+	return Config{FetchCount: 1000, FetchBytes: 1 << 20, PollInterval: 200 * time.Millisecond}
+}
+
+// Message is one message of the source.
+type Message struct {
+	Seq     uint64
+	Payload []byte
+}
+
+// Range is an inclusive range of sequence numbers.
+type Range struct{ From, To uint64 }
+
+func (r Range) String() string {
+	if r.From == r.To {
+		return fmt.Sprint(r.From)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// Sentinel errors, testable with errors.Is.
+var (
+	// ErrConfig wraps configuration errors.
+	ErrConfig = errors.New("invalid receiver configuration")
+	// ErrMissing means some sequence numbers are held by no reachable group;
+	// the error is a *MissingError naming the ranges.
+	ErrMissing = errors.New("messages held by no reachable store group")
+	// ErrUnreachable means no group could be asked.
+	ErrUnreachable = errors.New("no store group reachable")
+)
+
+// MissingError names the ranges no reachable group holds.
+type MissingError struct{ Ranges []Range }
+
+func (e *MissingError) Error() string {
+	parts := make([]string, len(e.Ranges))
+	for i, r := range e.Ranges {
+		parts[i] = r.String()
+	}
+	return fmt.Sprintf("%v: %s", ErrMissing, strings.Join(parts, ", "))
+}
+
+func (e *MissingError) Unwrap() error { return ErrMissing }
+
+// Receiver reads one source. It is not safe for concurrent use.
+type Receiver struct {
+	cfg     Config
+	log     *slog.Logger
+	groups  []*groupClient // the groups to read, in preference order
+	primary int            // index into groups of the group tried first
+}
+
+// New validates the configuration. Connections open on first use.
+func New(cfg Config) (*Receiver, error) {
+	if cfg.Source == "" {
+		return nil, fmt.Errorf("%w: Source is empty", ErrConfig)
+	}
+	if len(cfg.Groups) == 0 {
+		return nil, fmt.Errorf("%w: no store groups given", ErrConfig)
+	}
+	if cfg.Group < 0 || cfg.Group > len(cfg.Groups) {
+		return nil, fmt.Errorf("%w: group %d does not exist (the deployment has %d)", ErrConfig, cfg.Group, len(cfg.Groups))
+	}
+	if cfg.FetchCount <= 0 || cfg.FetchBytes <= 0 || cfg.PollInterval <= 0 {
+		return nil, fmt.Errorf("%w: FetchCount, FetchBytes and PollInterval must be positive", ErrConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Receiver{cfg: cfg, log: cfg.Logger.With("source", cfg.Source)}
+	d := &wire.Dialer{Client: "receiver " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second}
+	for i, addrs := range cfg.Groups {
+		if cfg.Group != 0 && cfg.Group != i+1 {
+			continue
+		}
+		r.groups = append(r.groups, &groupClient{index: i + 1, addrs: addrs, dialer: d})
+	}
+	return r, nil
+}
+
+// Close closes the receiver's connections.
+func (r *Receiver) Close() error {
+	for _, g := range r.groups {
+		g.close()
+	}
+	return nil
+}
+
+// High returns the highest sequence number any reachable group holds (0 if
+// none holds the source).
+func (r *Receiver) High(ctx context.Context) (uint64, error) {
+	var high uint64
+	reached := 0
+	var lastErr error
+	for _, g := range r.groups {
+		rep, err := g.fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		reached++
+		high = max(high, rep.HighSeq)
+	}
+	if reached == 0 {
+		return 0, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
+	}
+	return high, nil
+}
+
+// Read calls fn for every message in [from, to], in order, each once. When
+// some sequence numbers are held by no reachable group it still delivers
+// everything else and then returns a *MissingError naming them. It stops
+// early if fn returns an error.
+func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) error) error {
+	if from == 0 {
+		from = 1
+	}
+	var missing []Range
+	next := from
+	for next <= to {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		through, gaps, err := r.readChunk(ctx, next, to, fn)
+		if err != nil {
+			return err
+		}
+		missing = appendRanges(missing, gaps)
+		if through == math.MaxUint64 {
+			break
+		}
+		next = through + 1
+	}
+	if len(missing) > 0 {
+		return &MissingError{Ranges: missing}
+	}
+	return nil
+}
+
+// readChunk reads one fetch's worth starting at from, fills holes from the
+// other groups, delivers in order, and returns how far it got and the
+// ranges no group holds.
+func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Message) error) (uint64, []Range, error) {
+	var lastErr error
+	for i := range r.groups {
+		gi := (r.primary + i) % len(r.groups)
+		rep, err := r.groups[gi].fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		r.primary = gi
+		through := min(rep.Through, to)
+		if through < from {
+			through = from // a store always covers at least its first message
+		}
+		slots := make([][]byte, through-from+1)
+		have := make([]bool, len(slots))
+		fill := func(msgs []wire.Msg) {
+			for _, m := range msgs {
+				if m.Seq >= from && m.Seq <= through && !have[m.Seq-from] {
+					slots[m.Seq-from], have[m.Seq-from] = m.Payload, true
+				}
+			}
+		}
+		fill(rep.Msgs)
+		holes := holesOf(have, from)
+		for j := 1; j < len(r.groups) && len(holes) > 0; j++ {
+			other := r.groups[(gi+j)%len(r.groups)]
+			for _, h := range holes {
+				r.fetchRange(ctx, other, h, fill)
+			}
+			holes = holesOf(have, from)
+		}
+		for k := range slots {
+			if have[k] {
+				if err := fn(Message{Seq: from + uint64(k), Payload: slots[k]}); err != nil {
+					return 0, nil, err
+				}
+			}
+		}
+		return through, holes, nil
+	}
+	return 0, nil, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
+}
+
+// fetchRange reads all of h from one group (several round trips if limits
+// cut replies short); errors leave the remaining holes for the caller.
+func (r *Receiver) fetchRange(ctx context.Context, g *groupClient, h Range, fill func([]wire.Msg)) {
+	next := h.From
+	for next <= h.To {
+		rep, err := g.fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: next, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+		if err != nil {
+			return
+		}
+		fill(rep.Msgs)
+		if rep.Through >= h.To || rep.Through < next {
+			return
+		}
+		next = rep.Through + 1
+	}
+}
+
+// Follow delivers every message from `from` on, in order, then waits for
+// new ones, until ctx ends (it then returns ctx.Err()). onMissing, if not
+// nil, is told of ranges that no reachable group holds; they are skipped.
+func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) error, onMissing func(Range)) error {
+	if from == 0 {
+		from = 1
+	}
+	next := from
+	for {
+		high, err := r.High(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("no store group reachable; retrying", "err", err)
+		}
+		if err == nil && high >= next {
+			err := r.Read(ctx, next, high, fn)
+			var me *MissingError
+			switch {
+			case errors.As(err, &me):
+				if onMissing != nil {
+					for _, m := range me.Ranges {
+						onMissing(m)
+					}
+				}
+				next = high + 1
+			case err == nil:
+				next = high + 1
+			case ctx.Err() != nil:
+				return ctx.Err()
+			default:
+				r.log.Warn("reading failed; retrying", "err", err)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.cfg.PollInterval):
+		}
+	}
+}
+
+// holesOf lists the runs of false in have, as sequence ranges.
+func holesOf(have []bool, from uint64) []Range {
+	var out []Range
+	for i := 0; i < len(have); i++ {
+		if have[i] {
+			continue
+		}
+		j := i
+		for j+1 < len(have) && !have[j+1] {
+			j++
+		}
+		out = append(out, Range{From: from + uint64(i), To: from + uint64(j)})
+		i = j
+	}
+	return out
+}
+
+// appendRanges appends b to a, merging adjacent ranges.
+func appendRanges(a, b []Range) []Range {
+	for _, r := range b {
+		if n := len(a); n > 0 && a[n-1].To+1 == r.From {
+			a[n-1].To = r.To
+			continue
+		}
+		a = append(a, r)
+	}
+	return a
+}

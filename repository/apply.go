@@ -1,0 +1,377 @@
+package repository
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// msgsFillPercent packs message pages nearly full: sequence numbers are
+// mostly appended in order, so pages are never split in the middle except by
+// a gap fill.
+const msgsFillPercent = 0.95
+
+// Entry is one committed raft log entry as the repository sees it.
+type Entry struct {
+	Index uint64 // raft log index
+	Term  uint64 // raft term
+	Data  []byte // encoded command; nil or empty for entries that carry none
+}
+
+// Result is the outcome of one Entry. Exactly one of Register, Publish and
+// InitGroup is set when the command took effect; none when the entry was
+// skipped, ignored, empty, or refused with Err.
+type Result struct {
+	Index   uint64
+	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
+	Ignored bool  // an unknown command marked ignorable: only the index advanced
+	Err     error // deterministic refusal of the command (ErrBadCommand, ErrGroupMismatch); the index still advances
+
+	Register  *RegisterResult
+	Publish   *PublishResult
+	InitGroup *InitGroupResult
+}
+
+// RegisterResult answers a registration: where the source's repository
+// stands, so the publisher resumes at HighSeq+1.
+type RegisterResult struct {
+	Source          string
+	HighSeq, LowSeq uint64
+	Created         bool // the group had never seen the source
+}
+
+// PublishResult says what a Publish did.
+type PublishResult struct {
+	Source            string
+	FirstSeq, LastSeq uint64 // the command's range
+	Stored            int    // messages newly stored
+	Duplicates        int    // messages already held: no-ops, still acknowledged
+	HighSeq           uint64 // the source's highest sequence number afterwards
+	NewGap            *Range // gap opened because FirstSeq > HighSeq+1, if any
+}
+
+// InitGroupResult says whether the group identity was recorded.
+type InitGroupResult struct {
+	GroupID            string
+	AlreadyInitialised bool // the same identity was already recorded
+}
+
+// Apply applies a batch of committed entries in one bbolt read-write
+// transaction, so a batch costs one fsync. Entries are taken in order;
+// one whose Index is not above the applied index (including earlier entries
+// of the batch) is Skipped: after a restart raft replays entries the
+// repository already holds. The applied index and term are set to the last
+// applied entry's in the same transaction as the data.
+//
+// The returned slice has one Result per entry. A non-nil error means the
+// batch could not be applied and nothing of it was: storage failed, or an
+// entry carries a command type this binary does not know and that is not
+// marked ignorable (ErrUnknownCommand; applying around it would diverge from
+// upgraded peers). The caller must then stop the store rather than go on.
+//
+// Apply is deterministic: the results and the resulting state depend only on
+// the state before and on the entries, never on a clock, randomness or map
+// order, and not on how the log is cut into batches.
+func (r *Repo) Apply(entries []Entry) ([]Result, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.db == nil {
+		return nil, ErrClosed
+	}
+	results := make([]Result, len(entries))
+	for i := range entries {
+		results[i].Index = entries[i].Index
+	}
+	// Fast path for a replay: nothing new means no write transaction. The
+	// cached index never runs ahead of the file, so a stale value only costs
+	// a transaction that decides again below.
+	if !anyAbove(entries, r.applied.Load()) {
+		for i := range results {
+			results[i].Skipped = true
+		}
+		return results, nil
+	}
+
+	var (
+		lastIndex, lastTerm uint64
+		group               *groupInfo
+	)
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		a := newApplier(tx)
+		applied, _ := readApplied(a.meta)
+		lastIndex = applied
+		for i := range entries {
+			e := &entries[i]
+			res := &results[i]
+			*res = Result{Index: e.Index}
+			if e.Index <= lastIndex {
+				res.Skipped = true
+				continue
+			}
+			if err := a.apply(e, res); err != nil {
+				return err
+			}
+			lastIndex, lastTerm = e.Index, e.Term
+		}
+		if lastIndex == applied {
+			return nil // everything skipped after all
+		}
+		if err := a.flush(); err != nil {
+			return err
+		}
+		if err := a.meta.Put(keyAppliedIndex, u64(lastIndex)); err != nil {
+			return err
+		}
+		if err := a.meta.Put(keyAppliedTerm, u64(lastTerm)); err != nil {
+			return err
+		}
+		group = a.group
+		return nil
+	})
+	if err != nil {
+		var unknown *unknownCommandError
+		if errors.As(err, &unknown) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("apply entries %d..%d to %s: %w", entries[0].Index, entries[len(entries)-1].Index, r.path, err)
+	}
+	if group != nil {
+		r.group.Store(group)
+	}
+	if lastIndex > r.applied.Load() {
+		r.appliedTerm.Store(lastTerm)
+		r.applied.Store(lastIndex)
+	}
+	return results, nil
+}
+
+func anyAbove(entries []Entry, index uint64) bool {
+	for i := range entries {
+		if entries[i].Index > index {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownCommandError stops a batch holding a command this binary cannot
+// apply.
+type unknownCommandError struct {
+	index uint64
+	err   error
+}
+
+func (e *unknownCommandError) Error() string {
+	return fmt.Sprintf("cannot apply raft entry %d: %v; upgrade umstored on this host (nothing of the batch was applied)", e.index, e.err)
+}
+
+func (e *unknownCommandError) Unwrap() error { return e.err }
+
+// applier carries one Apply transaction. Sources touched by the batch are
+// read once and written back once, in first-touch order, by flush.
+type applier struct {
+	tx      *bolt.Tx
+	meta    *bolt.Bucket
+	sources *bolt.Bucket
+	open    map[string]*openSource // lookups only, never iterated
+	order   []*openSource
+	group   *groupInfo // set when InitGroup recorded an identity
+	key     [8]byte
+}
+
+type openSource struct {
+	name  string
+	b     *bolt.Bucket
+	msgs  *bolt.Bucket
+	state sourceState
+}
+
+func newApplier(tx *bolt.Tx) *applier {
+	return &applier{
+		tx:      tx,
+		meta:    tx.Bucket(bucketMeta),
+		sources: tx.Bucket(bucketSources),
+		open:    make(map[string]*openSource),
+	}
+}
+
+// apply applies one entry above the applied index. Domain failures go to
+// res.Err; a returned error aborts the whole batch.
+func (a *applier) apply(e *Entry, res *Result) error {
+	if len(e.Data) == 0 {
+		return nil // raft configuration entries and the like: index only
+	}
+	cmd, err := DecodeCommand(e.Data)
+	switch {
+	case errors.Is(err, ErrUnknownCommand) && IsIgnorable(e.Data):
+		res.Ignored = true
+		return nil
+	case errors.Is(err, ErrUnknownCommand):
+		return &unknownCommandError{index: e.Index, err: err}
+	case err != nil:
+		res.Err = err
+		return nil
+	}
+	switch c := cmd.(type) {
+	case InitGroup:
+		return a.initGroup(c, res)
+	case Register:
+		return a.register(c, res)
+	case Publish:
+		return a.publish(c, res)
+	}
+	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
+}
+
+func (a *applier) initGroup(c InitGroup, res *Result) error {
+	if c.GroupID == "" {
+		res.Err = fmt.Errorf("%w: InitGroup with an empty group id", ErrBadCommand)
+		return nil
+	}
+	cur := readGroup(a.meta)
+	if a.group != nil {
+		cur = *a.group
+	}
+	switch {
+	case cur.id == "":
+		if err := a.meta.Put(keyGroupID, []byte(c.GroupID)); err != nil {
+			return err
+		}
+		if err := a.meta.Put(keyGroupIndex, u64(uint64(int64(c.Index)))); err != nil {
+			return err
+		}
+		if err := a.meta.Put(keyGroupCreated, u64(uint64(c.UnixNano))); err != nil {
+			return err
+		}
+		a.group = &groupInfo{id: c.GroupID, index: c.Index, created: c.UnixNano}
+		res.InitGroup = &InitGroupResult{GroupID: c.GroupID}
+	case cur.id == c.GroupID && cur.index == c.Index:
+		res.InitGroup = &InitGroupResult{GroupID: c.GroupID, AlreadyInitialised: true}
+	default:
+		res.Err = fmt.Errorf("%w: repository holds group %q (index %d), entry names group %q (index %d)",
+			ErrGroupMismatch, cur.id, cur.index, c.GroupID, c.Index)
+	}
+	return nil
+}
+
+func (a *applier) register(c Register, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	src, created, err := a.source(c.Source)
+	if err != nil {
+		return err
+	}
+	if created {
+		src.state.Created = c.UnixNano
+	}
+	src.state.Session = c.Session
+	src.state.LastRegister = c.UnixNano
+	res.Register = &RegisterResult{
+		Source:  c.Source,
+		HighSeq: src.state.HighSeq,
+		LowSeq:  src.state.LowSeq,
+		Created: created,
+	}
+	return nil
+}
+
+func (a *applier) publish(c Publish, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	n := uint64(len(c.Payloads))
+	switch {
+	case c.FirstSeq == 0:
+		res.Err = fmt.Errorf("%w: Publish on %q starts at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
+		return nil
+	case n == 0:
+		res.Err = fmt.Errorf("%w: Publish on %q carries no message", ErrBadCommand, c.Source)
+		return nil
+	case n-1 > math.MaxUint64-c.FirstSeq:
+		res.Err = fmt.Errorf("%w: Publish on %q overflows the sequence numbers", ErrBadCommand, c.Source)
+		return nil
+	}
+	for _, p := range c.Payloads {
+		if int64(len(p)) > bolt.MaxValueSize {
+			res.Err = fmt.Errorf("%w: message of %d bytes on %q is too large", ErrBadCommand, len(p), c.Source)
+			return nil
+		}
+	}
+	src, _, err := a.source(c.Source)
+	if err != nil {
+		return err
+	}
+	pr := &PublishResult{Source: c.Source, FirstSeq: c.FirstSeq, LastSeq: c.FirstSeq + n - 1}
+	for i, p := range c.Payloads {
+		seq := c.FirstSeq + uint64(i)
+		store, gap := src.state.admit(seq, len(p))
+		if gap != nil {
+			pr.NewGap = gap
+		}
+		if !store {
+			pr.Duplicates++
+			continue
+		}
+		binary.BigEndian.PutUint64(a.key[:], seq) // Put copies the key
+		if p == nil {
+			p = []byte{}
+		}
+		if err := src.msgs.Put(a.key[:], p); err != nil {
+			return err
+		}
+		pr.Stored++
+	}
+	pr.HighSeq = src.state.HighSeq
+	res.Publish = pr
+	return nil
+}
+
+// source returns the named source opened in this transaction, creating its
+// buckets when the group has never seen it.
+func (a *applier) source(name string) (src *openSource, created bool, err error) {
+	if src := a.open[name]; src != nil {
+		return src, false, nil
+	}
+	src = &openSource{name: name}
+	src.b = a.sources.Bucket([]byte(name))
+	if src.b == nil {
+		created = true
+		if src.b, err = a.sources.CreateBucket([]byte(name)); err != nil {
+			return nil, false, err
+		}
+		if src.msgs, err = src.b.CreateBucket(bucketMsgs); err != nil {
+			return nil, false, err
+		}
+	} else {
+		if src.msgs = src.b.Bucket(bucketMsgs); src.msgs == nil {
+			return nil, false, fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, name)
+		}
+		if src.state, err = decodeState(src.b.Get(keyState)); err != nil {
+			return nil, false, fmt.Errorf("source %q: %w", name, err)
+		}
+	}
+	src.msgs.FillPercent = msgsFillPercent
+	a.open[name] = src
+	a.order = append(a.order, src)
+	return src, created, nil
+}
+
+// flush writes back the state of every source the batch touched.
+func (a *applier) flush() error {
+	for _, src := range a.order {
+		b, err := encodeState(&src.state)
+		if err != nil {
+			return fmt.Errorf("encode state of source %q: %w", src.name, err)
+		}
+		if err := src.b.Put(keyState, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

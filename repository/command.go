@@ -1,0 +1,214 @@
+package repository
+
+import (
+	"fmt"
+	"math"
+)
+
+// CommandType is the first byte of every replicated command: it says how to
+// read the msgpack body that follows. Values are pinned forever; a command
+// whose body or meaning changes gets a new type, never a reused one.
+type CommandType byte
+
+// Command types known to this version.
+const (
+	// CmdInitGroup is the first entry of a brand-new group: its identity.
+	CmdInitGroup CommandType = 1
+	// CmdRegister records a publisher registering a source.
+	CmdRegister CommandType = 2
+	// CmdPublish carries a run of consecutive messages of one source.
+	CmdPublish CommandType = 3
+)
+
+// IgnorableFlag, set in a command's type byte, tells stores that do not know
+// the type to skip the entry (advancing their applied index) instead of
+// stopping. Only a command whose effect older stores may safely miss may carry
+// it: a future, purely advisory command, for instance. Known types are applied
+// whether or not the flag is set.
+const IgnorableFlag CommandType = 0x80
+
+// String names the type for logs and errors.
+func (t CommandType) String() string {
+	name := ""
+	switch t &^ IgnorableFlag {
+	case CmdInitGroup:
+		name = "InitGroup"
+	case CmdRegister:
+		name = "Register"
+	case CmdPublish:
+		name = "Publish"
+	default:
+		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
+	}
+	if t&IgnorableFlag != 0 {
+		name += "|Ignorable"
+	}
+	return name
+}
+
+// InitGroup is the first entry a new group commits: the identity its stores
+// keep forever, so that a store of another group (or an empty store) can never
+// be mistaken for a member.
+type InitGroup struct {
+	GroupID  string // random identity created at bootstrap
+	Index    int    // the group's index in the deployment file
+	UnixNano int64  // bootstrap time, stamped by the proposer
+}
+
+// Register records a publisher registering its source with the group. It
+// creates the source's repository if the group has never seen the source.
+type Register struct {
+	Source   string
+	Session  string // the publisher's session, so a later registration can tell a new incarnation
+	UnixNano int64  // registration time, stamped by the proposer
+}
+
+// Publish carries consecutive messages of one source: Payloads[i] has sequence
+// number FirstSeq+i. Packing many messages into one entry is how the group
+// amortises raft's per-entry cost.
+type Publish struct {
+	Source   string
+	FirstSeq uint64
+	Payloads [][]byte
+}
+
+// Body layouts (msgpack arrays, field order pinned):
+//
+//	InitGroup: [GroupID str, Index int, UnixNano int]
+//	Register:  [Source str, Session str, UnixNano int]
+//	Publish:   [Source str, FirstSeq uint, Payloads [bin, ...]]
+//
+// Decoding is strict (exact element count, no trailing bytes): a store that
+// silently ignored a field it does not understand could apply the entry
+// differently from its peers.
+const (
+	initGroupFields = 3
+	registerFields  = 3
+	publishFields   = 3
+)
+
+// EncodeInitGroup returns the replicated form of c.
+func EncodeInitGroup(c InitGroup) []byte {
+	n := 1 + sizeArrayLen(initGroupFields) + sizeString(len(c.GroupID)) + sizeInt(int64(c.Index)) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdInitGroup))
+	b = appendArrayLen(b, initGroupFields)
+	b = appendString(b, c.GroupID)
+	b = appendInt(b, int64(c.Index))
+	return appendInt(b, c.UnixNano)
+}
+
+// EncodeRegister returns the replicated form of c.
+func EncodeRegister(c Register) []byte {
+	n := 1 + sizeArrayLen(registerFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdRegister))
+	b = appendArrayLen(b, registerFields)
+	b = appendString(b, c.Source)
+	b = appendString(b, c.Session)
+	return appendInt(b, c.UnixNano)
+}
+
+// EncodePublish returns the replicated form of c. It is on the publishing hot
+// path: it computes the exact size first and allocates once, copying each
+// payload exactly once.
+func EncodePublish(c Publish) []byte {
+	n := 1 + sizeArrayLen(publishFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizeArrayLen(len(c.Payloads))
+	for _, p := range c.Payloads {
+		n += sizeBin(len(p))
+	}
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdPublish))
+	b = appendArrayLen(b, publishFields)
+	b = appendString(b, c.Source)
+	b = appendUint(b, c.FirstSeq)
+	b = appendArrayLen(b, len(c.Payloads))
+	for _, p := range c.Payloads {
+		b = appendBin(b, p)
+	}
+	return b
+}
+
+// IsIgnorable reports whether data is a command marked with IgnorableFlag.
+func IsIgnorable(data []byte) bool {
+	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
+}
+
+// DecodeCommand reads an encoded command and returns an InitGroup, Register
+// or Publish value. A type this version does not know gives an error wrapping
+// ErrUnknownCommand (see IsIgnorable for whether it may be skipped); a body
+// that cannot be read, or empty data, gives an error wrapping ErrBadCommand.
+//
+// A decoded Publish's Payloads alias data: do not modify data while they are
+// in use, and copy them to keep them beyond data's lifetime.
+func DecodeCommand(data []byte) (any, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty command", ErrBadCommand)
+	}
+	t := CommandType(data[0])
+	r := mpReader{b: data, off: 1}
+	var cmd any
+	switch t &^ IgnorableFlag {
+	case CmdInitGroup:
+		cmd = decodeInitGroup(&r)
+	case CmdRegister:
+		cmd = decodeRegister(&r)
+	case CmdPublish:
+		cmd = decodePublish(&r)
+	default:
+		hint := "this store must be upgraded to apply it"
+		if t&IgnorableFlag != 0 {
+			hint = "it is marked ignorable and may be skipped"
+		}
+		return nil, fmt.Errorf("%w %d: %s", ErrUnknownCommand, byte(t&^IgnorableFlag), hint)
+	}
+	r.end()
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: %v body: %v", ErrBadCommand, t&^IgnorableFlag, r.err)
+	}
+	return cmd, nil
+}
+
+func expectFields(r *mpReader, t CommandType, want int) {
+	if n := r.arrayLen(); r.err == nil && n != want {
+		r.fail("%v body has %d fields, want %d", t, n, want)
+	}
+}
+
+func decodeInitGroup(r *mpReader) InitGroup {
+	var c InitGroup
+	expectFields(r, CmdInitGroup, initGroupFields)
+	c.GroupID = r.str()
+	idx := r.int()
+	if idx < math.MinInt || idx > math.MaxInt {
+		r.fail("group index %d out of range", idx)
+	}
+	c.Index = int(idx)
+	c.UnixNano = r.int()
+	return c
+}
+
+func decodeRegister(r *mpReader) Register {
+	var c Register
+	expectFields(r, CmdRegister, registerFields)
+	c.Source = r.str()
+	c.Session = r.str()
+	c.UnixNano = r.int()
+	return c
+}
+
+func decodePublish(r *mpReader) Publish {
+	var c Publish
+	expectFields(r, CmdPublish, publishFields)
+	c.Source = r.str()
+	c.FirstSeq = r.uint()
+	n := r.arrayLen()
+	if r.err != nil {
+		return c
+	}
+	c.Payloads = make([][]byte, n)
+	for i := range c.Payloads {
+		c.Payloads[i] = r.raw()
+	}
+	return c
+}

@@ -1,0 +1,37 @@
+package repository
+
+import "errors"
+
+// Sentinel errors returned by this package. Test for them with errors.Is;
+// the wrapping error says which source, entry or file was involved.
+var (
+	// ErrClosed is returned by every method of a Repo after Close, or after a
+	// Restore that could not reopen the database. Reopen the repository (or
+	// restart the store) to continue.
+	ErrClosed = errors.New("repository is closed")
+
+	// ErrFormat means a file is not a umstore repository, is damaged, or was
+	// written in a format version this binary does not know. Nothing was
+	// changed; use a matching umstored version or restore from a good copy.
+	ErrFormat = errors.New("not a usable umstore repository or snapshot")
+
+	// ErrUnknownSource is returned by reads naming a source the group has never
+	// seen registered or published. The publisher must register first.
+	ErrUnknownSource = errors.New("unknown source")
+
+	// ErrUnknownCommand means an entry's command type byte is not one this
+	// binary knows. If the type is not marked ignorable, Apply refuses the
+	// whole batch so that the store stops instead of diverging: upgrade
+	// umstored on this host.
+	ErrUnknownCommand = errors.New("unknown command type")
+
+	// ErrBadCommand means a command of a known type could not be decoded or
+	// carries invalid values (empty source name, sequence number 0, ...). It is
+	// a deterministic outcome: every store rejects the same entry the same way,
+	// so Apply reports it in Result.Err and moves on.
+	ErrBadCommand = errors.New("malformed command")
+
+	// ErrGroupMismatch is the Result.Err of an InitGroup entry naming another
+	// group than the one this repository already belongs to.
+	ErrGroupMismatch = errors.New("repository belongs to another group")
+)

@@ -1,0 +1,113 @@
+package repository
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Message is one stored message. Payload is a copy: it stays valid after the
+// read transaction that found it.
+type Message struct {
+	Seq     uint64
+	Payload []byte
+}
+
+// Sources describes every source's repository, sorted by name.
+func (r *Repo) Sources() ([]SourceInfo, error) {
+	var out []SourceInfo
+	err := r.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSources).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v != nil {
+				continue // not a source bucket
+			}
+			st, err := loadState(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, st.info(string(k)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sources of %s: %w", r.path, err)
+	}
+	return out, nil
+}
+
+// Source describes one source's repository; ok is false if the group has
+// never seen the source.
+func (r *Repo) Source(name string) (info SourceInfo, ok bool, err error) {
+	err = r.view(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSources).Bucket([]byte(name)) == nil {
+			return nil
+		}
+		st, err := loadState(tx, name)
+		if err != nil {
+			return err
+		}
+		info, ok = st.info(name), true
+		return nil
+	})
+	if err != nil {
+		return SourceInfo{}, false, fmt.Errorf("read source %q: %w", name, err)
+	}
+	return info, ok, nil
+}
+
+func loadState(tx *bolt.Tx, name string) (sourceState, error) {
+	b := tx.Bucket(bucketSources).Bucket([]byte(name))
+	if b == nil {
+		return sourceState{}, fmt.Errorf("%w %q", ErrUnknownSource, name)
+	}
+	st, err := decodeState(b.Get(keyState))
+	if err != nil {
+		return sourceState{}, fmt.Errorf("source %q: %w", name, err)
+	}
+	return st, nil
+}
+
+// Read returns the messages held of source with sequence numbers in
+// [from, to], ascending. Missing sequence numbers are simply absent. It stops
+// after maxCount messages, and before a message that would take the payload
+// total above maxBytes; the first message found is returned whatever its
+// size, so a reader always makes progress. A limit ≤ 0 means no limit. An
+// unknown source gives an error wrapping ErrUnknownSource.
+func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]Message, error) {
+	var out []Message
+	err := r.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSources).Bucket([]byte(source))
+		if b == nil {
+			return fmt.Errorf("%w %q: register the source first", ErrUnknownSource, source)
+		}
+		msgs := b.Bucket(bucketMsgs)
+		if msgs == nil {
+			return fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, source)
+		}
+		var start [8]byte
+		binary.BigEndian.PutUint64(start[:], from)
+		total := 0
+		c := msgs.Cursor()
+		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
+			seq := binary.BigEndian.Uint64(k)
+			if seq > to {
+				break
+			}
+			if maxCount > 0 && len(out) >= maxCount {
+				break
+			}
+			if maxBytes > 0 && len(out) > 0 && total+len(v) > maxBytes {
+				break
+			}
+			total += len(v)
+			out = append(out, Message{Seq: seq, Payload: append([]byte(nil), v...)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read %q [%d,%d]: %w", source, from, to, err)
+	}
+	return out, nil
+}

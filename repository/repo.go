@@ -1,0 +1,309 @@
+package repository
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FormatVersion is the on-disk layout version this binary writes and reads.
+// Open refuses files of any other version, so that an older binary never
+// misreads a newer layout.
+const FormatVersion = 1
+
+// Options tune how the bbolt file is opened. The zero value is ready to use.
+type Options struct {
+	// NoSync skips fsync on commit. Only for tests and benchmarks: a crash
+	// can then lose applied entries that raft believes durable.
+	NoSync bool
+
+	// InitialMmapSize is the initial size of the read-only memory map, in
+	// bytes (default 256 MiB). A long snapshot holds a read transaction; while
+	// it does, a write that needs to grow the map waits for it to end, so a
+	// generous map keeps Apply from stalling behind snapshots.
+	InitialMmapSize int
+
+	// LockTimeout bounds the wait for bbolt's exclusive file lock (default
+	// 10 s). Another process holding the file gets a clear error instead of
+	// a hung start-up.
+	LockTimeout time.Duration
+}
+
+const (
+	defaultInitialMmapSize = 256 << 20
+	defaultLockTimeout     = 10 * time.Second
+	restoreTempInfix       = ".restore-"
+)
+
+func (o Options) withDefaults() Options {
+	if o.InitialMmapSize <= 0 {
+		o.InitialMmapSize = defaultInitialMmapSize
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = defaultLockTimeout
+	}
+	return o
+}
+
+func (o Options) bolt(readOnly bool) *bolt.Options {
+	return &bolt.Options{
+		Timeout:         o.LockTimeout,
+		NoSync:          o.NoSync,
+		InitialMmapSize: o.InitialMmapSize,
+		ReadOnly:        readOnly,
+		// The freelist is rebuilt on open instead of being written on every
+		// commit: cheaper commits, as etcd does.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	}
+}
+
+// Bucket and key names of the file layout (FormatVersion 1):
+//
+//	meta/format         uint64 big-endian FormatVersion
+//	meta/applied-index  uint64 big-endian: last raft index applied
+//	meta/applied-term   uint64 big-endian: its term
+//	meta/group-id       InitGroup.GroupID
+//	meta/group-index    int64 big-endian InitGroup.Index
+//	meta/group-created  int64 big-endian InitGroup.UnixNano
+//	sources/<name>/state        msgpack sourceState
+//	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
+var (
+	bucketMeta    = []byte("meta")
+	bucketSources = []byte("sources")
+	bucketMsgs    = []byte("msgs")
+
+	keyFormat       = []byte("format")
+	keyAppliedIndex = []byte("applied-index")
+	keyAppliedTerm  = []byte("applied-term")
+	keyGroupID      = []byte("group-id")
+	keyGroupIndex   = []byte("group-index")
+	keyGroupCreated = []byte("group-created")
+	keyState        = []byte("state")
+)
+
+// Repo is the replicated state of one store group in one bbolt file: the
+// group's identity, the last raft index applied, and per source its messages
+// by sequence number and their bookkeeping.
+//
+// Apply, Snapshot and Restore are meant to be called from one goroutine (the
+// raft FSM's). Reads may run concurrently with all of them.
+type Repo struct {
+	path string
+	opts Options
+
+	// mu guards db: held shared by every operation that uses the database,
+	// exclusively by Close and by Restore while it swaps the file.
+	mu sync.RWMutex
+	db *bolt.DB
+
+	// Caches of durable values, updated only after a commit (or after
+	// opening a file), so they never run ahead of the file.
+	applied     atomic.Uint64
+	appliedTerm atomic.Uint64
+	group       atomic.Pointer[groupInfo]
+}
+
+type groupInfo struct {
+	id      string
+	index   int
+	created int64
+}
+
+// Open opens the repository file at path, creating and initialising it if
+// it does not exist or is empty. It refuses a file that is not a repository
+// or has an unknown format version with an error wrapping ErrFormat.
+func Open(path string, opts Options) (*Repo, error) {
+	opts = opts.withDefaults()
+	db, err := openDB(path, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	// Only now that the file lock is ours: another process's Restore in
+	// progress must not lose its staging file.
+	removeRestoreLeftovers(path)
+	r := &Repo{path: path, opts: opts, db: db}
+	if err := r.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openDB opens path with bbolt and makes sure it holds a repository of a
+// known format, initialising an empty file unless readOnly.
+func openDB(path string, opts Options, readOnly bool) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, opts.bolt(readOnly))
+	if err != nil {
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
+			return nil, fmt.Errorf("open repository %s: %w: %v", path, ErrFormat, err)
+		}
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open repository %s: file is locked by another process (is another umstored running on this data directory?): %w", path, err)
+		}
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	fresh := false
+	err = db.View(func(tx *bolt.Tx) error {
+		var err error
+		fresh, err = checkFormat(tx)
+		return err
+	})
+	if err == nil && fresh {
+		if readOnly {
+			err = fmt.Errorf("%w: the file is empty", ErrFormat)
+		} else {
+			err = db.Update(initFormat)
+		}
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// checkFormat reports whether tx sees an empty file (fresh) and otherwise
+// checks that it is a repository this version can read.
+func checkFormat(tx *bolt.Tx) (fresh bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		if k, _ := tx.Cursor().First(); k != nil {
+			return false, fmt.Errorf("%w: bbolt file without a %q bucket belongs to something else", ErrFormat, bucketMeta)
+		}
+		return true, nil
+	}
+	v := meta.Get(keyFormat)
+	if len(v) != 8 {
+		return false, fmt.Errorf("%w: no format version recorded", ErrFormat)
+	}
+	if got := binary.BigEndian.Uint64(v); got != FormatVersion {
+		return false, fmt.Errorf("%w: format version %d, this umstored reads only version %d; run a matching umstored version", ErrFormat, got, FormatVersion)
+	}
+	if tx.Bucket(bucketSources) == nil {
+		return false, fmt.Errorf("%w: %q bucket missing", ErrFormat, bucketSources)
+	}
+	return false, nil
+}
+
+func initFormat(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(keyFormat, u64(FormatVersion)); err != nil {
+		return err
+	}
+	_, err = tx.CreateBucketIfNotExists(bucketSources)
+	return err
+}
+
+// load refreshes the caches from the file.
+func (r *Repo) load() error {
+	return r.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		idx, term := readApplied(meta)
+		g := readGroup(meta)
+		r.applied.Store(idx)
+		r.appliedTerm.Store(term)
+		r.group.Store(&g)
+		return nil
+	})
+}
+
+func readApplied(meta *bolt.Bucket) (index, term uint64) {
+	return getU64(meta, keyAppliedIndex), getU64(meta, keyAppliedTerm)
+}
+
+func readGroup(meta *bolt.Bucket) groupInfo {
+	return groupInfo{
+		id:      string(meta.Get(keyGroupID)), // string() copies out of the tx
+		index:   int(int64(getU64(meta, keyGroupIndex))),
+		created: int64(getU64(meta, keyGroupCreated)),
+	}
+}
+
+// removeRestoreLeftovers deletes temporary files of a Restore that a crash
+// interrupted; they are never the live file.
+func removeRestoreLeftovers(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), base+restoreTempInfix) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// Close closes the file. It waits for unreleased snapshots. Later calls
+// return ErrClosed.
+func (r *Repo) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.db == nil {
+		return ErrClosed
+	}
+	err := r.db.Close()
+	r.db = nil
+	return err
+}
+
+// Path returns the file's path.
+func (r *Repo) Path() string { return r.path }
+
+// AppliedIndex returns the last raft index applied, as durably recorded. It
+// is cheap (an atomic load) and safe to call at any time.
+func (r *Repo) AppliedIndex() uint64 { return r.applied.Load() }
+
+// AppliedTerm returns the raft term of the entry at AppliedIndex.
+func (r *Repo) AppliedTerm() uint64 { return r.appliedTerm.Load() }
+
+// GroupID returns the identity recorded by InitGroup, or "" before it.
+func (r *Repo) GroupID() string { return r.group.Load().id }
+
+// GroupIndex returns the group index recorded by InitGroup, or 0 before it.
+func (r *Repo) GroupIndex() int { return r.group.Load().index }
+
+// HasState reports whether the repository holds anything of a group: an
+// applied entry or a group identity. A store without state must never help
+// bootstrap or elect a leader for an existing group.
+func (r *Repo) HasState() bool { return r.AppliedIndex() > 0 || r.GroupID() != "" }
+
+// view runs fn in a read transaction, waiting for a Restore in progress.
+func (r *Repo) view(fn func(tx *bolt.Tx) error) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.db == nil {
+		return ErrClosed
+	}
+	return r.db.View(fn)
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func getU64(b *bolt.Bucket, key []byte) uint64 {
+	v := b.Get(key)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
