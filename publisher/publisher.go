@@ -34,6 +34,7 @@ type Publisher struct {
 	stats    Stats
 
 	stableSignal chan struct{} // wakes the event goroutine
+	delivered    uint64        // highest sequence number OnStable has been called for
 }
 
 // registration is one group's answer to Register.
@@ -139,7 +140,7 @@ func (p *Publisher) register(ctx context.Context) error {
 		high = max(high, a.highSeq)
 		answered = append(answered, a.group+1)
 	}
-	p.firstSeq, p.nextSeq = high+1, high+1
+	p.firstSeq, p.nextSeq, p.delivered = high+1, high+1, high
 	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)
 	p.retained.first = p.firstSeq
 	p.stats.Stable = high
@@ -198,9 +199,10 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 	return seq, nil
 }
 
-// Flush waits until every message sent so far is stable.
+// Flush waits until every message sent so far is stable and OnStable has
+// been told so.
 func (p *Publisher) Flush(ctx context.Context) error {
-	return p.waitFor(ctx, func() bool { return p.tracker.Stable() >= p.nextSeq-1 })
+	return p.waitFor(ctx, func() bool { return p.delivered >= p.nextSeq-1 })
 }
 
 // WaitAllGroups waits until every group has confirmed every message sent so
@@ -325,11 +327,9 @@ func (p *Publisher) releaseLocked() {
 	p.tracker.Forget(p.retained.first - 1)
 }
 
-// deliverStability calls OnStable in order, from one goroutine.
+// deliverStability calls OnStable in order, from one goroutine, and then
+// records what it delivered so Flush can return.
 func (p *Publisher) deliverStability() {
-	p.mu.Lock()
-	delivered := p.firstSeq - 1
-	p.mu.Unlock()
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -337,13 +337,17 @@ func (p *Publisher) deliverStability() {
 		case <-p.stableSignal:
 		}
 		p.mu.Lock()
-		stable := p.tracker.Stable()
+		stable, delivered := p.tracker.Stable(), p.delivered
 		p.mu.Unlock()
-		if stable > delivered {
-			if p.cfg.OnStable != nil {
-				p.cfg.OnStable(delivered+1, stable)
-			}
-			delivered = stable
+		if stable <= delivered {
+			continue
 		}
+		if p.cfg.OnStable != nil {
+			p.cfg.OnStable(delivered+1, stable)
+		}
+		p.mu.Lock()
+		p.delivered = stable
+		p.broadcastLocked()
+		p.mu.Unlock()
 	}
 }

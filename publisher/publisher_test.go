@@ -111,6 +111,11 @@ func TestPublishThroughLeaderKill(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v (stats %+v)", err, p.Stats())
 	}
+	mu.Lock()
+	if next != n+1 {
+		t.Fatalf("Flush returned before OnStable reported everything: reported through %d of %d", next-1, n)
+	}
+	mu.Unlock()
 	// With the killed store's group back to two members, both groups still
 	// have quorum: every group gets every message.
 	if err := p.WaitAllGroups(ctx); err != nil {

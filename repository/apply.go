@@ -18,7 +18,7 @@ const msgsFillPercent = 0.95
 type Entry struct {
 	Index uint64 // raft log index
 	Term  uint64 // raft term
-	Data  []byte // encoded command; nil or empty for entries that carry none
+	Data  []byte // encoded command; nil or empty for entries that carry none. Not modified, and not retained after Apply returns
 }
 
 // Result is the outcome of one Entry. Exactly one of Register, Publish and
@@ -231,10 +231,7 @@ func (a *applier) initGroup(c InitGroup, res *Result) error {
 		res.Err = fmt.Errorf("%w: InitGroup with an empty group id", ErrBadCommand)
 		return nil
 	}
-	cur := readGroup(a.meta)
-	if a.group != nil {
-		cur = *a.group
-	}
+	cur := readGroup(a.meta) // sees this transaction's own writes
 	switch {
 	case cur.id == "":
 		if err := a.meta.Put(keyGroupID, []byte(c.GroupID)); err != nil {

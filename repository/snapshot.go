@@ -23,6 +23,7 @@ type Snapshot struct {
 	tx    *bolt.Tx
 	index uint64
 	term  uint64
+	size  int64 // of the bbolt file
 
 	mu       sync.Mutex
 	released bool
@@ -41,7 +42,7 @@ func (r *Repo) Snapshot() (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: %w", r.path, err)
 	}
 	index, term := readApplied(tx.Bucket(bucketMeta))
-	return &Snapshot{tx: tx, index: index, term: term}, nil
+	return &Snapshot{tx: tx, index: index, term: term, size: tx.Size()}, nil
 }
 
 // Index returns the applied raft index of the captured state.
@@ -51,7 +52,7 @@ func (s *Snapshot) Index() uint64 { return s.index }
 func (s *Snapshot) Term() uint64 { return s.term }
 
 // Size returns how many bytes WriteTo writes.
-func (s *Snapshot) Size() int64 { return streamHeaderLen + s.tx.Size() + sha256.Size }
+func (s *Snapshot) Size() int64 { return streamHeaderLen + s.size + sha256.Size }
 
 // WriteTo streams the snapshot to w: a complete, consistent copy of the
 // repository file, framed with its length and a SHA-256 so that Restore can
@@ -63,7 +64,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if s.released {
 		return 0, fmt.Errorf("write snapshot at index %d: already released", s.index)
 	}
-	n, err := writeStream(w, s.index, s.term, s.tx.Size(), s.tx.WriteTo)
+	n, err := writeStream(w, s.index, s.term, s.size, s.tx.WriteTo)
 	if err != nil {
 		return n, fmt.Errorf("write snapshot at index %d: %w", s.index, err)
 	}
@@ -126,10 +127,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // Restore replaces the whole repository with the snapshot read from rd (as
 // written by Snapshot.WriteTo). The file it carries is staged beside the
 // current one, synced, and checked (length, checksum, then as a complete
-// repository of a known format) before the current file is touched; a bad stream leaves the current state
-// as it was and returns an error (ErrFormat for a file that is not a
-// repository). Then the current file is closed, the new one renamed over it
-// and the directory synced, and the file reopened.
+// repository of a known format) before the current file is touched. A
+// refused stream leaves the current state as it was: ErrFormat for a stream
+// that is not a sound snapshot, ErrGroupMismatch for a snapshot of another
+// group (a repository with a group identity only ever takes snapshots of that
+// group). Then the current file is closed, the new one renamed over it, the
+// directory synced, and the file reopened.
 //
 // Restore must not run concurrently with Apply or Snapshot, and waits for
 // unreleased snapshots. Reads wait while the file is swapped. If the
@@ -227,7 +230,13 @@ func (r *Repo) stage(rd io.Reader) (string, error) {
 		os.Remove(tmp)
 		return "", err
 	}
-	if err := validateFile(tmp, r.opts); err != nil {
+	group, err := validateFile(tmp, r.opts)
+	if err == nil {
+		if cur := r.GroupID(); cur != "" && group != cur {
+			err = fmt.Errorf("%w: the snapshot holds group %q, this repository group %q; check the deployment's addresses (is a store of another group reachable at a member's address?)", ErrGroupMismatch, group, cur)
+		}
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
@@ -235,14 +244,16 @@ func (r *Repo) stage(rd io.Reader) (string, error) {
 }
 
 // validateFile opens path read-only and checks that it is a complete
-// repository of a known format, walking every page.
-func validateFile(path string, opts Options) error {
+// repository of a known format, walking every page. It returns the group
+// identity the file holds.
+func validateFile(path string, opts Options) (group string, err error) {
 	db, err := openDB(path, opts, true)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bolt.Tx) error {
+		group = readGroup(tx.Bucket(bucketMeta)).id
 		var first error
 		for err := range tx.Check() { // drain: the checker stops only when done
 			if first == nil {
@@ -251,6 +262,7 @@ func validateFile(path string, opts Options) error {
 		}
 		return first
 	})
+	return group, err
 }
 
 func syncDir(dir string) error {

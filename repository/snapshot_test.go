@@ -74,6 +74,9 @@ func TestSnapshotRestoreWhileApplying(t *testing.T) {
 	}
 	snap.Release()
 	snap.Release() // harmless
+	if int64(buf.Len()) != snap.Size() {
+		t.Errorf("Size after Release = %d, want %d", snap.Size(), buf.Len())
+	}
 	if _, err := snap.WriteTo(io.Discard); err == nil {
 		t.Error("WriteTo after Release succeeded")
 	}
@@ -254,5 +257,41 @@ func TestReadsDuringRestore(t *testing.T) {
 	wg.Wait()
 	if r.AppliedIndex() != 1 {
 		t.Errorf("AppliedIndex = %d", r.AppliedIndex())
+	}
+}
+
+func TestRestoreRefusesAnotherGroup(t *testing.T) {
+	snapshotOf := func(cmds ...any) []byte {
+		src := openTest(t)
+		mustApply(t, src, logOf(1, cmds...))
+		snap, err := src.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Release()
+		var b bytes.Buffer
+		if _, err := snap.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	g1 := snapshotOf(InitGroup{GroupID: "g1", Index: 1}, pub("a", 1, 2))
+	g2 := snapshotOf(InitGroup{GroupID: "g2", Index: 2}, pub("a", 1, 2))
+	none := snapshotOf(pub("a", 1, 2))
+
+	r := openTest(t)
+	mustApply(t, r, logOf(1, InitGroup{GroupID: "g1", Index: 1}))
+	for name, snap := range map[string][]byte{"other group": g2, "no group": none} {
+		if err := r.Restore(bytes.NewReader(snap)); !errors.Is(err, ErrGroupMismatch) {
+			t.Errorf("%s: Restore = %v, want ErrGroupMismatch", name, err)
+		}
+	}
+	if err := r.Restore(bytes.NewReader(g1)); err != nil {
+		t.Errorf("same group: %v", err)
+	}
+	// A repository without identity (a new, empty store) takes any snapshot.
+	empty := openTest(t)
+	if err := empty.Restore(bytes.NewReader(g2)); err != nil || empty.GroupID() != "g2" || empty.GroupIndex() != 2 {
+		t.Errorf("empty store: %v, group %q/%d", err, empty.GroupID(), empty.GroupIndex())
 	}
 }
