@@ -15,7 +15,7 @@ import (
 
 // Limits on client requests.
 const (
-	maxSourceName     = 256
+	maxSourceName     = repository.MaxSourceNameLen
 	defaultFetchCount = 1000
 	maxFetchCount     = 10000
 	defaultFetchBytes = 1 << 20
