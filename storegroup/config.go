@@ -43,8 +43,12 @@ type Config struct {
 	// MaxAppendEntries is how many log entries raft sends, stores and applies
 	// in one batch (raft allows at most 1024).
 	MaxAppendEntries int
-	// SnapshotThreshold and TrailingLogs control log compaction.
+	// SnapshotThreshold, SnapshotInterval and TrailingLogs control log
+	// compaction: every SnapshotInterval raft snapshots if more than
+	// SnapshotThreshold entries were written, keeping TrailingLogs entries
+	// for followers that are slightly behind.
 	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 	// ApplyTimeout bounds how long a client request waits to enter the log.
 	ApplyTimeout time.Duration
@@ -66,6 +70,7 @@ func DefaultConfig() Config {
 		LeaderLeaseTimeout: 500 * time.Millisecond,
 		MaxAppendEntries:   128,
 		SnapshotThreshold:  8192,
+		SnapshotInterval:   120 * time.Second,
 		TrailingLogs:       4096,
 		ApplyTimeout:       10 * time.Second,
 		ProbeInterval:      500 * time.Millisecond,
@@ -110,7 +115,7 @@ func (c *Config) Validate() error {
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
 		return fmt.Errorf("%w: store %s: MaxAppendEntries must be 1..1024, got %d", ErrConfig, c.Name, c.MaxAppendEntries)
 	}
-	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 {
+	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,6 +183,7 @@ func (s *Store) startRaft(bootstrap bool) error {
 	rc.LeaderLeaseTimeout = s.cfg.LeaderLeaseTimeout
 	rc.MaxAppendEntries = s.cfg.MaxAppendEntries
 	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
+	rc.SnapshotInterval = s.cfg.SnapshotInterval
 	rc.TrailingLogs = s.cfg.TrailingLogs
 	rc.NoSnapshotRestoreOnStart = true
 	rc.Logger = s.hlog
@@ -306,8 +308,12 @@ type Status struct {
 	Leader       string `json:"leader"`
 	AppliedIndex uint64 `json:"applied_index"`
 	LastIndex    uint64 `json:"last_index"`
-	HasState     bool   `json:"has_state"`
-	Error        string `json:"error,omitempty"`
+	// SnapshotIndex is the index of the latest local snapshot: log entries
+	// before SnapshotIndex-TrailingLogs may be gone, so a member further
+	// behind is brought back by sending it the snapshot.
+	SnapshotIndex uint64 `json:"snapshot_index"`
+	HasState      bool   `json:"has_state"`
+	Error         string `json:"error,omitempty"`
 }
 
 // Status reports the store's current state.
@@ -317,6 +323,7 @@ func (s *Store) Status() Status {
 	if r := s.raftNode(); r != nil {
 		st.State = r.State().String()
 		st.LastIndex = r.LastIndex()
+		st.SnapshotIndex, _ = strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
 		if m, ok := s.leader(); ok {
 			st.Leader = m.Name
 		}
@@ -370,7 +377,9 @@ func (s *Store) stop(transfer bool) error {
 			}
 		}
 		s.trans.Close()
-		s.closeErr = errors.Join(s.closeErr, s.closeStorage())
+		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
+			s.closeErr = errors.Join(s.closeErr, err)
+		}
 	})
 	return s.closeErr
 }

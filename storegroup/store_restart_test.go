@@ -1,0 +1,159 @@
+package storegroup_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"umstore/internal/clustertest"
+	"umstore/publisher"
+	"umstore/storegroup"
+)
+
+// smallSnapshots makes raft snapshot and compact its log often.
+func smallSnapshots(cfg *storegroup.Config) {
+	cfg.SnapshotThreshold = 32
+	cfg.SnapshotInterval = 200 * time.Millisecond
+	cfg.TrailingLogs = 8
+	cfg.MaxAppendEntries = 16
+}
+
+// publishRange publishes messages first..last of source to group 1, in
+// batches of `batch` messages (one raft entry each), and waits for stability.
+func publishRange(t *testing.T, c *clustertest.Cluster, source string, count, batch int) {
+	t.Helper()
+	cfg := publisher.DefaultConfig()
+	cfg.Source = source
+	cfg.Groups = c.Addrs()
+	cfg.MaxBatch = batch
+	cfg.FlightSize = batch // one entry in flight at a time: many raft entries
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := publisher.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < count; i++ {
+		if _, err := p.Send(ctx, []byte(fmt.Sprintf("%s-%d", source, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameDigests waits until every running member of group 1 has the same
+// repository contents.
+func sameDigests(t *testing.T, c *clustertest.Cluster) string {
+	t.Helper()
+	var want string
+	c.Eventually(30*time.Second, "every member holds the same repository", func() bool {
+		want = ""
+		for _, m := range c.Members(1) {
+			s := c.Store(m.Name)
+			if s == nil {
+				return false
+			}
+			d, err := s.Repository().Digest()
+			if err != nil {
+				return false
+			}
+			if want == "" {
+				want = d
+			} else if d != want {
+				return false
+			}
+		}
+		return true
+	})
+	return want
+}
+
+// A follower that was down while the leader compacted its log is brought
+// back by InstallSnapshot (FSM.Restore) and ends with the same repository.
+func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
+	c := clustertest.Start(t, 1, smallSnapshots)
+	leader := c.WaitLeader(1, 30*time.Second)
+	var follower string
+	for _, m := range c.Members(1) {
+		if m.Name != leader.Name() {
+			follower = m.Name
+			break
+		}
+	}
+	c.Kill(follower)
+	publishRange(t, c, "snap", 2000, 10) // ~200 entries, far past TrailingLogs
+	leader = c.WaitLeader(1, 10*time.Second)
+	c.Eventually(10*time.Second, "the leader compacts its log", func() bool {
+		return leader.Status().SnapshotIndex > 100
+	})
+	c.StartStore(follower)
+	sameDigests(t, c)
+	if got := c.Store(follower).Repository().AppliedIndex(); got < 200 {
+		t.Fatalf("follower applied index %d after catching up, want at least 200", got)
+	}
+}
+
+// Restarting every store after snapshots were taken keeps everything, does
+// not re-apply (NoSnapshotRestoreOnStart), and the group serves on.
+func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
+	c := clustertest.Start(t, 1, smallSnapshots)
+	publishRange(t, c, "r", 1000, 10)
+	before := sameDigests(t, c)
+	applied := map[string]uint64{}
+	for _, m := range c.Members(1) {
+		applied[m.Name] = c.Store(m.Name).Repository().AppliedIndex()
+		c.Stop(m.Name)
+	}
+	for _, m := range c.Members(1) {
+		s := c.StartStore(m.Name)
+		if got := s.Repository().AppliedIndex(); got != applied[m.Name] {
+			t.Fatalf("%s: applied index %d after reopening, was %d", m.Name, got, applied[m.Name])
+		}
+	}
+	c.WaitLeader(1, 30*time.Second)
+	if after := sameDigests(t, c); after != before {
+		t.Fatal("repository contents changed across a restart")
+	}
+	publishRange(t, c, "r", 10, 10) // resumes at 1001
+	s, ok, err := c.WaitLeader(1, 10*time.Second).Repository().Source("r")
+	if err != nil || !ok || s.HighSeq != 1010 || s.Count != 1010 {
+		t.Fatalf("after restart and 10 more: %+v, %v, %v; want 1010 messages", s, ok, err)
+	}
+}
+
+// A store whose repository cannot commit stops itself and never skips the
+// entry: after a restart it replays and matches its group (SPEC §4 rule 6).
+func TestStoreStopsRatherThanDiverge(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	leader := c.WaitLeader(1, 30*time.Second)
+	var victim string
+	for _, m := range c.Members(1) {
+		if m.Name != leader.Name() {
+			victim = m.Name
+			break
+		}
+	}
+	publishRange(t, c, "d", 100, 10)
+	sameDigests(t, c)
+	vs := c.Store(victim)
+	appliedBefore := vs.Repository().AppliedIndex()
+	// Pull the file out from under the FSM: its next transaction fails.
+	if err := vs.Repository().Close(); err != nil {
+		t.Fatal(err)
+	}
+	publishRange(t, c, "d", 100, 10) // the other two members keep the group going
+	c.Eventually(10*time.Second, "the victim stops itself", func() bool { return vs.Err() != nil })
+	if st := vs.Status(); st.State != "failed" || st.Error == "" {
+		t.Fatalf("victim status %+v, want failed with a reason", st)
+	}
+	c.Kill(victim) // forget the stopped instance
+	reopened := c.StartStore(victim)
+	if got := reopened.Repository().AppliedIndex(); got != appliedBefore {
+		t.Fatalf("applied index after the failure is %d, want it unchanged at %d", got, appliedBefore)
+	}
+	sameDigests(t, c)
+}
