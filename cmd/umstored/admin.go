@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"umstore/placement"
@@ -39,6 +40,10 @@ func startAdmin(addr string, d *placement.Deployment, hosts []*hostStores, log *
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /{$}", a.page)
+	// Profiling for performance work; the admin address is loopback by default.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	a.Server = &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := a.Serve(ln); err != nil && err != http.ErrServerClosed {
