@@ -21,9 +21,9 @@ type Entry struct {
 	Data  []byte // encoded command; nil or empty for entries that carry none. Not modified, and not retained after Apply returns
 }
 
-// Result is the outcome of one Entry. Exactly one of Register, Publish and
-// InitGroup is set when the command took effect; none when the entry was
-// skipped, ignored, empty, or refused with Err.
+// Result is the outcome of one Entry. Exactly one of Register, Publish,
+// InitGroup and PeerGroup is set when the command took effect; none when the
+// entry was skipped, ignored, empty, or refused with Err.
 type Result struct {
 	Index   uint64
 	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
@@ -33,6 +33,7 @@ type Result struct {
 	Register  *RegisterResult
 	Publish   *PublishResult
 	InitGroup *InitGroupResult
+	PeerGroup *PeerGroupResult
 }
 
 // RegisterResult answers a registration: where the source's repository
@@ -57,6 +58,14 @@ type PublishResult struct {
 type InitGroupResult struct {
 	GroupID            string
 	AlreadyInitialised bool // the same identity was already recorded
+}
+
+// PeerGroupResult says what a PeerGroup did to the record of group Index.
+type PeerGroupResult struct {
+	Index    int
+	GroupID  string // the identity now recorded: the command's
+	Previous string // the identity recorded before GroupID, if it ever changed ("" if not)
+	Changed  bool   // the record is new or GroupID replaced another identity; false if it was already recorded
 }
 
 // Apply applies a batch of committed entries in one bbolt read-write
@@ -222,6 +231,8 @@ func (a *applier) apply(e *Entry, res *Result) error {
 		return a.register(c, res)
 	case Publish:
 		return a.publish(c, res)
+	case PeerGroup:
+		return a.peerGroup(c, res)
 	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
@@ -252,6 +263,50 @@ func (a *applier) initGroup(c InitGroup, res *Result) error {
 			ErrGroupMismatch, cur.id, cur.index, c.GroupID, c.Index)
 	}
 	return nil
+}
+
+// peerGroup records another group's identity. The same identity again
+// changes nothing (not even its time); a different one replaces it, keeping
+// the replaced identity as Previous.
+func (a *applier) peerGroup(c PeerGroup, res *Result) error {
+	switch {
+	case c.Index < 1:
+		res.Err = fmt.Errorf("%w: PeerGroup for group index %d; indexes start at 1", ErrBadCommand, c.Index)
+		return nil
+	case c.GroupID == "":
+		res.Err = fmt.Errorf("%w: PeerGroup for group %d with an empty group id", ErrBadCommand, c.Index)
+		return nil
+	}
+	if own := readGroup(a.meta); own.index == c.Index {
+		res.Err = fmt.Errorf("%w: PeerGroup names group index %d, this repository's own group (%q); a group does not record itself as a peer",
+			ErrBadCommand, c.Index, own.id)
+		return nil
+	}
+	b, err := a.meta.CreateBucketIfNotExists(bucketPeerGroups)
+	if err != nil {
+		return err
+	}
+	key := peerKey(c.Index)
+	var cur PeerGroupRecord
+	if v := b.Get(key); v != nil {
+		if cur, err = decodePeer(key, v); err != nil {
+			return err
+		}
+	}
+	pr := &PeerGroupResult{Index: c.Index, GroupID: c.GroupID, Previous: cur.Previous}
+	res.PeerGroup = pr
+	if cur.GroupID == c.GroupID {
+		return nil
+	}
+	if cur.GroupID != "" {
+		pr.Previous = cur.GroupID
+	}
+	pr.Changed = true
+	v, err := encodePeer(&peerRecord{GroupID: c.GroupID, Since: c.UnixNano, Previous: pr.Previous})
+	if err != nil {
+		return fmt.Errorf("encode peer group %d: %w", c.Index, err)
+	}
+	return b.Put(key, v)
 }
 
 func (a *applier) register(c Register, res *Result) error {

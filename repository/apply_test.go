@@ -14,6 +14,7 @@ type want struct {
 	Register         *RegisterResult
 	Publish          *PublishResult
 	InitGroup        *InitGroupResult
+	PeerGroup        *PeerGroupResult
 }
 
 func checkResults(t *testing.T, got []Result, wants []want) {
@@ -40,6 +41,9 @@ func checkResults(t *testing.T, got []Result, wants []want) {
 		}
 		if !reflect.DeepEqual(g.InitGroup, w.InitGroup) {
 			t.Errorf("entry %d: InitGroup = %+v, want %+v", g.Index, g.InitGroup, w.InitGroup)
+		}
+		if !reflect.DeepEqual(g.PeerGroup, w.PeerGroup) {
+			t.Errorf("entry %d: PeerGroup = %+v, want %+v", g.Index, g.PeerGroup, w.PeerGroup)
 		}
 	}
 }
@@ -174,10 +178,14 @@ func TestApply(t *testing.T) {
 				Publish{Source: "a", FirstSeq: ^uint64(0), Payloads: [][]byte{{1}, {2}}},
 				Register{Source: string(make([]byte, MaxSourceNameLen+1))},
 				InitGroup{GroupID: ""},
+				PeerGroup{Index: 0, GroupID: "g"},
+				PeerGroup{Index: 2},
+				rawData{byte(CmdPeerGroup), 0x93, 0x02, 0xa1, 'g'},
 			},
 			wants: []want{
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
+				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 			},
 		},
 		{
@@ -280,13 +288,14 @@ func TestApplyIdempotent(t *testing.T) {
 		Register{Source: "a", Session: "s", UnixNano: 1},
 		pub("a", 1, 4),
 		pub("a", 8, 2),
+		PeerGroup{Index: 2, GroupID: "h", UnixNano: 3},
 		nil,
 	)
 	first := mustApply(t, r, batch)
 	d1 := mustDigest(t, r)
 	again := mustApply(t, r, batch)
 	for i, res := range again {
-		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.Err != nil {
+		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Err != nil {
 			t.Errorf("replayed entry %d: %+v, want only Skipped", i, res)
 		}
 		if res.Index != first[i].Index {
@@ -296,17 +305,17 @@ func TestApplyIdempotent(t *testing.T) {
 	if d2 := mustDigest(t, r); d2 != d1 {
 		t.Error("replaying a batch changed the digest")
 	}
-	if r.AppliedIndex() != 5 {
-		t.Errorf("AppliedIndex = %d, want 5", r.AppliedIndex())
+	if r.AppliedIndex() != 6 {
+		t.Errorf("AppliedIndex = %d, want 6", r.AppliedIndex())
 	}
 
 	// Entries out of order inside a batch: the lower index is skipped.
-	res := mustApply(t, r, []Entry{{Index: 7, Term: 2}, {Index: 6, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
+	res := mustApply(t, r, []Entry{{Index: 8, Term: 2}, {Index: 7, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
 	if res[0].Skipped || !res[1].Skipped {
 		t.Errorf("out-of-order batch: %+v", res)
 	}
-	if r.AppliedIndex() != 7 || r.AppliedTerm() != 2 {
-		t.Errorf("applied = %d/%d, want 7/2", r.AppliedIndex(), r.AppliedTerm())
+	if r.AppliedIndex() != 8 || r.AppliedTerm() != 2 {
+		t.Errorf("applied = %d/%d, want 8/2", r.AppliedIndex(), r.AppliedTerm())
 	}
 	if mustDigest(t, r) != d1 {
 		t.Error("a skipped entry changed the repository")

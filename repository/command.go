@@ -18,6 +18,8 @@ const (
 	CmdRegister CommandType = 2
 	// CmdPublish carries a run of consecutive messages of one source.
 	CmdPublish CommandType = 3
+	// CmdPeerGroup records the identity of another group of the deployment.
+	CmdPeerGroup CommandType = 4
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -37,6 +39,8 @@ func (t CommandType) String() string {
 		name = "Register"
 	case CmdPublish:
 		name = "Publish"
+	case CmdPeerGroup:
+		name = "PeerGroup"
 	default:
 		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 	}
@@ -72,11 +76,27 @@ type Publish struct {
 	Payloads [][]byte
 }
 
+// PeerGroup records the identity of another group of the deployment, as
+// learnt by this group's leader.
+//
+// Each group's leader periodically probes the stores of the other groups and
+// commits what it learnt, so that every store of the group remembers the
+// other groups' identities durably: a group whose every store was wiped must
+// never be silently bootstrapped again while another group remembers its
+// identity. Recording the identity already recorded for Index changes
+// nothing, so the leader may resend freely.
+type PeerGroup struct {
+	Index    int    // the other group's index in the deployment file, ≥ 1
+	GroupID  string // its identity (its InitGroup.GroupID)
+	UnixNano int64  // when the leader learnt it, stamped by the proposer
+}
+
 // Body layouts (msgpack arrays, field order pinned):
 //
 //	InitGroup: [GroupID str, Index int, UnixNano int]
 //	Register:  [Source str, Session str, UnixNano int]
 //	Publish:   [Source str, FirstSeq uint, Payloads [bin, ...]]
+//	PeerGroup: [Index int, GroupID str, UnixNano int]
 //
 // Decoding is strict (exact element count, no trailing bytes): a store that
 // silently ignored a field it does not understand could apply the entry
@@ -85,6 +105,7 @@ const (
 	initGroupFields = 3
 	registerFields  = 3
 	publishFields   = 3
+	peerGroupFields = 3
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -129,13 +150,24 @@ func EncodePublish(c Publish) []byte {
 	return b
 }
 
+// EncodePeerGroup returns the replicated form of c.
+func EncodePeerGroup(c PeerGroup) []byte {
+	n := 1 + sizeArrayLen(peerGroupFields) + sizeInt(int64(c.Index)) + sizeString(len(c.GroupID)) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdPeerGroup))
+	b = appendArrayLen(b, peerGroupFields)
+	b = appendInt(b, int64(c.Index))
+	b = appendString(b, c.GroupID)
+	return appendInt(b, c.UnixNano)
+}
+
 // IsIgnorable reports whether data is a command marked with IgnorableFlag.
 func IsIgnorable(data []byte) bool {
 	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
 }
 
-// DecodeCommand reads an encoded command and returns an InitGroup, Register
-// or Publish value. A type this version does not know gives an error wrapping
+// DecodeCommand reads an encoded command and returns an InitGroup, Register,
+// Publish or PeerGroup value. A type this version does not know gives an error wrapping
 // ErrUnknownCommand (see IsIgnorable for whether it may be skipped); a body
 // that cannot be read, or empty data, gives an error wrapping ErrBadCommand.
 //
@@ -155,6 +187,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodeRegister(&r)
 	case CmdPublish:
 		cmd = decodePublish(&r)
+	case CmdPeerGroup:
+		cmd = decodePeerGroup(&r)
 	default:
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
@@ -179,13 +213,28 @@ func decodeInitGroup(r *mpReader) InitGroup {
 	var c InitGroup
 	expectFields(r, CmdInitGroup, initGroupFields)
 	c.GroupID = r.str()
+	c.Index = groupIndex(r)
+	c.UnixNano = r.int()
+	return c
+}
+
+func decodePeerGroup(r *mpReader) PeerGroup {
+	var c PeerGroup
+	expectFields(r, CmdPeerGroup, peerGroupFields)
+	c.Index = groupIndex(r)
+	c.GroupID = r.str()
+	c.UnixNano = r.int()
+	return c
+}
+
+// groupIndex reads a group index, which must fit an int.
+func groupIndex(r *mpReader) int {
 	idx := r.int()
 	if idx < math.MinInt || idx > math.MaxInt {
 		r.fail("group index %d out of range", idx)
+		return 0
 	}
-	c.Index = int(idx)
-	c.UnixNano = r.int()
-	return c
+	return int(idx)
 }
 
 func decodeRegister(r *mpReader) Register {

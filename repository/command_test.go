@@ -28,6 +28,8 @@ var goldenCommands = []struct {
 	{"register-empty-session-v1.hex", Register{Source: "s", UnixNano: -1}},
 	{"publish-v1.hex", Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}, []byte("world")}}},
 	{"publish-bin16-v1.hex", Publish{Source: "big", FirstSeq: 1 << 40, Payloads: [][]byte{bytes.Repeat([]byte{0xab}, 300)}}},
+	{"peergroup-v1.hex", PeerGroup{Index: 2, GroupID: "0c7a4d1e-93b2-4f58-a6e1-2b3c4d5e6f70", UnixNano: 1735689700987654321}},
+	{"peergroup-index300-v1.hex", PeerGroup{Index: 300, GroupID: "g", UnixNano: -5}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -112,6 +114,13 @@ type libPublish struct {
 	Payloads [][]byte
 }
 
+type libPeerGroup struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Index    int
+	GroupID  string
+	UnixNano int64
+}
+
 func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	for _, g := range goldenCommands {
 		t.Run(g.file, func(t *testing.T) {
@@ -142,6 +151,16 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Publish{v.Source, v.FirstSeq, v.Payloads}, c
 				body, _ := msgpack.Marshal(&libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads})
 				checkDecodes(t, append([]byte{byte(CmdPublish)}, body...), c)
+			case PeerGroup:
+				var v libPeerGroup
+				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+					t.Fatal(err)
+				}
+				lib, back = PeerGroup{v.Index, v.GroupID, v.UnixNano}, c
+				body, _ := msgpack.Marshal(&libPeerGroup{Index: c.Index, GroupID: c.GroupID, UnixNano: c.UnixNano})
+				checkDecodes(t, append([]byte{byte(CmdPeerGroup)}, body...), c)
+			default:
+				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
 			if !commandsEqual(lib, back) {
 				t.Errorf("msgpack library reads %+v, want %+v", lib, back)
@@ -171,6 +190,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		Publish{Source: "a", FirstSeq: 127, Payloads: make([][]byte, 20)},
 		Publish{Source: "a", FirstSeq: 128, Payloads: [][]byte{big, {1}}},
 		Publish{Source: "a", FirstSeq: 70000, Payloads: make([][]byte, 70000)},
+		PeerGroup{},
+		PeerGroup{Index: 1<<31 + 5, GroupID: strings.Repeat("p", 300), UnixNano: 1<<63 - 1},
+		PeerGroup{Index: -1, GroupID: "g", UnixNano: -1 << 63},
 	}
 	for _, c := range cmds {
 		data := encode(c)
@@ -218,6 +240,11 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"huge string", []byte{byte(CmdRegister), 0x93, 0xdb, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
 		{"uint64 in int field", []byte{byte(CmdRegister), 0x93, 0xa1, 'a', 0xa0, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
 		{"map instead of string", []byte{byte(CmdRegister), 0x93, 0x80, 0xa0, 0x00}, ErrBadCommand},
+		{"peer group fields swapped", []byte{byte(CmdPeerGroup), 0x93, 0xa1, 'g', 0x02, 0x00}, ErrBadCommand},
+		{"peer group too few fields", []byte{byte(CmdPeerGroup), 0x92, 0x02, 0xa1, 'g'}, ErrBadCommand},
+		{"peer group too many fields", []byte{byte(CmdPeerGroup), 0x94, 0x02, 0xa1, 'g', 0x00, 0x00}, ErrBadCommand},
+		{"peer group index uint64", []byte{byte(CmdPeerGroup), 0x93, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xa1, 'g', 0x00}, ErrBadCommand},
+		{"peer group trailing byte", append(EncodePeerGroup(PeerGroup{Index: 2, GroupID: "g"}), 0xc0), ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,6 +278,8 @@ func TestDecodedPayloadsAliasTheEntry(t *testing.T) {
 func TestCommandTypeString(t *testing.T) {
 	for typ, want := range map[CommandType]string{
 		CmdPublish:                   "Publish",
+		CmdPeerGroup:                 "PeerGroup",
+		CmdPeerGroup | IgnorableFlag: "PeerGroup|Ignorable",
 		CmdInitGroup | IgnorableFlag: "InitGroup|Ignorable",
 		9:                            "CommandType(9)",
 	} {

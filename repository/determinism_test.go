@@ -10,7 +10,8 @@ import (
 
 // randomLog builds a seeded, bounded log exercising every command and
 // outcome: in-order publishes, duplicates with different bytes, gaps, gap
-// fills, registrations, group identity conflicts, malformed and ignorable
+// fills, registrations, group identity conflicts, peer group records (new,
+// repeated, replaced, refused as the group's own), malformed and ignorable
 // entries, entries without a command, and holes in the raft indexes (raft
 // does not hand no-op entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
@@ -25,6 +26,8 @@ func randomLog(seed uint64, n int) []Entry {
 		switch k := rng.IntN(100); {
 		case k < 3:
 			data = EncodeInitGroup(InitGroup{GroupID: fmt.Sprintf("g%d", rng.IntN(2)), Index: 1, UnixNano: int64(index)})
+		case k < 6:
+			data = EncodePeerGroup(PeerGroup{Index: 1 + rng.IntN(3), GroupID: fmt.Sprintf("p%d", rng.IntN(2)), UnixNano: int64(index)})
 		case k < 15:
 			data = EncodeRegister(Register{Source: sources[rng.IntN(len(sources))], Session: fmt.Sprintf("s%d", rng.IntN(3)), UnixNano: int64(index) * 1000})
 		case k < 85:
@@ -183,6 +186,9 @@ func resultsByIndex(into map[uint64]string, res []Result) {
 		if x.InitGroup != nil {
 			text += fmt.Sprintf(" init=%+v", *x.InitGroup)
 		}
+		if x.PeerGroup != nil {
+			text += fmt.Sprintf(" peer=%+v", *x.PeerGroup)
+		}
 		into[x.Index] = text
 	}
 }
@@ -263,6 +269,7 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"payload":       {base[0], base[1], Publish{Source: "a", FirstSeq: 1, Payloads: [][]byte{[]byte("a-1"), []byte("a-2"), []byte("a-4")}}},
 		"gap":           {base[0], base[1], pub("a", 2, 2)},
 		"extra message": {base[0], base[1], pub("a", 1, 4)},
+		"peer group":    {base[0], base[1], base[2], PeerGroup{Index: 2, GroupID: "p"}},
 	}
 	r := openTest(t)
 	mustApply(t, r, logOf(1, base...))
@@ -293,6 +300,10 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["err"]++
 		case x.InitGroup != nil && x.InitGroup.AlreadyInitialised:
 			seen["init-again"]++
+		case x.PeerGroup != nil && x.PeerGroup.Previous != "" && x.PeerGroup.Changed:
+			seen["peer-replaced"]++
+		case x.PeerGroup != nil && !x.PeerGroup.Changed:
+			seen["peer-same"]++
 		case x.Register != nil && x.Register.Created:
 			seen["register-new"]++
 		case x.Register != nil:
@@ -307,11 +318,11 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			if x.Publish.Stored > 0 && x.Publish.LastSeq < x.Publish.HighSeq {
 				seen["fill"]++
 			}
-		case x.InitGroup == nil:
+		case x.InitGroup == nil && x.PeerGroup == nil:
 			seen["no-command"]++
 		}
 	}
-	for _, k := range []string{"ignored", "err", "init-again", "register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
+	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

@@ -11,11 +11,12 @@ import (
 )
 
 // Digest returns a hex SHA-256 over a canonical dump of the replicated state:
-// the group identity, and for every source in name order its bookkeeping and
-// every message in sequence order. The applied index and term are left out,
-// as are bbolt's page layout and free space: two stores that applied the
-// same log have equal digests even if they applied it in different batches
-// or one restored it from a snapshot. Tests compare members with it.
+// the group identity, for every source in name order its bookkeeping and
+// every message in sequence order, then the records of the other groups in
+// index order. The applied index and term are left out, as are bbolt's page
+// layout and free space: two stores that applied the same log have equal
+// digests even if they applied it in different batches or one restored it
+// from a snapshot. Tests compare members with it.
 func (r *Repo) Digest() (string, error) {
 	h := sha256.New()
 	err := r.view(func(tx *bolt.Tx) error {
@@ -58,7 +59,16 @@ func (r *Repo) Digest() (string, error) {
 			}
 			d.str("end")
 		}
-		return nil
+
+		// Last, and only when there are any, so that a repository without
+		// peer records digests as it did before they existed.
+		return readPeers(tx.Bucket(bucketMeta), func(p PeerGroupRecord) {
+			d.str("peer-group")
+			d.u64(uint64(int64(p.Index)))
+			d.str(p.GroupID)
+			d.u64(uint64(p.SinceUnixNano))
+			d.str(p.Previous)
+		})
 	})
 	if err != nil {
 		return "", fmt.Errorf("digest %s: %w", r.path, err)

@@ -1,21 +1,22 @@
 // Package repository holds the replicated state of one store group: the
-// group's identity and, for every source, the messages the group has
-// committed (by sequence number) with their bookkeeping — highest and lowest
-// sequence number held, gaps the group never received, the last
-// registration. It lives in one bbolt file per store and knows nothing of
-// raft or the network: the raft FSM adapter in package storegroup feeds it
-// committed log entries (Apply), asks it for snapshots (Snapshot) and
-// installs snapshots from the leader (Restore).
+// group's identity, the identities of the deployment's other groups as the
+// group's leader learnt them (PeerGroups), and, for every source, the
+// messages the group has committed (by sequence number) with their
+// bookkeeping — highest and lowest sequence number held, gaps the group never
+// received, the last registration. It lives in one bbolt file per store and
+// knows nothing of raft or the network: the raft FSM adapter in package
+// storegroup feeds it committed log entries (Apply), asks it for snapshots
+// (Snapshot) and installs snapshots from the leader (Restore).
 //
 // # Commands
 //
 // Each log entry carries one command: a type byte followed by a msgpack body
-// (see EncodePublish, EncodeRegister, EncodeInitGroup and DecodeCommand).
-// Types and body layouts are pinned; samples of every type are kept under
-// testdata/ and a test checks that they still decode. A future command that
-// older stores may safely skip carries IgnorableFlag in its type byte; any
-// other unknown command makes Apply fail, so that an outdated store stops
-// instead of silently diverging from its peers.
+// (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup and
+// DecodeCommand). Types and body layouts are pinned; samples of every type
+// are kept under testdata/ and a test checks that they still decode. A future
+// command that older stores may safely skip carries IgnorableFlag in its type
+// byte; any other unknown command makes Apply fail, so that an outdated store
+// stops instead of silently diverging from its peers.
 //
 // # Determinism and idempotence
 //

@@ -32,6 +32,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdPublish), 0x93, 0xa1, 'a', 0x01, 0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{byte(IgnorableFlag | 0x11), 0x90})
 	f.Add([]byte{byte(CmdInitGroup), 0x93, 0xc4, 0x01, 'g', 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xff})
+	f.Add([]byte{byte(CmdPeerGroup), 0x93, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xc0, 0xff})
+	f.Add([]byte{byte(CmdPeerGroup | IgnorableFlag), 0x93, 0x02, 0xd9, 0x01, 'g', 0xcc, 0x05})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
@@ -59,6 +61,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		case Publish:
 			var v libPublish
 			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{v.Source, v.FirstSeq, v.Payloads}
+		case PeerGroup:
+			var v libPeerGroup
+			err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}
+		default:
+			t.Fatalf("no msgpack library check for %T", cmd)
 		}
 		if err != nil {
 			t.Fatalf("accepted %x, which the msgpack library refuses: %v", data, err)

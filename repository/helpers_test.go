@@ -39,6 +39,8 @@ func encode(cmd any) []byte {
 		return EncodeRegister(c)
 	case Publish:
 		return EncodePublish(c)
+	case PeerGroup:
+		return EncodePeerGroup(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

@@ -18,6 +18,11 @@ import (
 // FormatVersion is the on-disk layout version this binary writes and reads.
 // Open refuses files of any other version, so that an older binary never
 // misreads a newer layout.
+//
+// Adding keys or buckets that older binaries of the same version never look
+// at, and whose absence means "nothing recorded", does not change the
+// version: meta/peer-groups came that way (a file written before it simply
+// has none).
 const FormatVersion = 1
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
@@ -75,12 +80,17 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	meta/group-id       InitGroup.GroupID
 //	meta/group-index    int64 big-endian InitGroup.Index
 //	meta/group-created  int64 big-endian InitGroup.UnixNano
+//	meta/peer-groups/<index>    msgpack peerRecord: another group's identity,
+//	                            index as uint64 big-endian (so in index order);
+//	                            the bucket exists once a PeerGroup took effect
 //	sources/<name>/state        msgpack sourceState
 //	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
 var (
 	bucketMeta    = []byte("meta")
 	bucketSources = []byte("sources")
 	bucketMsgs    = []byte("msgs")
+
+	bucketPeerGroups = []byte("peer-groups") // inside meta
 
 	keyFormat       = []byte("format")
 	keyAppliedIndex = []byte("applied-index")

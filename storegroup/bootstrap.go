@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,81 +11,159 @@ import (
 	"umstore/wire"
 )
 
-// memberAnswer is what a member said when probed.
-type memberAnswer struct {
-	name     string
-	hasState bool
-	groupID  string
-	err      error
+// ErrNoStoreWithState means every store of a group is empty although the
+// group existed: its identity is remembered elsewhere. Bootstrapping it
+// again would silently start from nothing (SPEC §4 rule 3).
+var ErrNoStoreWithState = errors.New("no store with state")
+
+// startKind says how an empty store starts.
+type startKind int
+
+const (
+	startBootstrap    startKind = iota // brand-new group, this store creates it
+	startJoinNew                       // brand-new group, another member creates it
+	startJoinExisting                  // the group has state: catch up before voting
+	startWithState                     // the store has state: just start
+)
+
+// startDecision is the outcome of decideStart.
+type startDecision struct {
+	kind   startKind
+	target logPosition // for startJoinExisting: where the vote gate opens
+	from   string      // the member whose answer set target
 }
 
-// decideBootstrap is run by a store with no local state. It asks every
-// other member of the group what it holds, repeating until all answer or
-// one with state answers:
+// memberAnswer is what a store said when probed.
+type memberAnswer struct {
+	name  string
+	reply *wire.ProbeReply
+	err   error
+}
+
+func (a memberAnswer) hasState() bool {
+	return a.reply != nil && (a.reply.HasState || a.reply.GroupID != "")
+}
+
+func (a memberAnswer) position() logPosition {
+	return logPosition{Term: a.reply.LastTerm, Index: a.reply.LastIndex}
+}
+
+// decideStart is run by a store with no local state. It asks the other
+// members of its group (and, before creating a group, every store of the
+// deployment) what they hold, repeating until it can decide safely:
 //
-//   - if any member has state or knows the group's identity, the group
-//     exists: this store starts without bootstrapping and waits for the
-//     leader to bring it up to date;
-//   - if every member answers empty, the group is brand new: the first
-//     member in the deployment's order bootstraps it, the others wait.
+//   - some member has state, and either a leader answered or every member
+//     did: the group exists; join it and catch up, voting only for
+//     candidates whose log reaches the leader's (or the most up-to-date
+//     member's) last entry until caught up;
+//   - every member answered empty and no store of any other group
+//     remembers this group's identity: the group is brand new; the first
+//     member in the deployment's order bootstraps it;
+//   - every member answered empty but another group remembers the
+//     identity: the group's data is gone; refuse with ErrNoStoreWithState.
 //
-// A store never bootstraps while any member is unreachable: that member may
-// hold the group's state.
-func (s *Store) decideBootstrap(ctx context.Context) (bool, error) {
-	lastReport := time.Time{}
+// It never decides while a store whose answer could change the decision
+// is silent.
+func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
+	var lastReport time.Time
+	report := func(msg string, args ...any) {
+		if time.Since(lastReport) > 5*time.Second {
+			lastReport = time.Now()
+			s.log.Info(msg, args...)
+		}
+	}
 	for {
-		answers := s.probeMembers(ctx)
+		answers := s.probe(ctx, s.otherMembers())
 		var missing []string
-		for _, a := range answers {
+		var best *memberAnswer
+		for i, a := range answers {
 			switch {
 			case a.err != nil:
 				missing = append(missing, a.name)
-			case a.hasState || a.groupID != "":
-				s.log.Info("joining an existing group: a member has state; waiting for the leader to bring this store up to date", "member", a.name, "group_id", a.groupID)
-				return false, nil
+			case a.hasState():
+				if a.reply.State == "Leader" {
+					return startDecision{kind: startJoinExisting, target: a.position(), from: a.name}, nil
+				}
+				if best == nil || a.position().atLeast(best.position()) {
+					best = &answers[i]
+				}
 			}
 		}
-		if len(missing) == 0 {
-			first := s.cfg.Members[0].Name
-			if first == s.cfg.Name {
-				return true, nil
+		switch {
+		case best != nil && len(missing) == 0:
+			return startDecision{kind: startJoinExisting, target: best.position(), from: best.name}, nil
+		case best != nil:
+			report("empty store waiting to rejoin: a member has state but no leader answered; waiting for every member so as not to vote against entries a silent member may hold",
+				"has_state", best.name, "waiting_for", strings.Join(missing, ","))
+		case len(missing) > 0:
+			report("empty store waiting for every member of its group to answer before deciding whether to bootstrap", "waiting_for", strings.Join(missing, ","))
+		default:
+			d, wait, err := s.decideNewGroup(ctx)
+			if err != nil || wait == "" {
+				return d, err
 			}
-			s.log.Info("every member is empty: the group is new; waiting for its first member to bootstrap it", "bootstrapper", first)
-			return false, nil
-		}
-		if time.Since(lastReport) > 5*time.Second {
-			lastReport = time.Now()
-			s.log.Info("empty store waiting for every member of its group to answer before deciding whether to bootstrap", "waiting_for", strings.Join(missing, ","))
+			report("every member of the group is empty; waiting for every store of the deployment to answer before creating the group", "waiting_for", wait)
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return startDecision{}, ctx.Err()
 		case <-time.After(s.cfg.ProbeInterval):
 		}
 	}
 }
 
-// probeMembers asks every other member of the group, concurrently.
-func (s *Store) probeMembers(ctx context.Context) []memberAnswer {
-	others := make([]Member, 0, len(s.cfg.Members)-1)
-	for _, m := range s.cfg.Members {
-		if m.Name != s.cfg.Name {
-			others = append(others, m)
+// decideNewGroup is called when every member of the group answered empty.
+// It returns wait=true (with the silent stores named) if some store of
+// another group has not answered.
+func (s *Store) decideNewGroup(ctx context.Context) (startDecision, string, error) {
+	var others []Member
+	for _, g := range s.cfg.OtherGroups {
+		others = append(others, g.Members...)
+	}
+	var missing []string
+	for _, a := range s.probe(ctx, others) {
+		if a.err != nil {
+			missing = append(missing, a.name)
+			continue
+		}
+		for _, k := range a.reply.KnownGroups {
+			if k.Index == s.cfg.Group && k.GroupID != "" {
+				return startDecision{}, "", fmt.Errorf("cannot recover group %d: %w: every store of the group is empty, but store %s remembers the group's identity %s; restore a store from a backup, or accept the loss explicitly (see `umstored recover --help`)",
+					s.cfg.Group, ErrNoStoreWithState, a.name, k.GroupID)
+			}
 		}
 	}
-	out := make(chan memberAnswer, len(others))
-	for _, m := range others {
+	if len(missing) > 0 {
+		return startDecision{}, strings.Join(missing, ","), nil
+	}
+	if s.cfg.Members[0].Name == s.cfg.Name {
+		return startDecision{kind: startBootstrap}, "", nil
+	}
+	s.log.Info("every store is empty: the group is new; waiting for its first member to bootstrap it", "bootstrapper", s.cfg.Members[0].Name)
+	return startDecision{kind: startJoinNew}, "", nil
+}
+
+func (s *Store) otherMembers() []Member {
+	out := make([]Member, 0, len(s.cfg.Members)-1)
+	for _, m := range s.cfg.Members {
+		if m.Name != s.cfg.Name {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// probe asks stores what they hold, concurrently.
+func (s *Store) probe(ctx context.Context, stores []Member) []memberAnswer {
+	out := make(chan memberAnswer, len(stores))
+	for _, m := range stores {
 		go func() {
 			rep, err := ProbeStore(ctx, m.ClientAddr, s.dialer(time.Second))
-			a := memberAnswer{name: m.Name, err: err}
-			if err == nil {
-				a.hasState, a.groupID = rep.HasState, rep.GroupID
-			}
-			out <- a
+			out <- memberAnswer{name: m.Name, reply: rep, err: err}
 		}()
 	}
-	answers := make([]memberAnswer, 0, len(others))
-	for range others {
+	answers := make([]memberAnswer, 0, len(stores))
+	for range stores {
 		answers = append(answers, <-out)
 	}
 	sort.Slice(answers, func(i, j int) bool { return answers[i].name < answers[j].name })

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"sync"
 	"time"
 
@@ -171,9 +172,16 @@ func (cs *clientServer) dispatch(m wire.Message) reply {
 	switch m := m.(type) {
 	case *wire.Probe:
 		st := s.Status()
-		rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex}
+		rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
+			AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
 		if l, ok := s.leader(); ok {
 			rep.Leader = l.ClientAddr
+		}
+		if peers, err := s.repo.PeerGroups(); err == nil {
+			for idx, id := range peers {
+				rep.KnownGroups = append(rep.KnownGroups, wire.GroupIdentity{Index: idx, GroupID: id})
+			}
+			sort.Slice(rep.KnownGroups, func(i, j int) bool { return rep.KnownGroups[i].Index < rep.KnownGroups[j].Index })
 		}
 		return reply{msg: rep}
 	case *wire.Register:

@@ -15,6 +15,12 @@ type Member struct {
 	ClientAddr string // host:port of its client server
 }
 
+// PeerGroup is another group of the deployment.
+type PeerGroup struct {
+	Index   int
+	Members []Member
+}
+
 // Config describes one store. Build it with DefaultConfig and fill in the
 // identity fields; Validate says what is missing.
 type Config struct {
@@ -25,6 +31,14 @@ type Config struct {
 	// Members lists every store of the group, this one included, in the
 	// deployment's order. The first member bootstraps a brand-new group.
 	Members []Member
+	// OtherGroups lists the stores of every other group of the deployment.
+	// An empty store asks them, before creating its group, whether they
+	// remember the group's identity; a leader learns their identities.
+	OtherGroups []PeerGroup
+	// Admission, if set, is asked before an empty store joins an existing
+	// group, so a host catches up one empty store per group at a time.
+	// Nil admits at once.
+	Admission Admission
 	// DataDir holds raft.db, repo.db and snapshots/ of this store.
 	DataDir string
 	// LocalIP, if set, is the address this store's outgoing connections

@@ -31,6 +31,8 @@ type Store struct {
 	logStore *raftboltdb.BoltStore
 	snaps    *raft.FileSnapshotStore
 	trans    *raft.NetworkTransport
+	rtrans   *gatedTransport // what raft uses: trans behind the vote gate
+	gate     *voteGate
 	fsm      *fsm
 	client   *clientServer
 	hlog     hclog.Logger
@@ -83,9 +85,14 @@ func Open(cfg Config) (*Store, error) {
 		Timeout: 10 * time.Second,
 		Logger:  s.hlog.Named("transport"),
 	})
+	s.gate = &voteGate{}
+	s.rtrans = newGatedTransport(s.trans, s.gate, raft.ServerID(cfg.Name), func(cand string, pos logPosition) {
+		_, target := s.gate.state()
+		s.log.Warn("refused a vote: this store rejoined empty and has not caught up; the candidate's log does not reach the group's last entry", "candidate", cand, "candidate_log", pos.String(), "target", target.String())
+	})
 	s.client, err = newClientServer(s, self.ClientAddr)
 	if err != nil {
-		s.trans.Close()
+		s.rtrans.Close()
 		s.closeStorage()
 		return nil, err
 	}
@@ -143,29 +150,103 @@ func (s *Store) catchUpFromSnapshot() error {
 	return nil
 }
 
-// start makes the bootstrap decision and starts raft.
+// start decides how the store starts (see decideStart) and starts raft.
 func (s *Store) start() {
+	marker, err := readRejoin(s.cfg.DataDir)
+	if err != nil {
+		s.fail(err)
+		return
+	}
 	hasState, err := s.hasLocalState()
 	if err != nil {
 		s.fail(fmt.Errorf("read local raft state: %w", err))
 		return
 	}
-	bootstrap := false
-	if !hasState {
-		bootstrap, err = s.decideBootstrap(s.ctx)
+	var d startDecision
+	switch {
+	case marker != nil:
+		// A partial log is as unsafe to vote with as an empty one.
+		d = startDecision{kind: startJoinExisting, target: marker.Target, from: marker.From}
+		s.log.Warn("resuming an interrupted catch-up: voting only for candidates whose log reaches the target", "target", d.target.String())
+	case hasState:
+		d = startDecision{kind: startWithState}
+	default:
+		d, err = s.decideStart(s.ctx)
+		if errors.Is(err, ErrNoStoreWithState) {
+			s.refuse(err)
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				s.fail(err)
 			}
 			return
 		}
+		if d.kind == startJoinExisting {
+			if err := writeRejoin(s.cfg.DataDir, rejoinMarker{Target: d.target, From: d.from}); err != nil {
+				s.fail(fmt.Errorf("record the rejoin target: %w", err))
+				return
+			}
+		}
 	}
-	if err := s.startRaft(bootstrap); err != nil {
+	release := func() {}
+	if d.kind == startJoinExisting {
+		s.gate.close(d.target)
+		adm := s.cfg.Admission
+		if adm == nil {
+			adm = unlimited{}
+		}
+		s.log.Info("empty store asks to join its group", "target", d.target.String(), "from", d.from)
+		release, err = adm.Acquire(s.ctx, s.cfg.Group, s.cfg.Name)
+		if err != nil {
+			return // stopping
+		}
+		s.log.Info("joining the group empty: catching up before voting", "target", d.target.String(), "from", d.from)
+	}
+	if err := s.startRaft(d.kind == startBootstrap); err != nil {
+		release()
 		s.fail(err)
 		return
 	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.watchLeadership() }()
+	if d.kind == startJoinExisting {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.catchUp(d.target, release) }()
+	}
+}
+
+// catchUp waits until raft has applied the target entry, then opens the
+// vote gate, removes the rejoin marker and lets the next empty store of
+// the group start.
+func (s *Store) catchUp(target logPosition, release func()) {
+	defer release()
+	r := s.raftNode()
+	start := time.Now()
+	lastReport := start
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		applied := r.AppliedIndex()
+		if applied >= target.Index {
+			if err := removeRejoin(s.cfg.DataDir); err != nil {
+				s.fail(fmt.Errorf("clear the rejoin marker: %w", err))
+				return
+			}
+			s.gate.open()
+			s.log.Info("caught up with the group; voting normally", "applied", applied, "took", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Since(lastReport) > 3*time.Second {
+			lastReport = time.Now()
+			s.log.Info("catching up", "applied", applied, "target", target.Index, "percent", 100*applied/max(target.Index, 1))
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *Store) hasLocalState() (bool, error) {
@@ -187,7 +268,7 @@ func (s *Store) startRaft(bootstrap bool) error {
 	rc.TrailingLogs = s.cfg.TrailingLogs
 	rc.NoSnapshotRestoreOnStart = true
 	rc.Logger = s.hlog
-	r, err := raft.NewRaft(rc, s.fsm, s.logStore, s.logStore, s.snaps, s.trans)
+	r, err := raft.NewRaft(rc, s.fsm, s.logStore, s.logStore, s.snaps, s.rtrans)
 	if err != nil {
 		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
 	}
@@ -230,6 +311,7 @@ func (s *Store) watchLeadership() {
 	defer r.DeregisterObserver(o)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	var nextPeerCheck time.Time
 	for {
 		isLeader := r.State() == raft.Leader
 		if !isLeader {
@@ -241,6 +323,13 @@ func (s *Store) watchLeadership() {
 				s.ensureGroupID(r)
 			}
 		}
+		if s.leaderReady.Load() && time.Now().After(nextPeerCheck) {
+			if s.learnPeerGroups(r) {
+				nextPeerCheck = time.Now().Add(30 * time.Second)
+			} else {
+				nextPeerCheck = time.Now().Add(2 * time.Second)
+			}
+		}
 		select {
 		case <-s.ctx.Done():
 			return
@@ -248,6 +337,42 @@ func (s *Store) watchLeadership() {
 		case <-tick.C:
 		}
 	}
+}
+
+// learnPeerGroups asks the stores of the other groups for their groups'
+// identities and records new or changed ones through the log, so every
+// store of this group remembers them (an empty group is never re-created
+// while another group remembers it). It reports whether every other group's
+// identity is now known.
+func (s *Store) learnPeerGroups(r *raft.Raft) bool {
+	known, err := s.repo.PeerGroups()
+	if err != nil {
+		return false
+	}
+	all := true
+	for _, g := range s.cfg.OtherGroups {
+		var id string
+		for _, a := range s.probe(s.ctx, g.Members) {
+			if a.err == nil && a.reply.GroupID != "" && a.reply.Group == g.Index {
+				id = a.reply.GroupID
+				break
+			}
+		}
+		if id == "" {
+			all = false
+			continue
+		}
+		if known[g.Index] == id {
+			continue
+		}
+		cmd := repository.EncodePeerGroup(repository.PeerGroup{Index: g.Index, GroupID: id, UnixNano: time.Now().UnixNano()})
+		if err := r.Apply(cmd, s.cfg.ApplyTimeout).Error(); err != nil {
+			all = false
+			continue
+		}
+		s.log.Info("recorded another group's identity", "peer_group", g.Index, "peer_group_id", id)
+	}
+	return all
 }
 
 // ensureGroupID proposes the group's identity if the group has none yet.
@@ -313,6 +438,11 @@ type Status struct {
 	// behind is brought back by sending it the snapshot.
 	SnapshotIndex uint64 `json:"snapshot_index"`
 	HasState      bool   `json:"has_state"`
+	// CatchingUp is true while a store that joined empty has not reached
+	// CatchUpTarget (the group's last entry when it joined).
+	CatchingUp    bool   `json:"catching_up"`
+	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	LastTerm      uint64 `json:"last_term"`
 	Error         string `json:"error,omitempty"`
 }
 
@@ -323,10 +453,15 @@ func (s *Store) Status() Status {
 	if r := s.raftNode(); r != nil {
 		st.State = r.State().String()
 		st.LastIndex = r.LastIndex()
-		st.SnapshotIndex, _ = strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
+		stats := r.Stats()
+		st.SnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+		st.LastTerm, _ = strconv.ParseUint(stats["last_log_term"], 10, 64)
 		if m, ok := s.leader(); ok {
 			st.Leader = m.Name
 		}
+	}
+	if shut, target := s.gate.state(); shut {
+		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}
 	if e := s.failed.Load(); e != nil {
 		st.State = "failed"
@@ -342,6 +477,16 @@ func (s *Store) fail(err error) {
 	}
 	s.log.Error("store stopping itself", "err", err)
 	go s.Close()
+}
+
+// refuse records that the store will not start raft, and why, but keeps
+// answering probes: the other members of its group reach the same
+// conclusion, and status shows the reason.
+func (s *Store) refuse(err error) {
+	if !s.failed.CompareAndSwap(nil, &err) {
+		return
+	}
+	s.log.Error("store refuses to start", "err", err)
 }
 
 // Err returns the error that stopped the store, if any.
@@ -376,7 +521,7 @@ func (s *Store) stop(transfer bool) error {
 				s.closeErr = errors.Join(s.closeErr, err)
 			}
 		}
-		s.trans.Close()
+		s.rtrans.Close()
 		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
 			s.closeErr = errors.Join(s.closeErr, err)
 		}

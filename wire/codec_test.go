@@ -22,7 +22,7 @@ func sampleMessages() []Message {
 		&Fetch{ReqID: 4, Source: "orders", From: 1, To: 100, MaxCount: 10, MaxBytes: 1 << 20},
 		&FetchReply{ReqID: 4, Source: "orders", Known: true, HighSeq: 13, LowSeq: 1, Through: 4, Msgs: []Msg{{Seq: 1, Payload: []byte("x")}}},
 		&Probe{ReqID: 5},
-		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9},
+		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},
 	}
 }
 

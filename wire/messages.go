@@ -169,6 +169,16 @@ type ProbeReply struct {
 	Leader       string // leader's client address, if known
 	AppliedIndex uint64
 	LastIndex    uint64
+	LastTerm     uint64          // term of the last log entry
+	CatchingUp   bool            // an empty store rejoining its group, not yet caught up
+	KnownGroups  []GroupIdentity // identities of other groups this store's group has recorded
+}
+
+// GroupIdentity names a group and the identity it was given at bootstrap.
+type GroupIdentity struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Index    int
+	GroupID  string
 }
 
 func (*Hello) Type() Type      { return TypeHello }

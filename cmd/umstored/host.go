@@ -17,6 +17,9 @@ import (
 type hostStores struct {
 	host   string
 	stores []*storegroup.Store
+	// admission lets one empty store per group catch up at a time: the
+	// staged restart of SPEC §4 rule 4.
+	admission *storegroup.HostAdmission
 }
 
 // startHost opens every store the deployment places on host, each in
@@ -31,7 +34,7 @@ func startHost(d *placement.Deployment, host, dataDir string, log *slog.Logger) 
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("the deployment places no stores on host %q", host)
 	}
-	hs := &hostStores{host: host}
+	hs := &hostStores{host: host, admission: storegroup.NewHostAdmission()}
 	for _, ref := range refs {
 		cfg := storegroup.DefaultConfig()
 		cfg.Name = ref.Store.Name
@@ -39,6 +42,17 @@ func startHost(d *placement.Deployment, host, dataDir string, log *slog.Logger) 
 		for _, m := range d.Members(ref.Group) {
 			cfg.Members = append(cfg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
 		}
+		for _, g := range d.Groups {
+			if g.Index == ref.Group {
+				continue
+			}
+			pg := storegroup.PeerGroup{Index: g.Index}
+			for _, m := range d.Members(g.Index) {
+				pg.Members = append(pg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+			}
+			cfg.OtherGroups = append(cfg.OtherGroups, pg)
+		}
+		cfg.Admission = hs.admission
 		cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
 		cfg.LocalIP = net.ParseIP(h.Address)
 		cfg.Logger = log.With("host", host)

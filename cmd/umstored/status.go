@@ -22,9 +22,11 @@ Asks every store of the deployment what it holds and prints, per group, its
 leader and each store's state:
   leader       leads its group
   up           a follower that is up to date
-  catching-up  a follower far behind its leader
-  empty        running, with no state yet
-  starting     running, deciding whether to bootstrap or join
+  catching-up  rejoined empty and not caught up yet, or far behind its leader
+  empty        running, with no state yet (deciding whether to bootstrap,
+               or waiting for its turn to catch up)
+  starting     running with state, raft not started yet
+  failed       stopped itself or refused to start (see its log)
   down         did not answer
 and whether publishing is possible under the deployment's intergroup
 behaviour. Exits 0 if publishing is possible, 1 if not, 2 on bad usage.
@@ -135,6 +137,8 @@ func probeDeployment(d *placement.Deployment, timeout time.Duration) deploymentS
 				s.State = "leader"
 			case rep.State == "failed":
 				s.State = "failed"
+			case rep.CatchingUp:
+				s.State = "catching-up"
 			case !rep.HasState:
 				s.State = "empty"
 			case rep.State == "starting":

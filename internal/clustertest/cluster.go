@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ type Cluster struct {
 	tune    func(*storegroup.Config)
 	logs    *testWriter
 
+	// Admission is shared by every store, as if all ran on one host.
+	Admission *storegroup.HostAdmission
+
 	mu     sync.Mutex
 	stores map[string]*storegroup.Store
 }
@@ -34,7 +38,7 @@ type Cluster struct {
 // Everything stops when the test ends.
 func Start(t testing.TB, groups int, tune func(*storegroup.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), tune: tune, stores: map[string]*storegroup.Store{}}
+	c := &Cluster{t: t, dir: t.TempDir(), tune: tune, stores: map[string]*storegroup.Store{}, Admission: storegroup.NewHostAdmission()}
 	c.logs = &testWriter{t: t}
 	t.Cleanup(func() { c.logs.done.Store(true) }) // runs last: stray logs after the test are dropped
 	for g := 1; g <= groups; g++ {
@@ -81,6 +85,12 @@ func (c *Cluster) Config(name string) storegroup.Config {
 			cfg.Name = name
 			cfg.Group = g + 1
 			cfg.Members = ms
+			for og, oms := range c.members {
+				if og != g {
+					cfg.OtherGroups = append(cfg.OtherGroups, storegroup.PeerGroup{Index: og + 1, Members: oms})
+				}
+			}
+			cfg.Admission = c.Admission
 			cfg.DataDir = filepath.Join(c.dir, name)
 			cfg.HeartbeatTimeout = 500 * time.Millisecond
 			cfg.ElectionTimeout = 500 * time.Millisecond
@@ -136,6 +146,18 @@ func (c *Cluster) Stop(name string) {
 	c.mu.Unlock()
 	if s != nil {
 		_ = s.Close()
+	}
+}
+
+// Wipe deletes a stopped store's data directory, as a host that comes back
+// without its disk.
+func (c *Cluster) Wipe(name string) {
+	c.t.Helper()
+	if s := c.Store(name); s != nil {
+		c.t.Fatalf("wipe %s: the store is running", name)
+	}
+	if err := os.RemoveAll(c.DataDir(name)); err != nil {
+		c.t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,90 @@
+package storegroup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// rejoinFile marks a store that joined its group empty and has not caught
+// up yet. It outlives a crash: a store restarted half-way through catching
+// up has a partial log, which is just as unsafe to vote with as an empty one.
+const rejoinFile = "rejoin.json"
+
+// rejoinMarker is the content of rejoinFile.
+type rejoinMarker struct {
+	// Target is the log position this store must reach before it votes
+	// freely: the leader's (or the most up-to-date member's) last entry
+	// when the store joined.
+	Target logPosition `json:"target"`
+	// From names the member whose answer set Target.
+	From string `json:"from"`
+	// SinceUnixNano is when the store joined.
+	SinceUnixNano int64 `json:"since_unix_nano"`
+}
+
+func readRejoin(dir string) (*rejoinMarker, error) {
+	b, err := os.ReadFile(filepath.Join(dir, rejoinFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m rejoinMarker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v): the store was rejoining its group; delete its data directory to rejoin from scratch", filepath.Join(dir, rejoinFile), err)
+	}
+	return &m, nil
+}
+
+// writeRejoin writes the marker durably (temp file, fsync, rename, fsync dir).
+func writeRejoin(dir string, m rejoinMarker) error {
+	if m.SinceUnixNano == 0 {
+		m.SinceUnixNano = time.Now().UnixNano()
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, rejoinFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, rejoinFile)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func removeRejoin(dir string) error {
+	if err := os.Remove(filepath.Join(dir, rejoinFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,183 @@
+package storegroup_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"umstore/internal/clustertest"
+	"umstore/storegroup"
+)
+
+func otherMembers(c *clustertest.Cluster, group int, not string) []string {
+	var out []string
+	for _, m := range c.Members(group) {
+		if m.Name != not {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+func highSeq(t *testing.T, s *storegroup.Store, source string) uint64 {
+	t.Helper()
+	if s == nil {
+		return 0
+	}
+	info, ok, err := s.Repository().Source(source)
+	if err != nil || !ok {
+		return 0
+	}
+	return info.HighSeq
+}
+
+// The first member of a group (the one that bootstraps a new group) comes
+// back wiped: it must join and catch up, never bootstrap a second group.
+func TestWipedBootstrapperRejoinsInsteadOfBootstrapping(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	publishRange(t, c, "w", 500, 10)
+	id := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	first := c.Members(1)[0].Name
+	c.Kill(first)
+	c.Wipe(first)
+	s := c.StartStore(first)
+	c.Eventually(30*time.Second, first+" catches up", func() bool {
+		st := s.Status()
+		return !st.CatchingUp && st.GroupID == id && highSeq(t, s, "w") == 500
+	})
+	if _, err := os.Stat(filepath.Join(c.DataDir(first), "rejoin.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("rejoin marker still present after catching up: %v", err)
+	}
+	sameDigests(t, c)
+}
+
+// Every store of group 1 is wiped while group 2 remembers group 1's
+// identity: group 1 must refuse to start rather than begin again empty.
+func TestWipedGroupIsRefused(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	id1 := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	c.Eventually(30*time.Second, "group 2 records group 1's identity", func() bool {
+		for _, m := range c.Members(2) {
+			s := c.Store(m.Name)
+			peers, err := s.Repository().PeerGroups()
+			if err != nil || peers[1] != id1 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range c.Members(1) {
+		c.Kill(m.Name)
+		c.Wipe(m.Name)
+	}
+	var stores []*storegroup.Store
+	for _, m := range c.Members(1) {
+		stores = append(stores, c.StartStore(m.Name))
+	}
+	for _, s := range stores {
+		c.Eventually(30*time.Second, s.Name()+" refuses to start", func() bool { return s.Err() != nil })
+		err := s.Err()
+		if !errors.Is(err, storegroup.ErrNoStoreWithState) || !strings.Contains(err.Error(), "cannot recover group 1: no store with state") {
+			t.Fatalf("%s: %v; want the cannot-recover refusal", s.Name(), err)
+		}
+		if s.Repository().GroupID() != "" {
+			t.Fatalf("%s bootstrapped a new group %q", s.Name(), s.Repository().GroupID())
+		}
+	}
+}
+
+// The amnesia case of RAFT-NOTES: A and B acknowledged writes while C was
+// down; then A and B stop, B is wiped, and C (stale) and B (empty) come back.
+// Raft alone lets B's vote elect C, which truncates the writes everywhere.
+// B must not help C: with A still away, B waits (it cannot tell how far the
+// group had got), and nobody is elected; when A returns, A is.
+func TestEmptyStoreNeverElectsAStaleMember(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	a := c.WaitLeader(1, 10*time.Second).Name()
+	others := otherMembers(c, 1, a)
+	b, stale := others[0], others[1]
+	c.Kill(stale)
+	publishRange(t, c, "amnesia", 2000, 10) // acknowledged by A and B only
+	c.Stop(a)
+	c.Stop(b)
+	c.Wipe(b)
+	c.StartStore(stale)
+	bs := c.StartStore(b)
+
+	deadline := time.Now().Add(5 * time.Second) // several election timeouts
+	for time.Now().Before(deadline) {
+		if l := c.Leader(1); l != nil {
+			t.Fatalf("%s was elected while %s (the member with every write) was down", l.Name(), a)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := bs.Status(); st.State != "starting" {
+		t.Fatalf("the wiped store started raft without knowing how far its group got: %+v", st)
+	}
+	c.StartStore(a)
+	l := c.WaitLeader(1, 30*time.Second)
+	c.Eventually(30*time.Second, "every member holds all 2000 messages", func() bool {
+		for _, m := range c.Members(1) {
+			if highSeq(t, c.Store(m.Name), "amnesia") != 2000 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("leader after recovery: %s", l.Name())
+	sameDigests(t, c)
+}
+
+// A wiped store that crashed half-way through catching up still must not
+// vote for a member that lacks the entries it was catching up to: the
+// rejoin marker keeps its vote gate shut across the restart.
+func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	leader := c.WaitLeader(1, 10*time.Second)
+	a := leader.Name()
+	others := otherMembers(c, 1, a)
+	b, stale := others[0], others[1]
+	c.Kill(stale)
+	publishRange(t, c, "gate", 2000, 10)
+	st := c.Store(a).Status()
+	target := map[string]any{"target": map[string]uint64{"term": st.LastTerm, "index": st.LastIndex}, "from": a}
+	c.Stop(a)
+	c.Stop(b)
+	c.Wipe(b)
+	// B joined with A's position as its target and crashed before
+	// catching up: its data directory holds only the marker.
+	if err := os.MkdirAll(c.DataDir(b), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(target)
+	if err := os.WriteFile(filepath.Join(c.DataDir(b), "rejoin.json"), raw, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	c.StartStore(stale)
+	bs := c.StartStore(b)
+	c.Eventually(10*time.Second, b+" runs raft with its vote gate shut", func() bool {
+		s := bs.Status()
+		return s.State != "starting" && s.CatchingUp
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.Leader(1); l != nil {
+			t.Fatalf("%s was elected with the vote of a store that had not caught up", l.Name())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.StartStore(a)
+	c.WaitLeader(1, 30*time.Second)
+	c.Eventually(30*time.Second, "every member holds all 2000 messages and "+b+" caught up", func() bool {
+		for _, m := range c.Members(1) {
+			if highSeq(t, c.Store(m.Name), "gate") != 2000 {
+				return false
+			}
+		}
+		return !bs.Status().CatchingUp
+	})
+}

@@ -1,0 +1,143 @@
+package storegroup
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// logPosition is the (term, index) of a log's last entry; raft compares logs
+// by term first, then index.
+type logPosition struct {
+	Term  uint64 `json:"term"`
+	Index uint64 `json:"index"`
+}
+
+// atLeast reports whether a log ending at p is at least as up to date as
+// one ending at q.
+func (p logPosition) atLeast(q logPosition) bool {
+	return p.Term > q.Term || (p.Term == q.Term && p.Index >= q.Index)
+}
+
+func (p logPosition) String() string { return fmt.Sprintf("term %d index %d", p.Term, p.Index) }
+
+// voteGate guards a store that rejoins its group empty (wiped, or a new
+// disk) against raft's amnesia hazard. hashicorp/raft lets a node with an
+// empty or partial log grant its vote to any candidate whose log is at least
+// as long as its own; the old incarnation of this store may have helped
+// commit entries that the candidate lacks, and its vote would let the
+// candidate win and truncate them from everyone.
+//
+// While shut, the gate answers vote and pre-vote requests itself and grants
+// them only to candidates whose log reaches target: the last log position
+// of the group's leader (or of the most up-to-date member) when this store
+// joined, which covers every entry committed before the wipe. Once the
+// store has applied up to target it holds those entries itself, and the
+// gate opens: raft's own rules are then enough.
+type voteGate struct {
+	mu     sync.Mutex
+	shut   bool
+	target logPosition
+}
+
+// close shuts the gate until the store reaches target.
+func (g *voteGate) close(target logPosition) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut, g.target = true, target
+}
+
+// open lets raft decide votes by itself.
+func (g *voteGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = false
+}
+
+// state returns whether the gate is shut and its target.
+func (g *voteGate) state() (bool, logPosition) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.shut, g.target
+}
+
+// allows reports whether a candidate whose log ends at cand may have this
+// store's vote (subject to raft's own rules).
+func (g *voteGate) allows(cand logPosition) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.shut || cand.atLeast(g.target)
+}
+
+// gatedTransport is raft's network transport with the vote gate in front
+// of the RPCs it delivers to raft. Embedding keeps every other method of
+// the transport (pre-vote, close, pipelining) so raft still detects them.
+type gatedTransport struct {
+	*raft.NetworkTransport
+	gate    *voteGate
+	localID raft.ServerID
+	out     chan raft.RPC
+	done    chan struct{}
+	once    sync.Once
+	refused func(candidate string, cand logPosition)
+}
+
+func newGatedTransport(t *raft.NetworkTransport, gate *voteGate, localID raft.ServerID, refused func(string, logPosition)) *gatedTransport {
+	g := &gatedTransport{NetworkTransport: t, gate: gate, localID: localID, out: make(chan raft.RPC), done: make(chan struct{}), refused: refused}
+	go g.filter()
+	return g
+}
+
+// Consumer implements raft.Transport: the RPCs that passed the gate.
+func (g *gatedTransport) Consumer() <-chan raft.RPC { return g.out }
+
+// Close implements raft.WithClose and stops the filter.
+func (g *gatedTransport) Close() error {
+	g.once.Do(func() { close(g.done) })
+	return g.NetworkTransport.Close()
+}
+
+func (g *gatedTransport) filter() {
+	in := g.NetworkTransport.Consumer()
+	for {
+		select {
+		case <-g.done:
+			return
+		case rpc := <-in:
+			if g.refuse(rpc) {
+				continue
+			}
+			select {
+			case g.out <- rpc:
+			case <-g.done:
+				return
+			}
+		}
+	}
+}
+
+// refuse answers a vote request the gate does not allow, and reports
+// whether it did.
+func (g *gatedTransport) refuse(rpc raft.RPC) bool {
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.localID), Addr: []byte(g.LocalAddr())}
+	switch req := rpc.Command.(type) {
+	case *raft.RequestVoteRequest:
+		cand := logPosition{Term: req.LastLogTerm, Index: req.LastLogIndex}
+		if g.gate.allows(cand) {
+			return false
+		}
+		g.refused(string(req.ID), cand)
+		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: header, Term: req.Term, Granted: false}, nil)
+		return true
+	case *raft.RequestPreVoteRequest:
+		cand := logPosition{Term: req.LastLogTerm, Index: req.LastLogIndex}
+		if g.gate.allows(cand) {
+			return false
+		}
+		g.refused(string(req.ID), cand)
+		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: header, Term: req.Term, Granted: false}, nil)
+		return true
+	}
+	return false
+}
