@@ -40,9 +40,10 @@ type Store struct {
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
 
-	leaderReady atomic.Bool // leader and has applied everything committed before its term
-	started     chan struct{}
-	failed      atomic.Pointer[error]
+	leaderReady   atomic.Bool // leader and has applied everything committed before its term
+	waitingToJoin atomic.Bool // empty, decided to join, waiting for admission
+	started       chan struct{}
+	failed        atomic.Pointer[error]
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -191,16 +192,18 @@ func (s *Store) start() {
 	}
 	release := func() {}
 	if d.kind == startJoinExisting {
-		s.gate.close(d.target)
 		adm := s.cfg.Admission
 		if adm == nil {
 			adm = unlimited{}
 		}
-		s.log.Info("empty store asks to join its group", "target", d.target.String(), "from", d.from)
+		s.log.Info("empty store waits for its turn to join its group (one empty store per group at a time)", "target", d.target.String(), "from", d.from)
+		s.waitingToJoin.Store(true)
 		release, err = adm.Acquire(s.ctx, s.cfg.Group, s.cfg.Name)
+		s.waitingToJoin.Store(false)
 		if err != nil {
 			return // stopping
 		}
+		s.gate.close(d.target)
 		s.log.Info("joining the group empty: catching up before voting", "target", d.target.String(), "from", d.from)
 	}
 	if err := s.startRaft(d.kind == startBootstrap); err != nil {
@@ -442,6 +445,9 @@ type Status struct {
 	// CatchUpTarget (the group's last entry when it joined).
 	CatchingUp    bool   `json:"catching_up"`
 	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	// WaitingToJoin is true while an empty store waits for its turn: another
+	// empty store of its group on this host is still catching up.
+	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
 	LastTerm      uint64 `json:"last_term"`
 	Error         string `json:"error,omitempty"`
 }
@@ -460,6 +466,7 @@ func (s *Store) Status() Status {
 			st.Leader = m.Name
 		}
 	}
+	st.WaitingToJoin = s.waitingToJoin.Load()
 	if shut, target := s.gate.state(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}
