@@ -15,6 +15,12 @@ type Admission interface {
 	Acquire(ctx context.Context, group int, store string) (release func(), err error)
 }
 
+// holderReporter is implemented by admissions that can say who holds a
+// group's turn, for the logs.
+type holderReporter interface {
+	CatchingUp() map[int]string
+}
+
 // HostAdmission admits one empty store per group at a time, in the order
 // they ask. The zero value is not usable: use NewHostAdmission.
 type HostAdmission struct {

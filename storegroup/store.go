@@ -196,7 +196,11 @@ func (s *Store) start() {
 		if adm == nil {
 			adm = unlimited{}
 		}
-		s.log.Info("empty store waits for its turn to join its group (one empty store per group at a time)", "target", d.target.String(), "from", d.from)
+		if hr, ok := adm.(holderReporter); ok {
+			if holder := hr.CatchingUp()[s.cfg.Group]; holder != "" {
+				s.log.Info("empty store waits for its turn to join its group: another empty store of the group is still catching up", "waits_for", holder)
+			}
+		}
 		s.waitingToJoin.Store(true)
 		release, err = adm.Acquire(s.ctx, s.cfg.Group, s.cfg.Name)
 		s.waitingToJoin.Store(false)
@@ -397,6 +401,18 @@ func (s *Store) ensureGroupID(r *raft.Raft) {
 		return
 	}
 	s.log.Info("group identity created", "group_id", s.repo.GroupID())
+}
+
+// DataDirHasState reports whether dir holds a store's state: a raft log, a
+// repository or a rejoin marker. A missing directory has none. The host
+// daemon uses it to plan a restart before opening any store.
+func DataDirHasState(dir string) bool {
+	for _, f := range []string{"raft.db", "repo.db", rejoinFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Size() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Started is closed once the raft node runs.
