@@ -265,6 +265,9 @@ func (g *group) readAcks(c *wire.Conn) error {
 		}
 		switch m := m.(type) {
 		case *wire.Ack:
+			if m.Conflicts > 0 {
+				g.p.conflict(g.index, m)
+			}
 			g.p.confirmed(g.index, m.FirstSeq, m.LastSeq)
 		case *wire.NotLeader:
 			g.mu.Lock()

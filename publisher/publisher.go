@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"umstore/quorum"
+	"umstore/wire"
 )
 
 // Publisher publishes the messages of one source to every store group.
@@ -53,6 +54,7 @@ type Stats struct {
 	Resends         uint64   // messages sent again after a reconnection
 	Reconnects      uint64   // connections re-opened to a group
 	LateHigherGroup uint64   // groups that answered registration late with a higher sequence than the resume point
+	Conflicts       uint64   // sequence numbers a group already held with a different payload (sequence reuse)
 	Confirmed       []uint64 // per group, the contiguous confirmed watermark
 	Connected       []bool   // per group, whether a registered connection is open
 }
@@ -297,6 +299,16 @@ func (p *Publisher) confirmed(g int, first, last uint64) {
 		default:
 		}
 	}
+}
+
+// conflict records that a group held other payloads for some of the
+// acknowledged sequence numbers: this source's sequence numbers were reused.
+func (p *Publisher) conflict(g int, a *wire.Ack) {
+	p.mu.Lock()
+	p.stats.Conflicts += uint64(a.Conflicts)
+	p.mu.Unlock()
+	p.log.Error("a store group holds different payloads for sequence numbers this publisher sent: they were reused (an earlier publisher on this source got further than this one knew)",
+		"group", g+1, "first", a.FirstSeq, "last", a.LastSeq, "conflicts", a.Conflicts)
 }
 
 // releaseLocked drops retained messages that are stable and confirmed by

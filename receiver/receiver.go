@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"umstore/internal/groupclient"
 	"umstore/wire"
 )
 
@@ -83,8 +84,8 @@ func (e *MissingError) Unwrap() error { return ErrMissing }
 type Receiver struct {
 	cfg     Config
 	log     *slog.Logger
-	groups  []*groupClient // the groups to read, in preference order
-	primary int            // index into groups of the group tried first
+	groups  []*groupclient.Client // the groups to read, in preference order
+	primary int                   // index into groups of the group tried first
 }
 
 // New validates the configuration. Connections open on first use.
@@ -110,7 +111,7 @@ func New(cfg Config) (*Receiver, error) {
 		if cfg.Group != 0 && cfg.Group != i+1 {
 			continue
 		}
-		r.groups = append(r.groups, &groupClient{index: i + 1, addrs: addrs, dialer: d})
+		r.groups = append(r.groups, groupclient.New(i+1, addrs, d))
 	}
 	return r, nil
 }
@@ -118,7 +119,7 @@ func New(cfg Config) (*Receiver, error) {
 // Close closes the receiver's connections.
 func (r *Receiver) Close() error {
 	for _, g := range r.groups {
-		g.close()
+		g.Close()
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func (r *Receiver) High(ctx context.Context) (uint64, error) {
 	reached := 0
 	var lastErr error
 	for _, g := range r.groups {
-		rep, err := g.fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
+		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
 		if err != nil {
 			lastErr = err
 			continue
@@ -181,7 +182,7 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 	var lastErr error
 	for i := range r.groups {
 		gi := (r.primary + i) % len(r.groups)
-		rep, err := r.groups[gi].fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+		rep, err := r.groups[gi].Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 		if err != nil {
 			lastErr = err
 			continue
@@ -223,10 +224,10 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 
 // fetchRange reads all of h from one group (several round trips if limits
 // cut replies short); errors leave the remaining holes for the caller.
-func (r *Receiver) fetchRange(ctx context.Context, g *groupClient, h Range, fill func([]wire.Msg)) {
+func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Range, fill func([]wire.Msg)) {
 	next := h.From
 	for next <= h.To {
-		rep, err := g.fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: next, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: next, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 		if err != nil {
 			return
 		}

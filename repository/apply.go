@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,6 +53,10 @@ type PublishResult struct {
 	Duplicates        int    // messages already held: no-ops, still acknowledged
 	HighSeq           uint64 // the source's highest sequence number afterwards
 	NewGap            *Range // gap opened because FirstSeq > HighSeq+1, if any
+	// Conflicts counts duplicates whose payload differs from the one held
+	// (the held one is kept); FirstConflict is the first such sequence.
+	Conflicts     int
+	FirstConflict uint64
 }
 
 // InitGroupResult says whether the group identity was recorded.
@@ -368,6 +373,16 @@ func (a *applier) publish(c Publish, res *Result) error {
 		}
 		if !store {
 			pr.Duplicates++
+			// A held sequence number is never overwritten; a different
+			// payload for it means a sequence number was reused (or a
+			// repair copied from an inconsistent group): report it.
+			binary.BigEndian.PutUint64(a.key[:], seq)
+			if held := src.msgs.Get(a.key[:]); held != nil && !bytes.Equal(held, p) {
+				if pr.Conflicts == 0 {
+					pr.FirstConflict = seq
+				}
+				pr.Conflicts++
+			}
 			continue
 		}
 		binary.BigEndian.PutUint64(a.key[:], seq) // Put copies the key

@@ -80,6 +80,15 @@ func TestApply(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", HighSeq: 5, LowSeq: 1, Count: 5}},
 		},
 		{
+			name: "a different payload for a held sequence is counted, never stored",
+			cmds: []any{pub("a", 1, 3), Publish{Source: "a", FirstSeq: 2, Payloads: [][]byte{[]byte("not the same"), nil}}},
+			wants: []want{
+				{Publish: &PublishResult{Source: "a", FirstSeq: 1, LastSeq: 3, Stored: 3, HighSeq: 3}},
+				{Publish: &PublishResult{Source: "a", FirstSeq: 2, LastSeq: 3, Duplicates: 2, HighSeq: 3, Conflicts: 2, FirstConflict: 2}},
+			},
+			sources: []SourceInfo{{Name: "a", HighSeq: 3, LowSeq: 1, Count: 3}},
+		},
+		{
 			name: "new source starting above 1 records a gap from 1",
 			cmds: []any{pub("a", 5, 2)},
 			wants: []want{

@@ -207,6 +207,11 @@ func (cs *clientServer) dispatch(m wire.Message) reply {
 			return rep
 		}
 		return reply{msg: cs.fetch(m)}
+	case *wire.Sources:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.sources(m)}
 	default:
 		return reply{msg: &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("a store does not accept frame type %d from clients", m.Type())}}
 	}
@@ -245,7 +250,11 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 		switch {
 		case res.Publish != nil:
 			p := res.Publish
-			return &wire.Ack{ReqID: reqID, Source: p.Source, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, HighSeq: p.HighSeq}
+			if p.Conflicts > 0 {
+				cs.s.log.Error("CONSISTENCY VIOLATION: a publisher sent a different payload for sequence numbers the group already holds (sequence reuse); the held payloads were kept",
+					"source", p.Source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
+			}
+			return &wire.Ack{ReqID: reqID, Source: p.Source, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, HighSeq: p.HighSeq, Conflicts: p.Conflicts}
 		case res.Register != nil:
 			r := res.Register
 			return &wire.Registered{ReqID: reqID, Source: r.Source, Group: cs.s.cfg.Group, GroupID: cs.s.repo.GroupID(), HighSeq: r.HighSeq, LowSeq: r.LowSeq}
@@ -289,6 +298,22 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 	// A reply cut short by a limit covers only up to its last message.
 	if len(msgs) == count || replyBytes(msgs) >= bytes {
 		rep.Through = msgs[len(msgs)-1].Seq
+	}
+	return rep
+}
+
+func (cs *clientServer) sources(m *wire.Sources) wire.Message {
+	infos, err := cs.s.repo.Sources()
+	if err != nil {
+		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.s.cfg.Group, GroupID: cs.s.repo.GroupID(), Sources: make([]wire.SourceState, len(infos))}
+	for i, in := range infos {
+		st := wire.SourceState{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count}
+		for _, g := range in.Gaps {
+			st.Gaps = append(st.Gaps, wire.Range{From: g.From, To: g.To})
+		}
+		rep.Sources[i] = st
 	}
 	return rep
 }

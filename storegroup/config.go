@@ -69,6 +69,16 @@ type Config struct {
 	// ProbeInterval is how often an empty store re-asks its group's members
 	// before deciding whether to bootstrap.
 	ProbeInterval time.Duration
+	// RepairInterval is how often a leader compares its group with the
+	// other groups and copies what it misses (0 disables repair).
+	RepairInterval time.Duration
+	// RepairBytesPerSecond caps the payload bytes a leader copies from other
+	// groups per second, so repair never starves live publishing.
+	RepairBytesPerSecond int
+	// RepairBatchCount and RepairBatchBytes bound one repair fetch (and so
+	// one raft entry).
+	RepairBatchCount int
+	RepairBatchBytes int
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// NoSync disables fsync in the repository. Only for tests and
@@ -89,6 +99,11 @@ func DefaultConfig() Config {
 		ApplyTimeout:       10 * time.Second,
 		ProbeInterval:      500 * time.Millisecond,
 		MaxFrame:           16 << 20,
+
+		RepairInterval:       2 * time.Second,
+		RepairBytesPerSecond: 32 << 20,
+		RepairBatchCount:     1000,
+		RepairBatchBytes:     512 << 10,
 	}
 }
 
@@ -131,6 +146,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
+	}
+	if c.RepairInterval < 0 || c.RepairBytesPerSecond < 0 || c.RepairBatchCount < 1 || c.RepairBatchBytes < 1 {
+		return fmt.Errorf("%w: store %s: repair settings must be positive (RepairInterval 0 disables repair)", ErrConfig, c.Name)
 	}
 	return nil
 }

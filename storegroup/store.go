@@ -35,6 +35,7 @@ type Store struct {
 	gate     *voteGate
 	fsm      *fsm
 	client   *clientServer
+	repair   *repairer
 	hlog     hclog.Logger
 
 	raftMu sync.RWMutex
@@ -70,6 +71,7 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.hlog = newRaftLogger(s.log, "raft")
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.repair = newRepairer(s)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
 		return nil, err
@@ -215,8 +217,9 @@ func (s *Store) start() {
 		s.fail(err)
 		return
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() { defer s.bg.Done(); s.watchLeadership() }()
+	go func() { defer s.bg.Done(); s.repair.run(s.ctx) }()
 	if d.kind == startJoinExisting {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.catchUp(d.target, release) }()
@@ -465,7 +468,9 @@ type Status struct {
 	// empty store of its group on this host is still catching up.
 	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
 	LastTerm      uint64 `json:"last_term"`
-	Error         string `json:"error,omitempty"`
+	// Repair is the intergroup repair's progress (it runs on the leader).
+	Repair RepairStatus `json:"repair"`
+	Error  string       `json:"error,omitempty"`
 }
 
 // Status reports the store's current state.
@@ -483,6 +488,7 @@ func (s *Store) Status() Status {
 		}
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
+	st.Repair = s.repair.Status()
 	if shut, target := s.gate.state(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}

@@ -22,6 +22,12 @@ func sampleMessages() []Message {
 		&Fetch{ReqID: 4, Source: "orders", From: 1, To: 100, MaxCount: 10, MaxBytes: 1 << 20},
 		&FetchReply{ReqID: 4, Source: "orders", Known: true, HighSeq: 13, LowSeq: 1, Through: 4, Msgs: []Msg{{Seq: 1, Payload: []byte("x")}}},
 		&Probe{ReqID: 5},
+		&Sources{ReqID: 6},
+		&SourceList{ReqID: 6, Group: 2, GroupID: "g", Sources: []SourceState{{Name: "s", HighSeq: 9, LowSeq: 1, Count: 7, Gaps: []Range{{From: 3, To: 4}}}}},
+		&Subscribe{ReqID: 7, Source: "s", From: 5, Receiver: "r1"},
+		&Deliver{ReqID: 7, Source: "s", Through: 6, HighSeq: 9, LowSeq: 1, Msgs: []Msg{{Seq: 5, Payload: []byte("p")}}},
+		&Consumed{ReqID: 8, Source: "s", Receiver: "r1", Seq: 5},
+		&OK{ReqID: 8},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},
 	}
 }

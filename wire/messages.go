@@ -20,6 +20,12 @@ const (
 	TypeFetchReply Type = 10
 	TypeProbe      Type = 11
 	TypeProbeReply Type = 12
+	TypeSources    Type = 13
+	TypeSourceList Type = 14
+	TypeSubscribe  Type = 15
+	TypeDeliver    Type = 16
+	TypeConsumed   Type = 17
+	TypeOK         Type = 18
 )
 
 // Message is any protocol message.
@@ -105,6 +111,10 @@ type Ack struct {
 	FirstSeq uint64
 	LastSeq  uint64
 	HighSeq  uint64
+	// Conflicts counts sequence numbers in the range the group already
+	// held with a different payload: the held payload was kept. Non-zero
+	// means a sequence number was reused.
+	Conflicts int
 }
 
 // NotLeader redirects a request that only the leader serves. Leader is the
@@ -181,6 +191,80 @@ type GroupIdentity struct {
 	GroupID  string
 }
 
+// Range is an inclusive range of sequence numbers.
+type Range struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	From     uint64
+	To       uint64
+}
+
+// Sources asks a group's leader for the state of every source it holds;
+// another group's leader uses the answer to find what it misses.
+type Sources struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+}
+
+// SourceState is one source as a group holds it.
+type SourceState struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Name     string
+	HighSeq  uint64
+	LowSeq   uint64
+	Count    uint64
+	Gaps     []Range // ranges between LowSeq and HighSeq the group does not hold
+}
+
+// SourceList answers Sources.
+type SourceList struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Group    int
+	GroupID  string
+	Sources  []SourceState
+}
+
+// Subscribe asks a group's leader to push the messages of Source from
+// sequence From on, as the group commits them, until the connection closes.
+// The leader answers with Deliver frames carrying the same ReqID.
+type Subscribe struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	From     uint64
+	Receiver string // names the receiver for consumption records
+}
+
+// Deliver pushes messages of a subscription, ascending. Through is the
+// highest sequence number the leader has examined: a sequence number up to
+// Through that is absent is not held by the group. HighSeq is the source's
+// highest sequence number in the group.
+type Deliver struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	Through  uint64
+	HighSeq  uint64
+	LowSeq   uint64
+	Msgs     []Msg
+}
+
+// Consumed records, through the group's log, that Receiver has consumed
+// Source up to Seq. The store answers OK.
+type Consumed struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	Receiver string
+	Seq      uint64
+}
+
+// OK acknowledges a request that has no other answer.
+type OK struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+}
+
 func (*Hello) Type() Type      { return TypeHello }
 func (*Welcome) Type() Type    { return TypeWelcome }
 func (*Error) Type() Type      { return TypeError }
@@ -193,6 +277,12 @@ func (*Fetch) Type() Type      { return TypeFetch }
 func (*FetchReply) Type() Type { return TypeFetchReply }
 func (*Probe) Type() Type      { return TypeProbe }
 func (*ProbeReply) Type() Type { return TypeProbeReply }
+func (*Sources) Type() Type    { return TypeSources }
+func (*SourceList) Type() Type { return TypeSourceList }
+func (*Subscribe) Type() Type  { return TypeSubscribe }
+func (*Deliver) Type() Type    { return TypeDeliver }
+func (*Consumed) Type() Type   { return TypeConsumed }
+func (*OK) Type() Type         { return TypeOK }
 
 // newMessage returns an empty message for a frame type, or nil if the type
 // is unknown.
@@ -222,6 +312,18 @@ func newMessage(t Type) Message {
 		return &Probe{}
 	case TypeProbeReply:
 		return &ProbeReply{}
+	case TypeSources:
+		return &Sources{}
+	case TypeSourceList:
+		return &SourceList{}
+	case TypeSubscribe:
+		return &Subscribe{}
+	case TypeDeliver:
+		return &Deliver{}
+	case TypeConsumed:
+		return &Consumed{}
+	case TypeOK:
+		return &OK{}
 	}
 	return nil
 }

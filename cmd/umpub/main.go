@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"umstore/internal/cli"
+	"umstore/internal/version"
 	"umstore/publisher"
 	"umstore/quorum"
 )
@@ -42,6 +43,7 @@ Flags:
 
 type options struct {
 	deployment, source, intergroup, logLevel string
+	logFormat                                string
 	stores                                   []string
 	count, size, flight                      int
 	rate                                     float64
@@ -69,6 +71,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -76,11 +80,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "umpub", version.String())
+		return 0
+	}
 	if err := o.check(); err != nil {
 		fmt.Fprintln(stderr, "umpub:", err)
 		return 2
 	}
-	log, err := cli.Logger(stderr, o.logLevel)
+	log, err := cli.Logger(stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "umpub:", err)
 		return 2

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"umstore/internal/cli"
+	"umstore/internal/version"
 	"umstore/receiver"
 )
 
@@ -57,12 +58,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, `print {"seq":N,"payload":"<base64>"} per line`)
 	timeout := fs.Duration("timeout", 60*time.Second, "give up reading after this long (not with --follow)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "umrcv", version.String())
+		return 0
 	}
 	switch {
 	case *source == "":
@@ -78,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umrcv: --follow reads without end; drop --to")
 		return 2
 	}
-	log, err := cli.Logger(stderr, *logLevel)
+	log, err := cli.Logger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2

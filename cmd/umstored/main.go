@@ -4,6 +4,7 @@
 //	umstored run     run one host's stores from a deployment file
 //	umstored dev     run the two-host, two-group topology on loopback in one process
 //	umstored status  show groups, leaders and stores of a deployment
+//	umstored version print the version (also --version)
 //
 // `umstored COMMAND --help` explains each command's flags.
 package main
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"umstore/internal/version"
 )
 
 const usage = `umstored runs umstore's replicated message stores.
@@ -25,6 +28,7 @@ Commands:
            deployment file
   run      run the stores of one host of a deployment
   status   show every group and store of a deployment
+  version  print the version and build of this binary (also --version)
 
 Run "umstored COMMAND --help" for a command's flags.
 `
@@ -48,6 +52,10 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, "umstored", version.String())
 		return 0
 	}
 	cmd, ok := commands[args[0]]

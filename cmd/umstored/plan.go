@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -23,7 +24,10 @@ const planUsageHead = `Usage: umstored plan --host NAME=ADDRESS --host NAME=ADDR
 
 Lays the stores of a deployment out over hosts, prints the layout and what
 losing each host would do, and writes the deployment file that
-"umstored run", umpub and umrcv read.
+"umstored run", umpub and umrcv read. With --format systemd it also writes
+one systemd unit per host, umstored-NAME.service, that runs
+"umstored run" for that host as the user umstore, hardened, restarting on
+failure (the comment at the top of each unit explains why that is safe).
 
 Every group is one Raft cluster of an odd number (at least 3) of stores, and
 publishers send every message to every group. With two hosts and two groups of
@@ -46,11 +50,12 @@ BASE+1000+10*g+n, so with the default base G1S1 uses 14011 and 15011.
 
 Examples:
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2
+  umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --format systemd --out dist/deployment.yaml
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --host C=10.0.0.3 --out /etc/umstore/deployment.yaml
   umstored plan --host A=127.0.0.2 --host B=127.0.0.3 --groups 3 --base-port 20000 --json
 
-Exit status: 0 when the file is written, 1 when the request is refused as
-unsafe or the file cannot be written, 2 for bad flags.
+Exit status: 0 when the files are written, 1 when the request is refused as
+unsafe or a file cannot be written, 2 for bad flags.
 `
 
 // planOutput is what `umstored plan --json` prints: one JSON object.
@@ -59,7 +64,14 @@ type planOutput struct {
 	Layout     string                `json:"layout"`
 	Analysis   *placement.Analysis   `json:"analysis"`
 	File       string                `json:"file"`
+	Units      []string              `json:"units,omitempty"` // with --format systemd
 }
+
+// Formats of `umstored plan --format`.
+const (
+	planFormatYAML    = "yaml"    // the deployment file only
+	planFormatSystemd = "systemd" // the deployment file and one unit per host
+)
 
 // cmdPlan implements `umstored plan ARGS...` and returns the exit code.
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
@@ -73,6 +85,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		req      = placement.Request{}
 		out      string
 		asJSON   bool
+		format   string
+		unitsDir string
+		unit     unitOptions
 	)
 	fs.StringArrayVar(&hostArgs, "host", nil, "a host that runs stores, as `NAME=ADDRESS` (repeat once per host; at least two),\ne.g. --host A=10.0.0.1 --host B=store-b.example.net --host C=[::1]")
 	fs.IntVar(&req.Groups, "groups", placement.DefaultGroups, "`N` store groups; publishers send every message to every group")
@@ -80,7 +95,13 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
 	fs.StringVar(&req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
 	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is replaced atomically")
-	fs.BoolVar(&asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file} instead of text")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file, units} instead of text")
+	fs.StringVar(&format, "format", planFormatYAML, "what to write: `FORMAT` yaml is the deployment file alone; systemd adds one\nsystemd unit per host, umstored-NAME.service")
+	fs.StringVar(&unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out; systemd only)")
+	fs.StringVar(&unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts, as the units run it (systemd only)")
+	fs.StringVar(&unit.DeploymentPath, "unit-deployment-path", defaultUnitDeploymentPath, "`PATH` where the deployment file is installed on the hosts (systemd only)")
+	fs.StringVar(&unit.DataDir, "unit-data-dir", defaultUnitDataDir, "`DIR` on the hosts for the stores' data; the only place the units may write (systemd only)")
+	fs.StringVar(&unit.AdminAddr, "unit-admin-addr", defaultUnitAdminAddr, "`ADDRESS` of each host's status page in the units; \"\" for none (systemd only)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -114,31 +135,101 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	case strings.TrimSpace(req.Name) == "":
 		return planUsageError(stderr, "--name is empty: give the deployment a name, e.g. --name orders")
 	}
+	if msg := checkPlanFormat(fs, format, unit); msg != "" {
+		return planUsageError(stderr, msg)
+	}
 
 	d, analysis, err := placement.Plan(req)
 	if err != nil {
 		return planRefused(stdout, stderr, err, asJSON)
 	}
+	// Render the units before writing anything, so that a problem with
+	// them leaves no half-written output behind.
+	var units []unitFile
+	if format == planFormatSystemd {
+		if unitsDir == "" {
+			unitsDir = filepath.Dir(out)
+		}
+		var warnings []string
+		if units, warnings, err = prepareUnits(d, unitsDir, unit); err != nil {
+			fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+			return planExitRefused
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "umstored plan: warning: %s\n", w)
+		}
+	}
 	if err := d.WriteFile(out); err != nil {
 		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
 		return planExitRefused
+	}
+	if err := writeUnits(units); err != nil {
+		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
+	var unitPaths []string
+	for _, u := range units {
+		unitPaths = append(unitPaths, u.Path)
 	}
 
 	layout := placement.RenderLayout(d)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out}); err != nil {
+		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out, Units: unitPaths}); err != nil {
 			fmt.Fprintf(stderr, "umstored plan: writing JSON: %v\n", err)
 			return planExitRefused
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", out)
+		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(append([]string{out}, unitPaths...), ", "))
 		return planExitOK
 	}
 	fmt.Fprintf(stdout, "Layout of %q:\n\n%s\n%s\n", d.Name, layout, analysis.Render())
 	fmt.Fprintf(stdout, "Wrote %s: %d groups of %d stores on %d hosts.\n", out, len(d.Groups), req.StoresPerGroup, len(d.Hosts))
+	if format == planFormatSystemd {
+		printUnitSteps(stdout, out, unitPaths, unit)
+		return planExitOK
+	}
 	fmt.Fprintf(stdout, "Copy it to every host and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", out, d.Hosts[0].Name)
 	return planExitOK
+}
+
+// checkPlanFormat checks --format and the flags that only apply to the
+// systemd format, and returns what is wrong, or "".
+func checkPlanFormat(fs *pflag.FlagSet, format string, unit unitOptions) string {
+	switch format {
+	case planFormatSystemd:
+		if err := unit.check(); err != nil {
+			return err.Error()
+		}
+		return ""
+	case planFormatYAML:
+		for _, name := range []string{"units-dir", "unit-binary", "unit-deployment-path", "unit-data-dir", "unit-admin-addr"} {
+			if fs.Changed(name) {
+				return fmt.Sprintf("--%s applies only to the systemd units: add --format systemd", name)
+			}
+		}
+		return ""
+	default:
+		return fmt.Sprintf("--format %q: want yaml (the deployment file) or systemd (the deployment file and one systemd unit per host)", format)
+	}
+}
+
+// printUnitSteps tells the operator where the units went and how to install
+// them; docs/operations.md has the whole procedure.
+func printUnitSteps(w io.Writer, out string, unitPaths []string, unit unitOptions) {
+	fmt.Fprintf(w, "Wrote %d systemd units:\n", len(unitPaths))
+	for _, p := range unitPaths {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+	fmt.Fprintf(w, `On each host, as root (see docs/operations.md), with NAME the host's name:
+  useradd --system --user-group --home-dir %[3]s --shell /usr/sbin/nologin %[4]s
+  install -d -o %[4]s -g %[4]s -m 0750 %[3]s
+  install -D -m 0644 %[1]s %[2]s
+  install -m 0755 umstored %[5]s
+  install -m 0644 umstored-NAME.service /etc/systemd/system/
+  systemctl daemon-reload && systemctl enable --now umstored-NAME.service
+  umstored status --deployment %[2]s
+`, out, unit.DeploymentPath, unit.DataDir, unitUser, unit.Binary)
 }
 
 // parseHostFlag splits NAME=ADDRESS. Brackets around an IPv6 address are

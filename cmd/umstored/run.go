@@ -35,6 +35,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return exitUsage(err)
@@ -44,7 +45,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	log, err := cli.Logger(stderr, *logLevel)
+	log, err := cli.Logger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2

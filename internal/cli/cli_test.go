@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,5 +41,54 @@ func TestStoreGroupsNeedsOneSource(t *testing.T) {
 	}
 	if _, _, err := StoreGroups("d.yaml", []string{"127.0.0.1:1"}); err == nil {
 		t.Fatal("both sources accepted")
+	}
+}
+
+func TestLoggerFormats(t *testing.T) {
+	var text bytes.Buffer
+	log, err := Logger(&text, "info", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Debug("hidden")
+	log.Info("hello", "store", "G1S1")
+	if got := text.String(); !strings.Contains(got, "level=INFO msg=hello store=G1S1") || strings.Contains(got, "hidden") {
+		t.Errorf("text log:\n%s", got)
+	}
+
+	var js bytes.Buffer
+	log, err = Logger(&js, "debug", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Debug("hello", "store", "G1S1")
+	var rec map[string]any
+	if err := json.Unmarshal(js.Bytes(), &rec); err != nil {
+		t.Fatalf("json log is not one JSON object: %v\n%s", err, js.String())
+	}
+	if rec["level"] != "DEBUG" || rec["msg"] != "hello" || rec["store"] != "G1S1" {
+		t.Errorf("json log record: %v", rec)
+	}
+
+	var def bytes.Buffer
+	if log, err = Logger(&def, "warn", ""); err != nil {
+		t.Fatalf("empty format: %v", err)
+	}
+	log.Warn("w")
+	if !strings.HasPrefix(def.String(), "time=") {
+		t.Errorf("empty format is not text: %s", def.String())
+	}
+}
+
+func TestLoggerRejects(t *testing.T) {
+	tests := []struct{ level, format, want string }{
+		{"loud", "text", `--log-level "loud": want debug, info, warn or error`},
+		{"info", "xml", `--log-format "xml": want text or json`},
+		{"info", "JSONL", `--log-format "JSONL"`},
+	}
+	for _, tt := range tests {
+		if _, err := Logger(&bytes.Buffer{}, tt.level, tt.format); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Logger(%q, %q) error = %v, want %q", tt.level, tt.format, err, tt.want)
+		}
 	}
 }

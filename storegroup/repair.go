@@ -1,0 +1,217 @@
+package storegroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/internal/groupclient"
+	"umstore/repository"
+	"umstore/wire"
+)
+
+// RepairStatus reports the intergroup repair of a store while it leads.
+type RepairStatus struct {
+	Passes           uint64 `json:"passes"`
+	Pending          uint64 `json:"pending_messages"` // missing messages found by the last pass
+	RepairedMessages uint64 `json:"repaired_messages"`
+	RepairedBytes    uint64 `json:"repaired_bytes"`
+	Conflicts        uint64 `json:"conflicts"` // payloads that differed from the one held (kept, never overwritten)
+	LastError        string `json:"last_error,omitempty"`
+}
+
+// repairer copies into this group what other groups hold and it misses:
+// messages published while the group had no quorum, or released by a
+// publisher before this group confirmed them. It runs on the leader only,
+// proposes copies through the group's own log (so every member applies
+// them), and is throttled so live publishing keeps priority.
+type repairer struct {
+	s       *Store
+	clients map[int]*groupclient.Client
+
+	mu     sync.Mutex
+	status RepairStatus
+}
+
+func newRepairer(s *Store) *repairer {
+	rp := &repairer{s: s, clients: map[int]*groupclient.Client{}}
+	d := &wire.Dialer{Client: "repair " + s.cfg.Name, LocalIP: s.cfg.LocalIP, Timeout: 2 * time.Second}
+	for _, g := range s.cfg.OtherGroups {
+		var addrs []string
+		for _, m := range g.Members {
+			addrs = append(addrs, m.ClientAddr)
+		}
+		rp.clients[g.Index] = groupclient.New(g.Index, addrs, d)
+	}
+	return rp
+}
+
+// Status returns a copy of the repair counters.
+func (rp *repairer) Status() RepairStatus {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.status
+}
+
+// run repairs every RepairInterval while this store leads.
+func (rp *repairer) run(ctx context.Context) {
+	defer func() {
+		for _, c := range rp.clients {
+			c.Close()
+		}
+	}()
+	if len(rp.clients) == 0 || rp.s.cfg.RepairInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(rp.s.cfg.RepairInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !rp.s.IsLeader() {
+			continue
+		}
+		err := rp.pass(ctx)
+		rp.mu.Lock()
+		rp.status.Passes++
+		rp.status.LastError = ""
+		if err != nil && ctx.Err() == nil {
+			rp.status.LastError = err.Error()
+		}
+		rp.mu.Unlock()
+	}
+}
+
+// pass compares this group with every other group once and copies what is
+// missing.
+func (rp *repairer) pass(ctx context.Context) error {
+	var errs []error
+	var pending uint64
+	for idx, c := range rp.clients {
+		list, err := c.Sources(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group %d: %w", idx, err))
+			continue
+		}
+		for _, theirs := range list.Sources {
+			ours, ok, err := rp.s.repo.Source(theirs.Name)
+			if err != nil {
+				return err
+			}
+			var op *repository.SourceInfo
+			if ok {
+				op = &ours
+			}
+			for _, m := range missingRanges(op, theirs) {
+				pending += m.to - m.from + 1
+				if err := rp.copyRange(ctx, c, theirs.Name, m); err != nil {
+					errs = append(errs, fmt.Errorf("copy %s %d-%d from group %d: %w", theirs.Name, m.from, m.to, idx, err))
+					break
+				}
+			}
+		}
+	}
+	rp.mu.Lock()
+	rp.status.Pending = pending
+	rp.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// copyRange fetches a range from another group and proposes what it gets,
+// one raft entry per contiguous run, at most RepairBytesPerSecond.
+func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source string, m seqRange) error {
+	s := rp.s
+	next := m.from
+	for next <= m.to {
+		if !s.IsLeader() {
+			return errors.New("no longer the leader")
+		}
+		rep, err := c.Fetch(ctx, &wire.Fetch{Source: source, From: next, To: m.to, MaxCount: s.cfg.RepairBatchCount, MaxBytes: s.cfg.RepairBatchBytes})
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		bytes := 0
+		for i := 0; i < len(rep.Msgs); {
+			j := i + 1
+			for j < len(rep.Msgs) && rep.Msgs[j].Seq == rep.Msgs[j-1].Seq+1 {
+				j++
+			}
+			payloads := make([][]byte, 0, j-i)
+			for _, msg := range rep.Msgs[i:j] {
+				payloads = append(payloads, msg.Payload)
+				bytes += len(msg.Payload)
+			}
+			if err := rp.propose(source, rep.Msgs[i].Seq, payloads); err != nil {
+				return err
+			}
+			i = j
+		}
+		if rep.Through < next || rep.Through >= m.to {
+			return nil
+		}
+		next = rep.Through + 1
+		rp.throttle(ctx, bytes, start)
+	}
+	return nil
+}
+
+func (rp *repairer) propose(source string, first uint64, payloads [][]byte) error {
+	s := rp.s
+	r := s.raftNode()
+	f := r.Apply(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads}), s.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return errors.New("no longer the leader")
+		}
+		return err
+	}
+	res, ok := f.Response().(*repository.Result)
+	if !ok {
+		return fmt.Errorf("repair proposal failed: %v", f.Response())
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	p := res.Publish
+	var bytes uint64
+	for _, b := range payloads {
+		bytes += uint64(len(b))
+	}
+	rp.mu.Lock()
+	rp.status.RepairedMessages += uint64(p.Stored)
+	rp.status.RepairedBytes += bytes
+	rp.status.Conflicts += uint64(p.Conflicts)
+	rp.mu.Unlock()
+	if p.Conflicts > 0 {
+		s.log.Error("CONSISTENCY VIOLATION: another group holds a different payload for sequence numbers this group already holds; kept ours, copied nothing over them",
+			"source", source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
+	}
+	if p.Stored > 0 {
+		s.log.Info("repaired messages from another group", "source", source, "first", first, "stored", p.Stored)
+	}
+	return nil
+}
+
+// throttle sleeps so that copying `bytes` since start does not exceed
+// RepairBytesPerSecond.
+func (rp *repairer) throttle(ctx context.Context, bytes int, start time.Time) {
+	rate := rp.s.cfg.RepairBytesPerSecond
+	if rate <= 0 {
+		return
+	}
+	want := time.Duration(float64(bytes) / float64(rate) * float64(time.Second))
+	if d := want - time.Since(start); d > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+		}
+	}
+}
