@@ -27,8 +27,8 @@ type Config struct {
 	// FetchCount and FetchBytes bound one fetch round trip.
 	FetchCount int
 	FetchBytes int
-	// PollInterval is how often Follow asks for new messages.
-	PollInterval time.Duration
+	// Name identifies this receiver to the stores (consumption records).
+	Name string
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
 	// Logger receives the receiver's logs. Nil means slog.Default.
@@ -37,7 +37,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults; set Source and Groups.
 func DefaultConfig() Config {
-	return Config{FetchCount: 1000, FetchBytes: 1 << 20, PollInterval: 200 * time.Millisecond}
+	return Config{FetchCount: 1000, FetchBytes: 1 << 20}
 }
 
 // Message is one message of the source.
@@ -99,8 +99,8 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Group < 0 || cfg.Group > len(cfg.Groups) {
 		return nil, fmt.Errorf("%w: group %d does not exist (the deployment has %d)", ErrConfig, cfg.Group, len(cfg.Groups))
 	}
-	if cfg.FetchCount <= 0 || cfg.FetchBytes <= 0 || cfg.PollInterval <= 0 {
-		return nil, fmt.Errorf("%w: FetchCount, FetchBytes and PollInterval must be positive", ErrConfig)
+	if cfg.FetchCount <= 0 || cfg.FetchBytes <= 0 {
+		return nil, fmt.Errorf("%w: FetchCount and FetchBytes must be positive", ErrConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -143,6 +143,30 @@ func (r *Receiver) High(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
 	}
 	return high, nil
+}
+
+// Oldest returns the oldest sequence number any reachable group still
+// holds (0 if none holds the source): where a late-joining receiver that
+// wants everything retained starts.
+func (r *Receiver) Oldest(ctx context.Context) (uint64, error) {
+	var low uint64
+	reached := 0
+	var lastErr error
+	for _, g := range r.groups {
+		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		reached++
+		if rep.LowSeq > 0 && (low == 0 || rep.LowSeq < low) {
+			low = rep.LowSeq
+		}
+	}
+	if reached == 0 {
+		return 0, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
+	}
+	return low, nil
 }
 
 // Read calls fn for every message in [from, to], in order, each once. When
@@ -236,47 +260,6 @@ func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Rang
 			return
 		}
 		next = rep.Through + 1
-	}
-}
-
-// Follow delivers every message from `from` on, in order, then waits for
-// new ones, until ctx ends (it then returns ctx.Err()). onMissing, if not
-// nil, is told of ranges that no reachable group holds; they are skipped.
-func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) error, onMissing func(Range)) error {
-	if from == 0 {
-		from = 1
-	}
-	next := from
-	for {
-		high, err := r.High(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.log.Warn("no store group reachable; retrying", "err", err)
-		}
-		if err == nil && high >= next {
-			err := r.Read(ctx, next, high, fn)
-			var me *MissingError
-			switch {
-			case errors.As(err, &me):
-				if onMissing != nil {
-					for _, m := range me.Ranges {
-						onMissing(m)
-					}
-				}
-				next = high + 1
-			case err == nil:
-				next = high + 1
-			case ctx.Err() != nil:
-				return ctx.Err()
-			default:
-				r.log.Warn("reading failed; retrying", "err", err)
-			}
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(r.cfg.PollInterval):
-		}
 	}
 }
 

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/groupclient"
 	"umstore/publisher"
 	"umstore/receiver"
+	"umstore/wire"
 )
 
 func publish(t *testing.T, c *clustertest.Cluster, source string, n int) uint64 {
@@ -108,7 +111,7 @@ func TestFollowSeesNewMessages(t *testing.T) {
 	c := clustertest.Start(t, 2, nil)
 	publish(t, c, "f", 10)
 	cfg := receiver.DefaultConfig()
-	cfg.Source, cfg.Groups, cfg.PollInterval = "f", c.Addrs(), 20*time.Millisecond
+	cfg.Source, cfg.Groups = "f", c.Addrs()
 	r, err := receiver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -128,5 +131,149 @@ func TestFollowSeesNewMessages(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("follow stopped at %d", want)
 		}
+	}
+}
+
+// A receiver following a source sees every stable message exactly once, in
+// order, across a leader change in each group and the loss of a "host"
+// (G1S1, G1S2 and G2S1 at once: group 1 loses its quorum).
+func TestFollowAcrossLeaderChangesAndHostLoss(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	rcfg := receiver.DefaultConfig()
+	rcfg.Source, rcfg.Groups, rcfg.Name = "live", c.Addrs(), "r1"
+	r, err := receiver.New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := make(chan uint64, 10000)
+	var missing []receiver.Range
+	var mu sync.Mutex
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go r.Follow(followCtx, 1, func(m receiver.Message) error {
+		if string(m.Payload) != fmt.Sprint(m.Seq) {
+			return fmt.Errorf("seq %d carries %q", m.Seq, m.Payload)
+		}
+		got <- m.Seq
+		return nil
+	}, func(rg receiver.Range) {
+		mu.Lock()
+		missing = append(missing, rg)
+		mu.Unlock()
+	})
+
+	pcfg := publisher.DefaultConfig()
+	pcfg.Source, pcfg.Groups = "live", c.Addrs()
+	p, err := publisher.New(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sent := uint64(0)
+	send := func(n int) {
+		for i := 0; i < n; i++ {
+			sent++
+			if _, err := p.Send(ctx, []byte(fmt.Sprint(sent))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(1000)
+	l1 := c.WaitLeader(1, 30*time.Second).Name()
+	c.Kill(l1)
+	send(1000)
+	l2 := c.WaitLeader(2, 30*time.Second).Name()
+	c.Kill(l2)
+	send(1000)
+	c.StartStore(l1)
+	c.StartStore(l2)
+	c.WaitLeader(1, 30*time.Second)
+	c.WaitLeader(2, 30*time.Second)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"G1S1", "G1S2", "G2S1"} { // host A
+		c.Kill(name)
+	}
+	send(1000)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for want := uint64(1); want <= sent; want++ {
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("follow delivered %d, want %d (duplicate or out of order)", s, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("follow stalled at %d of %d", want, sent)
+		}
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("follow delivered %d beyond the %d sent", s, sent)
+	case <-time.After(500 * time.Millisecond):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(missing) != 0 {
+		t.Fatalf("follow reported missing ranges %v although every message is stable", missing)
+	}
+}
+
+// Messages that no group holds are reported once as an unrecoverable-loss
+// range, and everything after them is still delivered.
+func TestFollowReportsRangeNoGroupHolds(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Sequence numbers 1-100 were never stored anywhere: publish 101-110 raw.
+	d := &wire.Dialer{Client: "test"}
+	for g, addrs := range c.Addrs() {
+		gc := groupclient.New(g+1, addrs, d)
+		payloads := make([][]byte, 10)
+		for i := range payloads {
+			payloads[i] = []byte(fmt.Sprint(101 + i))
+		}
+		if _, err := gc.Call(ctx, &wire.Publish{Source: "holes", FirstSeq: 101, Payloads: payloads}); err != nil {
+			t.Fatal(err)
+		}
+		gc.Close()
+	}
+	cfg := receiver.DefaultConfig()
+	cfg.Source, cfg.Groups = "holes", c.Addrs()
+	r, _ := receiver.New(cfg)
+	defer r.Close()
+	var seqs []uint64
+	var missing []receiver.Range
+	var mu sync.Mutex
+	fctx, stop := context.WithCancel(ctx)
+	go func() {
+		for fctx.Err() == nil {
+			mu.Lock()
+			n := len(seqs)
+			mu.Unlock()
+			if n >= 10 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		stop()
+	}()
+	r.Follow(fctx, 1, func(m receiver.Message) error {
+		mu.Lock()
+		seqs = append(seqs, m.Seq)
+		mu.Unlock()
+		return nil
+	}, func(rg receiver.Range) { missing = append(missing, rg) })
+	if !reflect.DeepEqual(missing, []receiver.Range{{From: 1, To: 100}}) {
+		t.Fatalf("missing = %v, want [1-100]", missing)
+	}
+	if !reflect.DeepEqual(seqs, seqRange(101, 110)) {
+		t.Fatalf("delivered %v, want 101..110", seqs)
 	}
 }

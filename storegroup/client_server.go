@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -119,9 +120,14 @@ func (cs *clientServer) handle(nc net.Conn) {
 		defer close(writerDone)
 		cs.writeReplies(c, replies)
 	}()
+	connCtx, cancel := context.WithCancel(cs.s.ctx)
+	var subs sync.WaitGroup
 	defer func() {
+		cancel()
 		close(replies)
-		<-writerDone
+		<-writerDone // answers owed are flushed first
+		nc.Close()   // unblocks subscriptions stuck writing
+		subs.Wait()
 	}()
 	for {
 		m, err := c.Read()
@@ -139,6 +145,15 @@ func (cs *clientServer) handle(nc net.Conn) {
 			replies <- reply{msg: &wire.Error{Code: code, Message: err.Error()}}
 			continue
 		}
+		if sub, ok := m.(*wire.Subscribe); ok {
+			if rep, ok := cs.checkSubscribe(sub); !ok {
+				replies <- rep
+				continue
+			}
+			subs.Add(1)
+			go func() { defer subs.Done(); cs.subscribe(connCtx, c, sub) }()
+			continue
+		}
 		replies <- cs.dispatch(m)
 	}
 }
@@ -154,6 +169,12 @@ func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
 		msg := r.msg
 		if r.future != nil {
 			msg = cs.applied(r.req, r.future)
+		}
+		if msg == nil {
+			cs.s.log.Error("internal error: a request produced no reply; closing the connection so the client retries")
+			broken = true
+			c.Close()
+			continue
 		}
 		err := c.Write(msg)
 		if err == nil && (len(replies) == 0 || c.Buffered() > 256<<10) {
@@ -223,11 +244,16 @@ func (cs *clientServer) notLeader(reqID uint64) (reply, bool) {
 	if cs.s.IsLeader() {
 		return reply{}, true
 	}
+	return reply{msg: cs.redirect(reqID)}, false
+}
+
+// redirect tells the client where the leader is, if this store knows.
+func (cs *clientServer) redirect(reqID uint64) *wire.NotLeader {
 	nl := &wire.NotLeader{ReqID: reqID}
 	if l, ok := cs.s.leader(); ok && l.Name != cs.s.cfg.Name {
 		nl.Leader, nl.LeaderName = l.ClientAddr, l.Name
 	}
-	return reply{msg: nl}, false
+	return nl
 }
 
 // applied waits for a proposal and turns its outcome into the answer.
@@ -235,8 +261,7 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 	reqID := reqIDOf(req)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-			rep, _ := cs.notLeader(reqID)
-			return rep.msg
+			return cs.redirect(reqID)
 		}
 		return &wire.Error{ReqID: reqID, Code: wire.CodeUnavailable, Message: err.Error()}
 	}

@@ -25,8 +25,9 @@ var ErrStoreFailed = errors.New("store stopped: cannot durably apply committed e
 // was, so a restarted store replays the refused entries instead of skipping
 // them.
 type fsm struct {
-	repo    *repository.Repo
-	onFatal func(error)
+	repo      *repository.Repo
+	onFatal   func(error)
+	onApplied func() // after every applied batch: wakes subscriptions
 
 	mu     sync.Mutex
 	failed error
@@ -70,6 +71,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	}
 	for i := range results {
 		out[i] = &results[i]
+	}
+	if f.onApplied != nil {
+		f.onApplied()
 	}
 	return out
 }

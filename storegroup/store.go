@@ -41,6 +41,9 @@ type Store struct {
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
 
+	appliedMu sync.Mutex
+	appliedCh chan struct{} // closed and replaced at every applied batch
+
 	leaderReady   atomic.Bool // leader and has applied everything committed before its term
 	waitingToJoin atomic.Bool // empty, decided to join, waiting for admission
 	started       chan struct{}
@@ -65,9 +68,10 @@ func Open(cfg Config) (*Store, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Store{
-		cfg:     cfg,
-		log:     cfg.Logger.With("store", cfg.Name, "group", cfg.Group),
-		started: make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger.With("store", cfg.Name, "group", cfg.Group),
+		started:   make(chan struct{}),
+		appliedCh: make(chan struct{}),
 	}
 	s.hlog = newRaftLogger(s.log, "raft")
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -123,7 +127,7 @@ func (s *Store) openStorage() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
-	s.fsm = &fsm{repo: s.repo, onFatal: s.fail}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied}
 	return s.catchUpFromSnapshot()
 }
 

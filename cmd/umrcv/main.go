@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -51,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	deployment := fs.String("deployment", "", "deployment file (from `umstored plan` or `umstored dev`)")
 	stores := fs.StringArray("store", nil, "a store as UM's ume_store: IP:port[:RegID[:GroupIDX]] (repeat; instead of --deployment)")
 	source := fs.String("source", "", "source name (required)")
-	from := fs.Uint64("from", 1, "first sequence number to read")
+	fromFlag := fs.String("from", "oldest", "where to start: a sequence number, \"oldest\" (the oldest any group retains) or \"newest\" (only messages published from now on, with --follow)")
 	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
 	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
 	group := fs.Int("group", 0, "read from this group only (1-based)")
@@ -75,11 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *source == "":
 		fmt.Fprintln(stderr, "umrcv: --source is required")
 		return 2
-	case *from == 0:
-		fmt.Fprintln(stderr, "umrcv: --from must be at least 1 (sequence numbers start at 1)")
+	case *fromFlag != "oldest" && *fromFlag != "newest" && (parseSeq(*fromFlag) == 0):
+		fmt.Fprintf(stderr, "umrcv: --from %q: want a sequence number (1 or more), oldest or newest\n", *fromFlag)
 		return 2
-	case fs.Changed("to") && *to < *from:
-		fmt.Fprintf(stderr, "umrcv: --to %d is below --from %d\n", *to, *from)
+	case fs.Changed("to") && parseSeq(*fromFlag) != 0 && *to < parseSeq(*fromFlag):
+		fmt.Fprintf(stderr, "umrcv: --to %d is below --from %s\n", *to, *fromFlag)
 		return 2
 	case *follow && fs.Changed("to"):
 		fmt.Fprintln(stderr, "umrcv: --follow reads without end; drop --to")
@@ -121,6 +122,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	}
 
+	from, err := startSeq(ctx, r, *fromFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
 	if *follow {
 		flushing := func(m receiver.Message) error {
 			err := print(m)
@@ -129,8 +135,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return err
 		}
-		err := r.Follow(ctx, *from, flushing, func(rg receiver.Range) {
-			fmt.Fprintf(stderr, "umrcv: messages %s are held by no reachable group: skipped\n", rg)
+		err := r.Follow(ctx, from, flushing, func(rg receiver.Range) {
+			fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
 		})
 		if ctx.Err() != nil {
 			return 0
@@ -148,11 +154,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "umrcv:", err)
 			return 1
 		}
-		if last < *from {
+		if last < from {
 			return 0 // nothing held yet
 		}
 	}
-	err = r.Read(ctx, *from, last, print)
+	err = r.Read(ctx, from, last, print)
 	var missing *receiver.MissingError
 	switch {
 	case errors.As(err, &missing):
@@ -165,6 +171,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func parseSeq(s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// startSeq turns --from into a sequence number.
+func startSeq(ctx context.Context, r *receiver.Receiver, from string) (uint64, error) {
+	switch from {
+	case "oldest":
+		low, err := r.Oldest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return max(low, 1), nil
+	case "newest":
+		high, err := r.High(ctx)
+		return high + 1, err
+	}
+	return parseSeq(from), nil
 }
 
 // showPayload prints text as is and anything else as base64.

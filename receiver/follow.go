@@ -1,0 +1,248 @@
+package receiver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"umstore/wire"
+)
+
+// missingGrace is how long Follow waits for an unreachable group before it
+// declares messages that no reachable group holds missing.
+const missingGrace = 3 * time.Second
+
+// streamEvent is what a group's subscription tells the merger.
+type streamEvent struct {
+	group     int // index into Receiver.groups
+	deliver   *wire.Deliver
+	connected bool // false: the stream to this group is down
+}
+
+// Follow delivers every message from `from` on, in order and each once,
+// then keeps delivering new messages as the groups' leaders push them (no
+// polling), until ctx ends; it then returns ctx.Err(). Each group's leader
+// streams the source; the streams are merged by sequence number, so a
+// message is delivered as soon as any group has it. A range that every
+// reachable group has passed without holding it (retention released it, or
+// it was never stored anywhere reachable) is reported to onMissing, if not
+// nil, and skipped: an unrecoverable-loss event, raised only when no
+// reachable group holds the range.
+func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) error, onMissing func(Range)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if from == 0 {
+		from = 1
+	}
+	var next atomic.Uint64
+	next.Store(from)
+	events := make(chan streamEvent, 64)
+	for i := range r.groups {
+		go r.stream(ctx, i, &next, events)
+	}
+	m := merger{
+		next:      from,
+		pending:   map[uint64][]byte{},
+		through:   make([]uint64, len(r.groups)),
+		connected: make([]bool, len(r.groups)),
+		downSince: make([]time.Time, len(r.groups)),
+	}
+	start := time.Now()
+	for i := range m.downSince {
+		m.downSince[i] = start
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev := <-events:
+			m.apply(ev)
+		case <-tick.C:
+		}
+		if err := m.deliver(fn, onMissing); err != nil {
+			return err
+		}
+		next.Store(m.next)
+	}
+}
+
+// merger merges the groups' streams into one ordered delivery.
+type merger struct {
+	next      uint64
+	pending   map[uint64][]byte // messages above next, waiting for next
+	through   []uint64          // per group: every held message up to here was streamed
+	connected []bool
+	downSince []time.Time
+}
+
+func (m *merger) apply(ev streamEvent) {
+	g := ev.group
+	if ev.deliver == nil {
+		if m.connected[g] != ev.connected {
+			m.connected[g] = ev.connected
+			if !ev.connected {
+				m.downSince[g] = time.Now()
+			}
+		}
+		return
+	}
+	m.connected[g] = true
+	for _, msg := range ev.deliver.Msgs {
+		if msg.Seq >= m.next {
+			if _, ok := m.pending[msg.Seq]; !ok {
+				m.pending[msg.Seq] = msg.Payload
+			}
+		}
+	}
+	m.through[g] = max(m.through[g], ev.deliver.Through)
+}
+
+// deliver hands out every message it can, in order, and skips ranges that
+// no reachable group holds.
+func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
+	for {
+		for {
+			p, ok := m.pending[m.next]
+			if !ok {
+				break
+			}
+			delete(m.pending, m.next)
+			if err := fn(Message{Seq: m.next, Payload: p}); err != nil {
+				return err
+			}
+			m.next++
+		}
+		end, ok := m.missingEnd()
+		if !ok {
+			return nil
+		}
+		if onMissing != nil {
+			onMissing(Range{From: m.next, To: end})
+		}
+		m.next = end + 1
+	}
+}
+
+// missingEnd decides whether m.next is held by no reachable group: every
+// connected group has streamed past it without it, and every other group
+// has been unreachable for missingGrace. It returns the end of the missing
+// run: up to the next pending message or the least far any group got.
+func (m *merger) missingEnd() (uint64, bool) {
+	end := uint64(0)
+	anyConnected := false
+	for g := range m.through {
+		if !m.connected[g] {
+			if time.Since(m.downSince[g]) < missingGrace {
+				return 0, false
+			}
+			continue
+		}
+		anyConnected = true
+		if m.through[g] < m.next {
+			return 0, false
+		}
+		if end == 0 || m.through[g] < end {
+			end = m.through[g]
+		}
+	}
+	if !anyConnected {
+		return 0, false
+	}
+	if len(m.pending) > 0 {
+		keys := make([]uint64, 0, len(m.pending))
+		for k := range m.pending {
+			keys = append(keys, k)
+		}
+		lowest := slices.Min(keys)
+		end = min(end, lowest-1)
+	}
+	return end, end >= m.next
+}
+
+// stream keeps one subscription to group gi's leader open, re-opening it
+// (from the merger's current position) after any failure or leader change.
+func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, events chan<- streamEvent) {
+	g := r.groups[gi]
+	hint := ""
+	send := func(ev streamEvent) bool {
+		select {
+		case events <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for ctx.Err() == nil {
+		err := r.subscribeOnce(ctx, g.Dialer, g.Addrs, &hint, gi, next.Load(), send)
+		if ctx.Err() != nil {
+			return
+		}
+		if !send(streamEvent{group: gi, connected: false}) {
+			return
+		}
+		r.log.Debug("subscription to group ended; re-subscribing", "group", gi+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// subscribeOnce finds the leader (following redirects), subscribes and
+// forwards Deliver frames until the stream fails.
+func (r *Receiver) subscribeOnce(ctx context.Context, d *wire.Dialer, addrs []string, hint *string, gi int, from uint64, send func(streamEvent) bool) error {
+	order := []string{}
+	if *hint != "" {
+		order = append(order, *hint)
+	}
+	for _, a := range addrs {
+		if !slices.Contains(order, a) {
+			order = append(order, a)
+		}
+	}
+	var lastErr error = fmt.Errorf("group %d: no store reachable", gi+1)
+	for _, addr := range order {
+		c, _, err := d.Dial(ctx, addr)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		err = c.Send(&wire.Subscribe{ReqID: 1, Source: r.cfg.Source, From: from, Receiver: r.cfg.Name})
+		for err == nil {
+			// The leader sends at least a heartbeat every second.
+			_ = c.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
+			var m wire.Message
+			m, err = c.Read()
+			if err != nil {
+				break
+			}
+			switch m := m.(type) {
+			case *wire.Deliver:
+				*hint = addr
+				if !send(streamEvent{group: gi, deliver: m}) {
+					err = ctx.Err()
+				}
+			case *wire.NotLeader:
+				if m.Leader != "" {
+					*hint = m.Leader
+				}
+				err = fmt.Errorf("store %s is not the leader of group %d", addr, gi+1)
+			case *wire.Error:
+				err = m
+			}
+		}
+		stop()
+		c.Close()
+		lastErr = err
+		if *hint != "" && *hint != addr {
+			return lastErr // follow the redirect on the next attempt
+		}
+	}
+	return lastErr
+}

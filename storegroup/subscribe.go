@@ -1,0 +1,86 @@
+package storegroup
+
+import (
+	"context"
+	"time"
+
+	"umstore/wire"
+)
+
+// subscriptionHeartbeat is how often an idle subscription sends an empty
+// Deliver, so the receiver knows the leader is alive and leads.
+const subscriptionHeartbeat = time.Second
+
+// appliedSignal returns a channel closed at the next applied batch.
+func (s *Store) appliedSignal() <-chan struct{} {
+	s.appliedMu.Lock()
+	defer s.appliedMu.Unlock()
+	return s.appliedCh
+}
+
+// notifyApplied wakes everyone waiting for new entries (subscriptions).
+func (s *Store) notifyApplied() {
+	s.appliedMu.Lock()
+	close(s.appliedCh)
+	s.appliedCh = make(chan struct{})
+	s.appliedMu.Unlock()
+}
+
+// checkSubscribe validates a subscription; a follower redirects it.
+func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
+	if err := checkSource(m.Source); err != nil {
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}, false
+	}
+	return cs.notLeader(m.ReqID)
+}
+
+// subscribe pushes the source's messages from m.From on as the group
+// applies them, until the connection closes or this store stops leading
+// (then it sends NotLeader so the receiver follows the new leader).
+func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
+	s := cs.s
+	cursor := max(m.From, 1)
+	heartbeat := time.NewTicker(subscriptionHeartbeat)
+	defer heartbeat.Stop()
+	for {
+		if !s.IsLeader() {
+			_ = c.Send(cs.redirect(m.ReqID))
+			return
+		}
+		applied := s.appliedSignal()
+		info, known, err := s.repo.Source(m.Source)
+		if err != nil {
+			_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
+			return
+		}
+		if known && cursor <= info.HighSeq {
+			msgs, err := s.repo.Read(m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes)
+			if err != nil {
+				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
+				return
+			}
+			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: info.HighSeq, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Msgs: make([]wire.Msg, len(msgs))}
+			for i, msg := range msgs {
+				d.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
+			}
+			if len(msgs) == defaultFetchCount || replyBytes(msgs) >= defaultFetchBytes {
+				d.Through = msgs[len(msgs)-1].Seq
+			}
+			if err := c.Send(d); err != nil {
+				return
+			}
+			cursor = d.Through + 1
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-applied:
+		case <-heartbeat.C:
+			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: cursor - 1, HighSeq: info.HighSeq, LowSeq: info.LowSeq}
+			if err := c.Send(d); err != nil {
+				return
+			}
+		}
+	}
+}
