@@ -59,8 +59,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o options
 	fs := pflag.NewFlagSet("umpub", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.deployment, "deployment", "", "deployment file (from `umstored plan` or `umstored dev`)")
-	fs.StringArrayVar(&o.stores, "store", nil, "a store as UM's ume_store: IP:port[:RegID[:GroupIDX]] (repeat for every store; instead of --deployment)")
+	fs.StringVar(&o.deployment, "deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
+	fs.StringArrayVar(&o.stores, "store", nil, "a store as UM's ume_store, `IP:port[:RegID[:GroupIDX]]` (repeat for every store; instead of --deployment)")
 	fs.StringVar(&o.source, "source", "", "source name (required)")
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")

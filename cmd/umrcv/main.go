@@ -49,10 +49,10 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("umrcv", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	deployment := fs.String("deployment", "", "deployment file (from `umstored plan` or `umstored dev`)")
-	stores := fs.StringArray("store", nil, "a store as UM's ume_store: IP:port[:RegID[:GroupIDX]] (repeat; instead of --deployment)")
+	deployment := fs.String("deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
+	stores := fs.StringArray("store", nil, "a store as UM's ume_store, `IP:port[:RegID[:GroupIDX]]` (repeat; instead of --deployment)")
 	source := fs.String("source", "", "source name (required)")
-	fromFlag := fs.String("from", "oldest", "where to start: a sequence number, \"oldest\" (the oldest any group retains) or \"newest\" (only messages published from now on, with --follow)")
+	fromFlag := fs.String("from", "oldest", "where to start: a sequence number `SEQ`, oldest (the oldest any group retains) or newest (only new messages)")
 	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
 	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
 	group := fs.Int("group", 0, "read from this group only (1-based)")

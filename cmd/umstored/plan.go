@@ -48,6 +48,13 @@ const planUsageTail = `
 Ports: store n of group g listens on raft port BASE+10*g+n and client port
 BASE+1000+10*g+n, so with the default base G1S1 uses 14011 and 15011.
 
+Units: --units-dir and the --unit-* flags apply only with --format systemd.
+The --unit-* paths are paths on the hosts where the units run, not on this
+machine. Each unit runs "umstored run --deployment PATH --host NAME
+--data-dir DIR --admin-addr ADDRESS" as the user umstore, which must exist;
+the steps to install the units are printed when they are written, and in
+docs/operations.md.
+
 Examples:
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --format systemd --out dist/deployment.yaml
@@ -95,13 +102,13 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
 	fs.StringVar(&req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
 	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is replaced atomically")
+	fs.StringVar(&format, "format", planFormatYAML, "`FORMAT` of the output: yaml writes the deployment file alone; systemd also writes\none systemd unit per host, umstored-NAME.service (see Units below)")
+	fs.StringVar(&unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out)")
+	fs.StringVar(&unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts")
+	fs.StringVar(&unit.DeploymentPath, "unit-deployment-path", defaultUnitDeploymentPath, "`PATH` of the deployment file on the hosts")
+	fs.StringVar(&unit.DataDir, "unit-data-dir", defaultUnitDataDir, "`DIR` on the hosts for the stores' data: the only place the units let umstored write")
+	fs.StringVar(&unit.AdminAddr, "unit-admin-addr", defaultUnitAdminAddr, "`ADDRESS` of each host's status page, /healthz and /readyz; \"\" for none")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file, units} instead of text")
-	fs.StringVar(&format, "format", planFormatYAML, "what to write: `FORMAT` yaml is the deployment file alone; systemd adds one\nsystemd unit per host, umstored-NAME.service")
-	fs.StringVar(&unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out; systemd only)")
-	fs.StringVar(&unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts, as the units run it (systemd only)")
-	fs.StringVar(&unit.DeploymentPath, "unit-deployment-path", defaultUnitDeploymentPath, "`PATH` where the deployment file is installed on the hosts (systemd only)")
-	fs.StringVar(&unit.DataDir, "unit-data-dir", defaultUnitDataDir, "`DIR` on the hosts for the stores' data; the only place the units may write (systemd only)")
-	fs.StringVar(&unit.AdminAddr, "unit-admin-addr", defaultUnitAdminAddr, "`ADDRESS` of each host's status page in the units; \"\" for none (systemd only)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -30,7 +30,7 @@ Flags:
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	deployment := fs.String("deployment", "", "deployment file written by `umstored plan` (required)")
+	deployment := fs.String("deployment", "", "deployment `FILE` written by umstored plan (required)")
 	host := fs.String("host", "", "name of this host in the deployment (required)")
 	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")

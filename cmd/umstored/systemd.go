@@ -92,17 +92,20 @@ type unitData struct {
 // unitTemplate is one host's unit. The comment block is for the operator
 // who finds the file in /etc/systemd/system and wonders why it restarts the
 // way it does.
-var unitTemplate = template.Must(template.New("unit").Parse(`# {{.Unit}}: the stores of host {{.Host}} ({{.Stores}}) of the umstore
+var unitTemplate = template.Must(template.New("unit").Parse(`# {{.Unit}}
+#
+# Runs the stores of host {{.Host}} ({{.Stores}}) of the umstore
 # deployment "{{.Deployment}}". Written by "umstored plan --format systemd":
-# plan again rather than edit it, so every host's unit stays in step.
+# plan again rather than edit it, so that every host's unit stays in step.
 #
 # Before the first start (docs/operations.md has the whole procedure):
 #   useradd --system --user-group --home-dir {{.DataDir}} --shell /usr/sbin/nologin {{.User}}
-#   install -D -m 0644 deployment.yaml {{.DeploymentPath}}
 #   install -d -o {{.User}} -g {{.User}} -m 0750 {{.DataDir}}
+#   install -D -m 0644 deployment.yaml {{.DeploymentPath}}
 #   install -m 0755 umstored {{.Binary}}
 #   install -m 0644 {{.Unit}} /etc/systemd/system/
-#   systemctl daemon-reload && systemctl enable --now {{.Unit}}
+#   systemctl daemon-reload
+#   systemctl enable --now {{.Unit}}
 #
 # Why restarting on failure is safe: umstored itself decides, on every
 # start, what each store may do. A store with state rejoins its group. An
@@ -111,22 +114,22 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# {{.Unit}}: the st
 # otherwise it joins its group and catches up before it may vote, one empty
 # store per group at a time. A group whose stores are all empty while
 # another group remembers it is refused ("cannot recover group N: no store
-# with state"). So a restart re-applies the same bootstrap and rejoin rules
-# and can neither bootstrap over existing data nor skip the staged restart.
+# with state"). A restart re-applies these rules, so it can neither
+# bootstrap over existing data nor skip the staged rejoin.
 #
 # What systemd sees: the process exits on its own only when it cannot start
 # at all (deployment file unreadable, host not in it, a port in use, a data
-# directory that cannot be opened) or when it crashes; Restart=on-failure
-# retries those after RestartSec, and the start limit stops retrying after 5
-# failed starts in 5 minutes, so a lasting fault ends in the "failed" state
-# (clear it with "systemctl reset-failed {{.Unit}}" once fixed) instead of
-# a restart loop. Exit status 2 means bad flags and is never retried. A
-# store that refuses to start or stops itself does NOT end the process: it
-# is logged, "umstored status" shows it as failed and the host's other
-# stores keep serving their groups. Fix the cause, then
-# "systemctl restart {{.Unit}}". Stopping the unit (SIGTERM) hands each
-# leadership over and closes the stores; if one of them had failed, the
-# process exits 1 and the unit is left "failed" so that it is noticed.
+# directory that cannot be opened) or when it crashes. Restart=on-failure
+# retries those after RestartSec; the start limit gives up after 5 starts
+# in 5 minutes, so a lasting fault leaves the unit "failed" rather than
+# restarting in a loop ("systemctl reset-failed" it once fixed).
+#
+# A store that refuses to start or stops itself does NOT end the process:
+# it is logged, "umstored status" shows it as failed, and the host's other
+# stores keep serving their groups. Fix the cause, then restart the unit.
+# Stopping the unit (SIGTERM) makes each leader hand over leadership and
+# closes the stores; if one of them had failed, the process then exits 1
+# and the unit is left "failed", so that it is noticed.
 
 [Unit]
 Description=umstore stores of host {{.Host}} ({{.Stores}}), deployment {{.Deployment}}
@@ -142,7 +145,6 @@ Group={{.User}}
 ExecStart={{.Binary}} run --deployment {{.DeploymentPath}} --host {{.Host}} --data-dir {{.DataDir}}{{if .AdminAddr}} --admin-addr {{.AdminAddr}}{{end}}
 Restart=on-failure
 RestartSec=5s
-RestartPreventExitStatus=2
 KillSignal=SIGTERM
 TimeoutStopSec=60
 LimitNOFILE=65536
@@ -164,7 +166,13 @@ CapabilityBoundingSet=
 RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
 RestrictNamespaces=true
 RestrictSUIDSGID=true
+RestrictRealtime=true
 LockPersonality=true
+MemoryDenyWriteExecute=true
+SystemCallArchitectures=native
+ProtectClock=true
+ProtectHostname=true
+ProtectKernelLogs=true
 ProtectKernelTunables=true
 ProtectKernelModules=true
 ProtectControlGroups=true
