@@ -48,6 +48,12 @@ type Config struct {
 	MaxBatchBytes int
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
+	// StateFile, if set, is a file where the publisher keeps the last
+	// sequence number it was told was stable and the groups' identities. A
+	// restarted publisher then resumes past it even when the groups holding
+	// it are unreachable, narrowing the sequence-reuse window of intergroup
+	// "any" (see the README). One file per source.
+	StateFile string
 	// Session identifies this publisher instance in the stores' logs.
 	Session string
 	// LocalIP, if set, is the address connections leave from.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"umstore/quorum"
 	"umstore/wire"
@@ -36,6 +37,25 @@ type Publisher struct {
 
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
+	state        *stateFile    // nil without Config.StateFile
+	reg          Registration
+}
+
+// Registration says how the resume point was chosen.
+type Registration struct {
+	ResumeSeq uint64        // first sequence number of this session
+	Groups    []GroupAnswer // one per configured group
+	// StateFileSeq is the last stable sequence number from the state file
+	// (0 without one); the resume point is past it too.
+	StateFileSeq uint64
+}
+
+// GroupAnswer is one group's answer to the registration.
+type GroupAnswer struct {
+	Group    int    // 1-based
+	Answered bool   // answered before the resume point was chosen
+	HighSeq  uint64 // highest sequence number it held
+	GroupID  string // its identity
 }
 
 // registration is one group's answer to Register.
@@ -84,6 +104,19 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 		stableSignal: make(chan struct{}, 1),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if cfg.StateFile != "" {
+		st, err := readStateFile(cfg.StateFile, cfg.Source)
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			st = &stateFile{Source: cfg.Source}
+		}
+		if st.Groups == nil {
+			st.Groups = map[int]string{}
+		}
+		p.state = st
+	}
 	p.stats.Confirmed = make([]uint64, len(cfg.Groups))
 	p.stats.Connected = make([]bool, len(cfg.Groups))
 	for i, addrs := range cfg.Groups {
@@ -138,11 +171,32 @@ func (p *Publisher) register(ctx context.Context) error {
 	defer p.mu.Unlock()
 	var high uint64
 	answered := make([]int, 0, len(p.answers))
+	p.reg.Groups = make([]GroupAnswer, n)
+	for g := range p.reg.Groups {
+		p.reg.Groups[g].Group = g + 1
+	}
 	for _, a := range p.answers {
 		high = max(high, a.highSeq)
 		answered = append(answered, a.group+1)
+		p.reg.Groups[a.group] = GroupAnswer{Group: a.group + 1, Answered: true, HighSeq: a.highSeq, GroupID: a.groupID}
+		if p.state != nil {
+			if known := p.state.Groups[a.group+1]; known != "" && a.groupID != "" && known != a.groupID {
+				p.log.Error("a store group has a new identity since this publisher last ran: it was re-created and its history is gone", "group", a.group+1, "was", known, "now", a.groupID)
+			}
+			if a.groupID != "" {
+				p.state.Groups[a.group+1] = a.groupID
+			}
+		}
+	}
+	if p.state != nil && p.state.LastStable > high {
+		p.log.Warn("the state file remembers a higher stable sequence number than any group that answered holds: resuming past it", "state_file_seq", p.state.LastStable, "groups_high_seq", high)
+		high = p.state.LastStable
+	}
+	if p.state != nil {
+		p.reg.StateFileSeq = p.state.LastStable
 	}
 	p.firstSeq, p.nextSeq, p.delivered = high+1, high+1, high
+	p.reg.ResumeSeq = high + 1
 	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)
 	p.retained.first = p.firstSeq
 	p.stats.Stable = high
@@ -154,6 +208,16 @@ func (p *Publisher) register(ctx context.Context) error {
 	close(p.decided)
 	p.log.Info("registered", "resume_seq", p.firstSeq, "groups_answered", answered, "groups", n)
 	return nil
+}
+
+// Registration reports how the resume point was chosen: which groups
+// answered, with what, and the state file's memory.
+func (p *Publisher) Registration() Registration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.reg
+	r.Groups = append([]GroupAnswer(nil), p.reg.Groups...)
+	return r
 }
 
 // FirstSeq is the first sequence number of this publishing session.
@@ -274,7 +338,25 @@ func (p *Publisher) Close() error {
 		g.closeConn()
 	}
 	p.wg.Wait()
-	return nil
+	return p.saveState()
+}
+
+// saveState writes the state file, if configured.
+func (p *Publisher) saveState() error {
+	if p.state == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if p.tracker != nil {
+		p.state.LastStable = max(p.state.LastStable, p.delivered)
+	}
+	st := *p.state
+	st.Groups = make(map[int]string, len(p.state.Groups))
+	for k, v := range p.state.Groups {
+		st.Groups[k] = v
+	}
+	p.mu.Unlock()
+	return st.write(p.cfg.StateFile)
 }
 
 // broadcastLocked wakes everyone waiting on p.changed. Caller holds p.mu.
@@ -342,6 +424,7 @@ func (p *Publisher) releaseLocked() {
 // deliverStability calls OnStable in order, from one goroutine, and then
 // records what it delivered so Flush can return.
 func (p *Publisher) deliverStability() {
+	var lastSave time.Time
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -361,5 +444,14 @@ func (p *Publisher) deliverStability() {
 		p.delivered = stable
 		p.broadcastLocked()
 		p.mu.Unlock()
+		if p.state != nil && time.Since(lastSave) >= stateSaveInterval {
+			lastSave = time.Now()
+			if err := p.saveState(); err != nil {
+				p.log.Warn("cannot update the publisher state file", "err", err)
+			}
+		}
 	}
 }
+
+// stateSaveInterval bounds how often stability is written to the state file.
+const stateSaveInterval = 100 * time.Millisecond

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -219,5 +220,54 @@ func TestFlightSizeRefuse(t *testing.T) {
 	}
 	if !errors.Is(err, publisher.ErrFlightFull) {
 		t.Fatalf("Send with every group down and FlightRefuse = %v, want ErrFlightFull", err)
+	}
+}
+
+// The window that remains with intergroup any: a message stable in only one
+// group is unknown to a publisher that can reach only the other group. The
+// state file closes it for a publisher restarted on the same machine.
+func TestStateFileResumesPastWhatOnlyAnUnreachableGroupHolds(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	state := filepath.Join(t.TempDir(), "orders.state")
+	for _, m := range c.Members(2) {
+		c.Kill(m.Name)
+	}
+	p := newPublisher(t, c, "orders", func(cfg *publisher.Config) {
+		cfg.StateFile, cfg.RegisterTimeout = state, 300*time.Millisecond
+	})
+	for i := uint64(1); i <= 100; i++ {
+		if _, err := p.Send(ctx, payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	// Now only group 2 (which never saw the source) is reachable.
+	for _, m := range c.Members(1) {
+		c.Kill(m.Name)
+	}
+	for _, m := range c.Members(2) {
+		c.StartStore(m.Name)
+	}
+	c.WaitLeader(2, 30*time.Second)
+
+	without := newPublisher(t, c, "orders", func(cfg *publisher.Config) { cfg.RegisterTimeout = 300 * time.Millisecond })
+	if got := without.FirstSeq(); got != 1 {
+		t.Fatalf("without a state file the publisher resumed at %d; this test expects the known window (1)", got)
+	}
+	without.Close()
+	with := newPublisher(t, c, "orders", func(cfg *publisher.Config) {
+		cfg.StateFile, cfg.RegisterTimeout = state, 300*time.Millisecond
+	})
+	if got := with.FirstSeq(); got != 101 {
+		t.Fatalf("with the state file the publisher resumed at %d, want 101", got)
+	}
+	reg := with.Registration()
+	if reg.StateFileSeq != 100 || reg.ResumeSeq != 101 || reg.Groups[0].Answered || !reg.Groups[1].Answered {
+		t.Fatalf("registration report %+v", reg)
 	}
 }

@@ -43,6 +43,7 @@ Flags:
 
 type options struct {
 	deployment, source, intergroup, logLevel string
+	stateFile                                string
 	logFormat                                string
 	stores                                   []string
 	count, size, flight                      int
@@ -69,6 +70,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all (default: the deployment's, else any)")
 	fs.IntVar(&o.flight, "flight-size", 1000, "unstable messages allowed in flight (UM ume_flight_size)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
+	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -118,6 +120,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := publisher.DefaultConfig()
 	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = o.source, groups, behaviour, o.flight, log
 	cfg.OnStable = rec.stable
+	cfg.StateFile = o.stateFile
 	p, err := publisher.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "umpub:", err)
@@ -138,6 +141,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cancelGrace()
 	}
 	sum := rec.summary(o.source, p.Stats())
+	for _, g := range p.Registration().Groups {
+		if g.Answered {
+			sum.GroupsAnswered = append(sum.GroupsAnswered, g.Group)
+		}
+	}
 	printSummary(stdout, sum, o.json)
 	switch {
 	case sendErr != nil:

@@ -69,6 +69,8 @@ type summary struct {
 	MBPerS          float64   `json:"mb_per_s"`
 	LatencyUS       latencies `json:"latency_us"`
 	GroupsConfirmed []uint64  `json:"groups_confirmed"`
+	GroupsAnswered  []int     `json:"groups_answered"` // groups that answered the registration
+	Conflicts       uint64    `json:"conflicts"`       // sequence numbers a group held with another payload
 	Resends         uint64    `json:"resends"`
 	ForcedReleases  uint64    `json:"forced_releases"`
 }
@@ -84,7 +86,7 @@ type latencies struct {
 func (r *recorder) summary(source string, st publisher.Stats) summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := summary{Source: source, Sent: len(r.sentAt), Stable: len(r.latencies), GroupsConfirmed: st.Confirmed, Resends: st.Resends, ForcedReleases: st.ForcedReleases}
+	s := summary{Source: source, Sent: len(r.sentAt), Stable: len(r.latencies), GroupsConfirmed: st.Confirmed, Resends: st.Resends, ForcedReleases: st.ForcedReleases, Conflicts: st.Conflicts}
 	if s.Sent > 0 {
 		s.FirstSeq, s.LastSeq = r.first, r.first+uint64(s.Sent)-1
 	}

@@ -1,0 +1,72 @@
+package publisher
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// stateFile is the publisher's optional local memory of a source: the last
+// sequence number it was told was stable and the identities of the groups
+// it registered with. A restarted publisher resumes past LastStable even if
+// the groups that hold it cannot be reached, and notices a group that was
+// re-created (a new identity: its history is gone).
+type stateFile struct {
+	Source        string         `json:"source"`
+	LastStable    uint64         `json:"last_stable"`
+	Groups        map[int]string `json:"groups"` // group index -> identity
+	UpdatedUnixNs int64          `json:"updated_unix_nano"`
+}
+
+func readStateFile(path, source string) (*stateFile, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read publisher state file: %w", err)
+	}
+	var st stateFile
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("publisher state file %s is damaged (%v); move it away to start without it", path, err)
+	}
+	if st.Source != source {
+		return nil, fmt.Errorf("publisher state file %s belongs to source %q, not %q; use one state file per source", path, st.Source, source)
+	}
+	return &st, nil
+}
+
+// write replaces the file atomically and durably.
+func (st *stateFile) write(path string) error {
+	st.UpdatedUnixNs = time.Now().UnixNano()
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("write publisher state file: %w", err)
+	}
+	if _, err := f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write publisher state file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write publisher state file: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
