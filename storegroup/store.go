@@ -472,10 +472,26 @@ type Status struct {
 	// empty store of its group on this host is still catching up.
 	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
 	LastTerm      uint64 `json:"last_term"`
+	// Sources is what this store holds of each source.
+	Sources []SourceStatus `json:"sources"`
 	// Repair is the intergroup repair's progress (it runs on the leader).
 	Repair RepairStatus `json:"repair"`
 	Error  string       `json:"error,omitempty"`
 }
+
+// SourceStatus is what a store holds of one source.
+type SourceStatus struct {
+	Name      string      `json:"name"`
+	HighSeq   uint64      `json:"high_seq"`
+	LowSeq    uint64      `json:"oldest_seq"` // oldest retained
+	Count     uint64      `json:"count"`
+	Bytes     uint64      `json:"bytes"`
+	Gaps      int         `json:"gaps"`
+	GapRanges [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+}
+
+// maxGapsShown bounds the gap ranges listed per source in a status.
+const maxGapsShown = 10
 
 // Status reports the store's current state.
 func (s *Store) Status() Status {
@@ -493,6 +509,18 @@ func (s *Store) Status() Status {
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
 	st.Repair = s.repair.Status()
+	if infos, err := s.repo.Sources(); err == nil {
+		for _, in := range infos {
+			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
+			for i, g := range in.Gaps {
+				if i == maxGapsShown {
+					break
+				}
+				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
+			}
+			st.Sources = append(st.Sources, ss)
+		}
+	}
 	if shut, target := s.gate.state(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}

@@ -96,6 +96,10 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <table><tr><th>store</th><th>group</th><th>state</th><th>leader</th><th>applied index</th><th>group id</th><th>error</th></tr>
 {{range .Stores}}<tr><td>{{.Name}}</td><td>{{.Group}}</td><td>{{.State}}</td><td>{{.Leader}}</td><td>{{.AppliedIndex}}</td><td>{{.GroupID}}</td><td class="bad">{{.Error}}</td></tr>
 {{end}}</table>
+<h2>Sources</h2>
+<table><tr><th>store</th><th>source</th><th>highest seq</th><th>oldest retained</th><th>messages</th><th>gaps</th></tr>
+{{range .Stores}}{{$s := .Name}}{{range .Sources}}<tr><td>{{$s}}</td><td>{{.Name}}</td><td>{{.HighSeq}}</td><td>{{.LowSeq}}</td><td>{{.Count}}</td><td>{{.Gaps}}</td></tr>
+{{end}}{{end}}</table>
 <p>Machine-readable: <a href="/v1/status">/v1/status</a> · <a href="/readyz">/readyz</a> · <a href="/healthz">/healthz</a></p>
 </body></html>
 `))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/internal/groupclient"
 	"umstore/placement"
 	"umstore/storegroup"
 	"umstore/wire"
@@ -49,9 +50,18 @@ type storeState struct {
 }
 
 type groupState struct {
-	Index  int          `json:"index"`
-	Leader string       `json:"leader"`
-	Stores []storeState `json:"stores"`
+	Index   int           `json:"index"`
+	Leader  string        `json:"leader"`
+	Stores  []storeState  `json:"stores"`
+	Sources []sourceState `json:"sources"` // as the leader holds them
+}
+
+type sourceState struct {
+	Name    string `json:"name"`
+	HighSeq uint64 `json:"high_seq"`
+	LowSeq  uint64 `json:"oldest_seq"`
+	Count   uint64 `json:"count"`
+	Gaps    int    `json:"gaps"`
 }
 
 type deploymentState struct {
@@ -151,6 +161,11 @@ func probeDeployment(d *placement.Deployment, timeout time.Duration) deploymentS
 		}
 		if gs.Leader != "" {
 			withLeader++
+			for i, rep := range replies {
+				if rep != nil && rep.State == "Leader" {
+					gs.Sources = leaderSources(refs[i].ClientAddr(), dialer, timeout)
+				}
+			}
 		}
 		st.Groups = append(st.Groups, gs)
 	}
@@ -165,6 +180,23 @@ func probeDeployment(d *placement.Deployment, timeout time.Duration) deploymentS
 	}
 	st.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, d.Stability.Intergroup, needText(d.Stability.Intergroup, n))
 	return st
+}
+
+// leaderSources asks a group's leader for its sources (nil on failure).
+func leaderSources(addr string, d *wire.Dialer, timeout time.Duration) []sourceState {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := groupclient.New(0, []string{addr}, d)
+	defer c.Close()
+	list, err := c.Sources(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]sourceState, len(list.Sources))
+	for i, s := range list.Sources {
+		out[i] = sourceState{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: len(s.Gaps)}
+	}
+	return out
 }
 
 func needText(behaviour string, n int) string {
@@ -194,6 +226,22 @@ func printStatus(w io.Writer, st deploymentState) {
 			leader = "none (no quorum, or an election is under way)"
 		}
 		fmt.Fprintf(w, "group %d leader: %s\n", g.Index, leader)
+	}
+	printed := false
+	for _, g := range st.Groups {
+		for _, src := range g.Sources {
+			if !printed {
+				fmt.Fprintln(w)
+				tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "GROUP\tSOURCE\tHIGHEST\tOLDEST\tMESSAGES\tGAPS\n")
+				printed = true
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", g.Index, src.Name, src.HighSeq, src.LowSeq, src.Count, src.Gaps)
+		}
+	}
+	if printed {
+		tw.Flush()
+		fmt.Fprintln(w)
 	}
 	verdict := "publishing: possible"
 	if !st.Publishing {
