@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"umstore/internal/groupclient"
 	"umstore/wire"
 )
 
@@ -41,6 +42,9 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 	events := make(chan streamEvent, 64)
 	for i := range r.groups {
 		go r.stream(ctx, i, &next, events)
+	}
+	if r.cfg.Name != "" {
+		go r.acknowledge(ctx, from, &next)
 	}
 	m := merger{
 		next:      from,
@@ -245,4 +249,43 @@ func (r *Receiver) subscribeOnce(ctx context.Context, d *wire.Dialer, addrs []st
 		}
 	}
 	return lastErr
+}
+
+// ackInterval is how often a named receiver records its consumption.
+const ackInterval = time.Second
+
+// acknowledge records, through each group's log, how far this receiver has
+// consumed, whenever it has moved on: stores then know which receivers hold
+// back retention and where each stands.
+func (r *Receiver) acknowledge(ctx context.Context, from uint64, next *atomic.Uint64) {
+	clients := make([]*groupclient.Client, len(r.groups))
+	for i, g := range r.groups {
+		clients[i] = groupclient.New(g.Group, g.Addrs, g.Dialer)
+		defer clients[i].Close()
+	}
+	acked := make([]uint64, len(r.groups))
+	t := time.NewTicker(ackInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pos := next.Load() - 1
+		if pos < from {
+			continue
+		}
+		for i, c := range clients {
+			if acked[i] >= pos {
+				continue
+			}
+			callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := c.Call(callCtx, &wire.Consumed{Source: r.cfg.Source, Receiver: r.cfg.Name, Seq: pos})
+			cancel()
+			if err == nil {
+				acked[i] = pos
+			}
+		}
+	}
 }

@@ -219,10 +219,25 @@ func TestFollowAcrossLeaderChangesAndHostLoss(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if len(missing) != 0 {
 		t.Fatalf("follow reported missing ranges %v although every message is stable", missing)
 	}
+	mu.Unlock()
+	// The named receiver's consumption is recorded through the log.
+	c.Eventually(20*time.Second, "group 2 records r1's consumption", func() bool {
+		l := c.Leader(2)
+		if l == nil {
+			return false
+		}
+		for _, src := range l.Status().Sources {
+			for _, rc := range src.Receivers {
+				if src.Name == "live" && rc.Name == "r1" && rc.Consumed == sent {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
 
 // Messages that no group holds are reported once as an unrecoverable-loss

@@ -233,6 +233,15 @@ func (cs *clientServer) dispatch(m wire.Message) reply {
 			return rep
 		}
 		return reply{msg: cs.sources(m)}
+	case *wire.Consumed:
+		if err := checkSource(m.Source); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: time.Now().UnixNano()})
+		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
 	default:
 		return reply{msg: &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("a store does not accept frame type %d from clients", m.Type())}}
 	}
@@ -280,6 +289,8 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 					"source", p.Source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
 			}
 			return &wire.Ack{ReqID: reqID, Source: p.Source, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, HighSeq: p.HighSeq, Conflicts: p.Conflicts}
+		case res.Consumed != nil:
+			return &wire.OK{ReqID: reqID}
 		case res.Register != nil:
 			r := res.Register
 			return &wire.Registered{ReqID: reqID, Source: r.Source, Group: cs.s.cfg.Group, GroupID: cs.s.repo.GroupID(), HighSeq: r.HighSeq, LowSeq: r.LowSeq}
@@ -356,6 +367,8 @@ func reqIDOf(m wire.Message) uint64 {
 	case *wire.Register:
 		return m.ReqID
 	case *wire.Publish:
+		return m.ReqID
+	case *wire.Consumed:
 		return m.ReqID
 	}
 	return 0

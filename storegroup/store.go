@@ -488,6 +488,14 @@ type SourceStatus struct {
 	Bytes     uint64      `json:"bytes"`
 	Gaps      int         `json:"gaps"`
 	GapRanges [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	// Receivers are the consumption positions receivers have recorded.
+	Receivers []ReceiverStatus `json:"receivers,omitempty"`
+}
+
+// ReceiverStatus is one receiver's recorded consumption of a source.
+type ReceiverStatus struct {
+	Name     string `json:"name"`
+	Consumed uint64 `json:"consumed_seq"`
 }
 
 // maxGapsShown bounds the gap ranges listed per source in a status.
@@ -517,6 +525,11 @@ func (s *Store) Status() Status {
 					break
 				}
 				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
+			}
+			if rs, err := s.repo.Receivers(in.Name); err == nil {
+				for _, r := range rs {
+					ss.Receivers = append(ss.Receivers, ReceiverStatus{Name: r.Receiver, Consumed: r.Seq})
+				}
 			}
 			st.Sources = append(st.Sources, ss)
 		}

@@ -56,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
 	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
 	group := fs.Int("group", 0, "read from this group only (1-based)")
+	name := fs.String("name", "", "with --follow, record this receiver's consumption in the stores under `NAME`")
 	asJSON := fs.Bool("json", false, `print {"seq":N,"payload":"<base64>"} per line`)
 	timeout := fs.Duration("timeout", 60*time.Second, "give up reading after this long (not with --follow)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
@@ -97,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := receiver.DefaultConfig()
-	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger = *source, groups, *group, log
+	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger, cfg.Name = *source, groups, *group, log, *name
 	r, err := receiver.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
