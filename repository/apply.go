@@ -23,18 +23,19 @@ type Entry struct {
 }
 
 // Result is the outcome of one Entry. Exactly one of Register, Publish,
-// InitGroup and PeerGroup is set when the command took effect; none when the
-// entry was skipped, ignored, empty, or refused with Err.
+// InitGroup, PeerGroup and Consumed is set when the command took effect; none
+// when the entry was skipped, ignored, empty, or refused with Err.
 type Result struct {
 	Index   uint64
 	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
 	Ignored bool  // an unknown command marked ignorable: only the index advanced
-	Err     error // deterministic refusal of the command (ErrBadCommand, ErrGroupMismatch); the index still advances
+	Err     error // deterministic refusal of the command (ErrBadCommand, ErrGroupMismatch, ErrUnknownSource); the index still advances
 
 	Register  *RegisterResult
 	Publish   *PublishResult
 	InitGroup *InitGroupResult
 	PeerGroup *PeerGroupResult
+	Consumed  *ConsumedResult
 }
 
 // RegisterResult answers a registration: where the source's repository
@@ -71,6 +72,15 @@ type PeerGroupResult struct {
 	GroupID  string // the identity now recorded: the command's
 	Previous string // the identity recorded before GroupID, if it ever changed ("" if not)
 	Changed  bool   // the record is new or GroupID replaced another identity; false if it was already recorded
+}
+
+// ConsumedResult says what a Consumed did to the position of Receiver on
+// Source.
+type ConsumedResult struct {
+	Source   string
+	Receiver string
+	Seq      uint64 // the position recorded afterwards: the command's if Advanced, else the one already recorded
+	Advanced bool   // the position is new or moved forward; false if the command's Seq was at or below it
 }
 
 // Apply applies a batch of committed entries in one bbolt read-write
@@ -238,6 +248,8 @@ func (a *applier) apply(e *Entry, res *Result) error {
 		return a.publish(c, res)
 	case PeerGroup:
 		return a.peerGroup(c, res)
+	case Consumed:
+		return a.consumed(c, res)
 	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
@@ -312,6 +324,57 @@ func (a *applier) peerGroup(c PeerGroup, res *Result) error {
 		return fmt.Errorf("encode peer group %d: %w", c.Index, err)
 	}
 	return b.Put(key, v)
+}
+
+// consumed records a receiver's position on a source the group knows. The
+// position only moves forward: a Seq at or below the recorded one changes
+// nothing (not even the time).
+func (a *applier) consumed(c Consumed, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	switch {
+	case c.Receiver == "":
+		res.Err = fmt.Errorf("%w: Consumed on %q with an empty receiver name", ErrBadCommand, c.Source)
+		return nil
+	case len(c.Receiver) > MaxSourceNameLen:
+		res.Err = fmt.Errorf("%w: Consumed on %q: receiver name of %d bytes exceeds %d", ErrBadCommand, c.Source, len(c.Receiver), MaxSourceNameLen)
+		return nil
+	case c.Seq == 0:
+		res.Err = fmt.Errorf("%w: Consumed on %q by %q at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source, c.Receiver)
+		return nil
+	}
+	// Sees sources created earlier in this transaction. A Consumed never
+	// creates a source: the group records positions only in sources it knows.
+	b := a.sources.Bucket([]byte(c.Source))
+	if b == nil {
+		res.Err = fmt.Errorf("%w %q: Consumed by %q; positions are recorded only for sources the group holds", ErrUnknownSource, c.Source, c.Receiver)
+		return nil
+	}
+	rb, err := b.CreateBucketIfNotExists(bucketReceivers)
+	if err != nil {
+		return err
+	}
+	key := []byte(c.Receiver)
+	cr := &ConsumedResult{Source: c.Source, Receiver: c.Receiver}
+	res.Consumed = cr
+	if v := rb.Get(key); v != nil {
+		cur, err := decodeReceiver(c.Source, key, v)
+		if err != nil {
+			return err
+		}
+		if c.Seq <= cur.Seq {
+			cr.Seq = cur.Seq
+			return nil
+		}
+	}
+	cr.Seq, cr.Advanced = c.Seq, true
+	v, err := encodeReceiver(&receiverRecord{Seq: c.Seq, UnixNano: c.UnixNano})
+	if err != nil {
+		return fmt.Errorf("encode position of receiver %q on source %q: %w", c.Receiver, c.Source, err)
+	}
+	return rb.Put(key, v)
 }
 
 func (a *applier) register(c Register, res *Result) error {

@@ -15,6 +15,7 @@ type want struct {
 	Publish          *PublishResult
 	InitGroup        *InitGroupResult
 	PeerGroup        *PeerGroupResult
+	Consumed         *ConsumedResult
 }
 
 func checkResults(t *testing.T, got []Result, wants []want) {
@@ -44,6 +45,9 @@ func checkResults(t *testing.T, got []Result, wants []want) {
 		}
 		if !reflect.DeepEqual(g.PeerGroup, w.PeerGroup) {
 			t.Errorf("entry %d: PeerGroup = %+v, want %+v", g.Index, g.PeerGroup, w.PeerGroup)
+		}
+		if !reflect.DeepEqual(g.Consumed, w.Consumed) {
+			t.Errorf("entry %d: Consumed = %+v, want %+v", g.Index, g.Consumed, w.Consumed)
 		}
 	}
 }
@@ -190,11 +194,16 @@ func TestApply(t *testing.T) {
 				PeerGroup{Index: 0, GroupID: "g"},
 				PeerGroup{Index: 2},
 				rawData{byte(CmdPeerGroup), 0x93, 0x02, 0xa1, 'g'},
+				Consumed{Source: "", Receiver: "r", Seq: 1},
+				Consumed{Source: "a", Receiver: "", Seq: 1},
+				Consumed{Source: "a", Receiver: "r", Seq: 0},
+				rawData{byte(CmdConsumed), 0x94, 0xa1, 'a', 0xa1, 'r', 0x01},
 			},
 			wants: []want{
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
+				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 			},
 		},
 		{
@@ -298,13 +307,14 @@ func TestApplyIdempotent(t *testing.T) {
 		pub("a", 1, 4),
 		pub("a", 8, 2),
 		PeerGroup{Index: 2, GroupID: "h", UnixNano: 3},
+		Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 4},
 		nil,
 	)
 	first := mustApply(t, r, batch)
 	d1 := mustDigest(t, r)
 	again := mustApply(t, r, batch)
 	for i, res := range again {
-		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Err != nil {
+		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Consumed != nil || res.Err != nil {
 			t.Errorf("replayed entry %d: %+v, want only Skipped", i, res)
 		}
 		if res.Index != first[i].Index {
@@ -314,17 +324,17 @@ func TestApplyIdempotent(t *testing.T) {
 	if d2 := mustDigest(t, r); d2 != d1 {
 		t.Error("replaying a batch changed the digest")
 	}
-	if r.AppliedIndex() != 6 {
-		t.Errorf("AppliedIndex = %d, want 6", r.AppliedIndex())
+	if r.AppliedIndex() != 7 {
+		t.Errorf("AppliedIndex = %d, want 7", r.AppliedIndex())
 	}
 
 	// Entries out of order inside a batch: the lower index is skipped.
-	res := mustApply(t, r, []Entry{{Index: 8, Term: 2}, {Index: 7, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
+	res := mustApply(t, r, []Entry{{Index: 9, Term: 2}, {Index: 8, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
 	if res[0].Skipped || !res[1].Skipped {
 		t.Errorf("out-of-order batch: %+v", res)
 	}
-	if r.AppliedIndex() != 8 || r.AppliedTerm() != 2 {
-		t.Errorf("applied = %d/%d, want 8/2", r.AppliedIndex(), r.AppliedTerm())
+	if r.AppliedIndex() != 9 || r.AppliedTerm() != 2 {
+		t.Errorf("applied = %d/%d, want 9/2", r.AppliedIndex(), r.AppliedTerm())
 	}
 	if mustDigest(t, r) != d1 {
 		t.Error("a skipped entry changed the repository")

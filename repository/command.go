@@ -20,6 +20,8 @@ const (
 	CmdPublish CommandType = 3
 	// CmdPeerGroup records the identity of another group of the deployment.
 	CmdPeerGroup CommandType = 4
+	// CmdConsumed records how far a receiver has consumed a source.
+	CmdConsumed CommandType = 5
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -41,6 +43,8 @@ func (t CommandType) String() string {
 		name = "Publish"
 	case CmdPeerGroup:
 		name = "PeerGroup"
+	case CmdConsumed:
+		name = "Consumed"
 	default:
 		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 	}
@@ -91,12 +95,32 @@ type PeerGroup struct {
 	UnixNano int64  // when the leader learnt it, stamped by the proposer
 }
 
+// Consumed records that a receiver has consumed a source up to Seq.
+//
+// Receivers read a source's messages and acknowledge what they consumed; the
+// group's leader commits those acknowledgements so that every store of the
+// group knows every receiver's position (for status, and so that retention
+// is not held back by receivers that are gone). A position only moves
+// forward: recording Seq at or below the recorded one changes nothing, so the
+// leader may resend freely and acknowledgements may arrive out of order.
+//
+// Seq is not checked against the messages the group holds: a receiver merges
+// the streams of several groups and may have consumed beyond what this group
+// received.
+type Consumed struct {
+	Source   string
+	Receiver string // the receiver's name, 1 to MaxSourceNameLen bytes
+	Seq      uint64 // highest sequence number consumed, ≥ 1
+	UnixNano int64  // acknowledgement time, stamped by the proposer
+}
+
 // Body layouts (msgpack arrays, field order pinned):
 //
 //	InitGroup: [GroupID str, Index int, UnixNano int]
 //	Register:  [Source str, Session str, UnixNano int]
 //	Publish:   [Source str, FirstSeq uint, Payloads [bin, ...]]
 //	PeerGroup: [Index int, GroupID str, UnixNano int]
+//	Consumed:  [Source str, Receiver str, Seq uint, UnixNano int]
 //
 // Decoding is strict (exact element count, no trailing bytes): a store that
 // silently ignored a field it does not understand could apply the entry
@@ -106,6 +130,7 @@ const (
 	registerFields  = 3
 	publishFields   = 3
 	peerGroupFields = 3
+	consumedFields  = 4
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -161,15 +186,28 @@ func EncodePeerGroup(c PeerGroup) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
+// EncodeConsumed returns the replicated form of c.
+func EncodeConsumed(c Consumed) []byte {
+	n := 1 + sizeArrayLen(consumedFields) + sizeString(len(c.Source)) + sizeString(len(c.Receiver)) + sizeUint(c.Seq) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdConsumed))
+	b = appendArrayLen(b, consumedFields)
+	b = appendString(b, c.Source)
+	b = appendString(b, c.Receiver)
+	b = appendUint(b, c.Seq)
+	return appendInt(b, c.UnixNano)
+}
+
 // IsIgnorable reports whether data is a command marked with IgnorableFlag.
 func IsIgnorable(data []byte) bool {
 	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
 }
 
 // DecodeCommand reads an encoded command and returns an InitGroup, Register,
-// Publish or PeerGroup value. A type this version does not know gives an error wrapping
-// ErrUnknownCommand (see IsIgnorable for whether it may be skipped); a body
-// that cannot be read, or empty data, gives an error wrapping ErrBadCommand.
+// Publish, PeerGroup or Consumed value. A type this version does not know
+// gives an error wrapping ErrUnknownCommand (see IsIgnorable for whether it
+// may be skipped); a body that cannot be read, or empty data, gives an error
+// wrapping ErrBadCommand.
 //
 // A decoded Publish's Payloads alias data: do not modify data while they are
 // in use, and copy them to keep them beyond data's lifetime.
@@ -189,6 +227,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodePublish(&r)
 	case CmdPeerGroup:
 		cmd = decodePeerGroup(&r)
+	case CmdConsumed:
+		cmd = decodeConsumed(&r)
 	default:
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
@@ -259,5 +299,15 @@ func decodePublish(r *mpReader) Publish {
 	for i := range c.Payloads {
 		c.Payloads[i] = r.raw()
 	}
+	return c
+}
+
+func decodeConsumed(r *mpReader) Consumed {
+	var c Consumed
+	expectFields(r, CmdConsumed, consumedFields)
+	c.Source = r.str()
+	c.Receiver = r.str()
+	c.Seq = r.uint()
+	c.UnixNano = r.int()
 	return c
 }

@@ -30,6 +30,8 @@ var goldenCommands = []struct {
 	{"publish-bin16-v1.hex", Publish{Source: "big", FirstSeq: 1 << 40, Payloads: [][]byte{bytes.Repeat([]byte{0xab}, 300)}}},
 	{"peergroup-v1.hex", PeerGroup{Index: 2, GroupID: "0c7a4d1e-93b2-4f58-a6e1-2b3c4d5e6f70", UnixNano: 1735689700987654321}},
 	{"peergroup-index300-v1.hex", PeerGroup{Index: 300, GroupID: "g", UnixNano: -5}},
+	{"consumed-v1.hex", Consumed{Source: "orders", Receiver: "billing-7", Seq: 1001, UnixNano: 1735689800123456789}},
+	{"consumed-wide-v1.hex", Consumed{Source: "s", Receiver: "dashboard/eu-west-1/replica-0001/consumer", Seq: 1 << 40, UnixNano: -1}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -121,6 +123,14 @@ type libPeerGroup struct {
 	UnixNano int64
 }
 
+type libConsumed struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Receiver string
+	Seq      uint64
+	UnixNano int64
+}
+
 func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	for _, g := range goldenCommands {
 		t.Run(g.file, func(t *testing.T) {
@@ -159,6 +169,14 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = PeerGroup{v.Index, v.GroupID, v.UnixNano}, c
 				body, _ := msgpack.Marshal(&libPeerGroup{Index: c.Index, GroupID: c.GroupID, UnixNano: c.UnixNano})
 				checkDecodes(t, append([]byte{byte(CmdPeerGroup)}, body...), c)
+			case Consumed:
+				var v libConsumed
+				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+					t.Fatal(err)
+				}
+				lib, back = Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}, c
+				body, _ := msgpack.Marshal(&libConsumed{Source: c.Source, Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano})
+				checkDecodes(t, append([]byte{byte(CmdConsumed)}, body...), c)
 			default:
 				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
@@ -193,6 +211,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		PeerGroup{},
 		PeerGroup{Index: 1<<31 + 5, GroupID: strings.Repeat("p", 300), UnixNano: 1<<63 - 1},
 		PeerGroup{Index: -1, GroupID: "g", UnixNano: -1 << 63},
+		Consumed{},
+		Consumed{Source: strings.Repeat("s", 300), Receiver: strings.Repeat("r", 70000), Seq: ^uint64(0), UnixNano: 1<<63 - 1},
+		Consumed{Source: "a", Receiver: "r", Seq: 128, UnixNano: -1 << 63},
+		Consumed{Source: "a", Receiver: "r", Seq: 1 << 32, UnixNano: -33},
 	}
 	for _, c := range cmds {
 		data := encode(c)
@@ -245,6 +267,14 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"peer group too many fields", []byte{byte(CmdPeerGroup), 0x94, 0x02, 0xa1, 'g', 0x00, 0x00}, ErrBadCommand},
 		{"peer group index uint64", []byte{byte(CmdPeerGroup), 0x93, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xa1, 'g', 0x00}, ErrBadCommand},
 		{"peer group trailing byte", append(EncodePeerGroup(PeerGroup{Index: 2, GroupID: "g"}), 0xc0), ErrBadCommand},
+		{"consumed type only", []byte{byte(CmdConsumed)}, ErrBadCommand},
+		{"consumed too few fields", []byte{byte(CmdConsumed), 0x93, 0xa1, 'a', 0xa1, 'r', 0x01}, ErrBadCommand},
+		{"consumed too many fields", []byte{byte(CmdConsumed), 0x95, 0xa1, 'a', 0xa1, 'r', 0x01, 0x00, 0x00}, ErrBadCommand},
+		{"consumed fields swapped", []byte{byte(CmdConsumed), 0x94, 0xa1, 'a', 0x01, 0xa1, 'r', 0x00}, ErrBadCommand},
+		{"consumed negative sequence", []byte{byte(CmdConsumed), 0x94, 0xa1, 'a', 0xa1, 'r', 0xff, 0x00}, ErrBadCommand},
+		{"consumed uint64 time", []byte{byte(CmdConsumed), 0x94, 0xa1, 'a', 0xa1, 'r', 0x01, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
+		{"consumed truncated", EncodeConsumed(Consumed{Source: "a", Receiver: "r", Seq: 1 << 40})[:12], ErrBadCommand},
+		{"consumed trailing byte", append(EncodeConsumed(Consumed{Source: "a", Receiver: "r", Seq: 1}), 0xc0), ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,6 +311,8 @@ func TestCommandTypeString(t *testing.T) {
 		CmdPeerGroup:                 "PeerGroup",
 		CmdPeerGroup | IgnorableFlag: "PeerGroup|Ignorable",
 		CmdInitGroup | IgnorableFlag: "InitGroup|Ignorable",
+		CmdConsumed:                  "Consumed",
+		CmdConsumed | IgnorableFlag:  "Consumed|Ignorable",
 		9:                            "CommandType(9)",
 	} {
 		if got := typ.String(); got != want {

@@ -1,22 +1,28 @@
 package repository
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
 // randomLog builds a seeded, bounded log exercising every command and
 // outcome: in-order publishes, duplicates with different bytes, gaps, gap
 // fills, registrations, group identity conflicts, peer group records (new,
-// repeated, replaced, refused as the group's own), malformed and ignorable
-// entries, entries without a command, and holes in the raft indexes (raft
-// does not hand no-op entries to the FSM).
+// repeated, replaced, refused as the group's own), receiver positions (new,
+// advanced, at or below the recorded one, on a source the group does not
+// hold, with sequence number 0), malformed and ignorable entries, entries
+// without a command, and holes in the raft indexes (raft does not hand no-op
+// entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	sources := []string{"alpha", "beta", "gamma", "delta"}
+	registered := append(slices.Clone(sources), "epsilon") // epsilon is only ever registered
 	high := map[string]uint64{}
 	var log []Entry
 	index := uint64(0)
@@ -29,7 +35,15 @@ func randomLog(seed uint64, n int) []Entry {
 		case k < 6:
 			data = EncodePeerGroup(PeerGroup{Index: 1 + rng.IntN(3), GroupID: fmt.Sprintf("p%d", rng.IntN(2)), UnixNano: int64(index)})
 		case k < 15:
-			data = EncodeRegister(Register{Source: sources[rng.IntN(len(sources))], Session: fmt.Sprintf("s%d", rng.IntN(3)), UnixNano: int64(index) * 1000})
+			data = EncodeRegister(Register{Source: registered[rng.IntN(len(registered))], Session: fmt.Sprintf("s%d", rng.IntN(3)), UnixNano: int64(index) * 1000})
+		case k < 23:
+			// Mostly sources the group holds by then; "omega" never is.
+			src := "omega"
+			if rng.IntN(10) > 0 {
+				src = registered[rng.IntN(len(registered))]
+			}
+			seq := uint64(rng.IntN(int(high[src]) + 4)) // 0 now and then, often at or below a recorded position
+			data = EncodeConsumed(Consumed{Source: src, Receiver: fmt.Sprintf("r%d", rng.IntN(3)), Seq: seq, UnixNano: int64(index)})
 		case k < 85:
 			src := sources[rng.IntN(len(sources))]
 			var first uint64
@@ -65,15 +79,20 @@ func randomLog(seed uint64, n int) []Entry {
 }
 
 // model is a deliberately simple reference implementation of the apply
-// rules: the first payload stored for a sequence number wins.
+// rules: the first payload stored for a sequence number wins; a receiver's
+// position is the highest one consumed, with the time it was first recorded.
 type model struct {
-	msgs    map[string]map[uint64][]byte
-	regs    map[string]Register
-	created map[string]int64
+	msgs      map[string]map[uint64][]byte
+	regs      map[string]Register
+	created   map[string]int64
+	receivers map[string]map[string]ReceiverPosition
 }
 
 func newModel() *model {
-	return &model{msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{}}
+	return &model{
+		msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{},
+		receivers: map[string]map[string]ReceiverPosition{},
+	}
 }
 
 func (m *model) apply(e Entry) {
@@ -101,11 +120,22 @@ func (m *model) apply(e Entry) {
 				m.msgs[c.Source][seq] = append([]byte{}, p...)
 			}
 		}
+	case Consumed:
+		if m.msgs[c.Source] == nil || c.Receiver == "" || c.Seq == 0 {
+			return
+		}
+		if m.receivers[c.Source] == nil {
+			m.receivers[c.Source] = map[string]ReceiverPosition{}
+		}
+		if cur := m.receivers[c.Source][c.Receiver]; c.Seq > cur.Seq {
+			m.receivers[c.Source][c.Receiver] = ReceiverPosition{Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano}
+		}
 	}
 }
 
-// check compares the repository with the model: every message, and the
-// bookkeeping derived from the set of held sequence numbers.
+// check compares the repository with the model: every message, the
+// bookkeeping derived from the set of held sequence numbers, and every
+// receiver position.
 func (m *model) check(t *testing.T, r *Repo) {
 	t.Helper()
 	infos, err := r.Sources()
@@ -156,6 +186,18 @@ func (m *model) check(t *testing.T, r *Repo) {
 				t.Errorf("source %s seq %d: payload differs from the first one published", info.Name, msg.Seq)
 			}
 		}
+		positions, err := r.Receivers(info.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPositions := []ReceiverPosition{}
+		for _, p := range m.receivers[info.Name] {
+			wantPositions = append(wantPositions, p)
+		}
+		slices.SortFunc(wantPositions, func(a, b ReceiverPosition) int { return strings.Compare(a.Receiver, b.Receiver) })
+		if !reflect.DeepEqual(positions, wantPositions) {
+			t.Errorf("source %s receivers:\n  got  %+v\n  want %+v", info.Name, positions, wantPositions)
+		}
 	}
 }
 
@@ -188,6 +230,9 @@ func resultsByIndex(into map[uint64]string, res []Result) {
 		}
 		if x.PeerGroup != nil {
 			text += fmt.Sprintf(" peer=%+v", *x.PeerGroup)
+		}
+		if x.Consumed != nil {
+			text += fmt.Sprintf(" consumed=%+v", *x.Consumed)
 		}
 		into[x.Index] = text
 	}
@@ -270,6 +315,7 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"gap":           {base[0], base[1], pub("a", 2, 2)},
 		"extra message": {base[0], base[1], pub("a", 1, 4)},
 		"peer group":    {base[0], base[1], base[2], PeerGroup{Index: 2, GroupID: "p"}},
+		"receiver":      {base[0], base[1], base[2], Consumed{Source: "a", Receiver: "r", Seq: 1}},
 	}
 	r := openTest(t)
 	mustApply(t, r, logOf(1, base...))
@@ -296,6 +342,8 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 		switch {
 		case x.Ignored:
 			seen["ignored"]++
+		case errors.Is(x.Err, ErrUnknownSource):
+			seen["consumed-unknown-source"]++
 		case x.Err != nil:
 			seen["err"]++
 		case x.InitGroup != nil && x.InitGroup.AlreadyInitialised:
@@ -304,6 +352,10 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["peer-replaced"]++
 		case x.PeerGroup != nil && !x.PeerGroup.Changed:
 			seen["peer-same"]++
+		case x.Consumed != nil && x.Consumed.Advanced:
+			seen["consumed-advanced"]++
+		case x.Consumed != nil:
+			seen["consumed-not-advanced"]++
 		case x.Register != nil && x.Register.Created:
 			seen["register-new"]++
 		case x.Register != nil:
@@ -322,7 +374,7 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["no-command"]++
 		}
 	}
-	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
+	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "consumed-unknown-source", "consumed-advanced", "consumed-not-advanced", "register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

@@ -11,12 +11,13 @@ import (
 )
 
 // Digest returns a hex SHA-256 over a canonical dump of the replicated state:
-// the group identity, for every source in name order its bookkeeping and
-// every message in sequence order, then the records of the other groups in
-// index order. The applied index and term are left out, as are bbolt's page
-// layout and free space: two stores that applied the same log have equal
-// digests even if they applied it in different batches or one restored it
-// from a snapshot. Tests compare members with it.
+// the group identity, for every source in name order its bookkeeping, every
+// message in sequence order and its receivers' positions in receiver name
+// order, then the records of the other groups in index order. The applied
+// index and term are left out, as are bbolt's page layout and free space: two
+// stores that applied the same log have equal digests even if they applied it
+// in different batches or one restored it from a snapshot. Tests compare
+// members with it.
 func (r *Repo) Digest() (string, error) {
 	h := sha256.New()
 	err := r.view(func(tx *bolt.Tx) error {
@@ -52,10 +53,29 @@ func (r *Repo) Digest() (string, error) {
 			d.u64(uint64(st.Created))
 			d.u64(uint64(st.LastRegister))
 
-			mc := tx.Bucket(bucketSources).Bucket(k).Bucket(bucketMsgs).Cursor()
+			b := tx.Bucket(bucketSources).Bucket(k)
+			mc := b.Bucket(bucketMsgs).Cursor()
 			for mk, mv := mc.First(); mk != nil; mk, mv = mc.Next() {
 				d.bytes(mk)
 				d.bytes(mv)
+			}
+
+			// Only when there are any, so that a repository without receiver
+			// positions digests as it did before they existed. The marker's
+			// length (9) tells it from a message key (always 8), and the
+			// count delimits the records.
+			var receivers []ReceiverPosition
+			if err := readReceivers(name, b, func(p ReceiverPosition) { receivers = append(receivers, p) }); err != nil {
+				return err
+			}
+			if len(receivers) > 0 {
+				d.str("receivers")
+				d.u64(uint64(len(receivers)))
+				for _, p := range receivers {
+					d.str(p.Receiver)
+					d.u64(p.Seq)
+					d.u64(uint64(p.UnixNano))
+				}
 			}
 			d.str("end")
 		}

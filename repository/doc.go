@@ -3,20 +3,22 @@
 // group's leader learnt them (PeerGroups), and, for every source, the
 // messages the group has committed (by sequence number) with their
 // bookkeeping — highest and lowest sequence number held, gaps the group never
-// received, the last registration. It lives in one bbolt file per store and
-// knows nothing of raft or the network: the raft FSM adapter in package
-// storegroup feeds it committed log entries (Apply), asks it for snapshots
-// (Snapshot) and installs snapshots from the leader (Restore).
+// received, the last registration — and how far each of its receivers has
+// consumed it (Receivers). It lives in one bbolt file per store and knows
+// nothing of raft or the network: the raft FSM adapter in package storegroup
+// feeds it committed log entries (Apply), asks it for snapshots (Snapshot)
+// and installs snapshots from the leader (Restore).
 //
 // # Commands
 //
 // Each log entry carries one command: a type byte followed by a msgpack body
-// (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup and
-// DecodeCommand). Types and body layouts are pinned; samples of every type
-// are kept under testdata/ and a test checks that they still decode. A future
-// command that older stores may safely skip carries IgnorableFlag in its type
-// byte; any other unknown command makes Apply fail, so that an outdated store
-// stops instead of silently diverging from its peers.
+// (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup,
+// EncodeConsumed and DecodeCommand). Types and body layouts are pinned;
+// samples of every type are kept under testdata/ and a test checks that they
+// still decode. A future command that older stores may safely skip carries
+// IgnorableFlag in its type byte; any other unknown command makes Apply fail,
+// so that an outdated store stops instead of silently diverging from its
+// peers.
 //
 // # Determinism and idempotence
 //
@@ -24,11 +26,13 @@
 // state. Apply therefore depends only on the previous state and the entries:
 // no clock (the proposer stamps times into commands), no randomness, no map
 // iteration order, and no dependence on how the log is cut into batches.
-// Refusals of a command (a malformed body, a group identity mismatch) are part
-// of that state machine: they come back as Result.Err identically on every
-// store and the entry still counts as applied. Publishing a sequence number
-// the repository already holds is a no-op, so a publisher may resend freely.
-// Digest hashes the logical content so tests can compare members.
+// Refusals of a command (a malformed body, a group identity mismatch, a
+// consumption record for a source the group does not hold) are part of that
+// state machine: they come back as Result.Err identically on every store and
+// the entry still counts as applied. Publishing a sequence number the
+// repository already holds is a no-op, so a publisher may resend freely; a
+// receiver's position only moves forward, so its acknowledgements may be
+// resent or reordered. Digest hashes the logical content so tests can compare members.
 //
 // # The applied index
 //
@@ -44,6 +48,6 @@
 // # Concurrency
 //
 // Apply, Snapshot and Restore are called from one goroutine (the FSM's).
-// Reads (Sources, Source, Read, Digest, AppliedIndex, ...) may run at any time
+// Reads (Sources, Source, Read, Receivers, Digest, AppliedIndex, ...) may run at any time
 // in their own read transactions; during a Restore they wait for the new file.
 package repository

@@ -34,6 +34,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdInitGroup), 0x93, 0xc4, 0x01, 'g', 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xff})
 	f.Add([]byte{byte(CmdPeerGroup), 0x93, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xc0, 0xff})
 	f.Add([]byte{byte(CmdPeerGroup | IgnorableFlag), 0x93, 0x02, 0xd9, 0x01, 'g', 0xcc, 0x05})
+	f.Add([]byte{byte(CmdConsumed), 0x94, 0xc0, 0xc4, 0x01, 'r', 0xcd, 0x00, 0x01, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{byte(CmdConsumed | IgnorableFlag), 0x94, 0xa1, 'a', 0xa1, 'r', 0xff, 0x00})
+	f.Add([]byte{byte(CmdConsumed), 0xdc, 0x00, 0x04, 0xa1, 'a', 0xda, 0x00, 0x01, 'r', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0, 0xd0, 0x01})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
@@ -64,6 +67,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		case PeerGroup:
 			var v libPeerGroup
 			err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}
+		case Consumed:
+			var v libConsumed
+			err, lib = msgpack.Unmarshal(data[1:], &v), Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}
 		default:
 			t.Fatalf("no msgpack library check for %T", cmd)
 		}

@@ -41,6 +41,8 @@ func encode(cmd any) []byte {
 		return EncodePublish(c)
 	case PeerGroup:
 		return EncodePeerGroup(c)
+	case Consumed:
+		return EncodeConsumed(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

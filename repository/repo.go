@@ -22,7 +22,11 @@ import (
 // Adding keys or buckets that older binaries of the same version never look
 // at, and whose absence means "nothing recorded", does not change the
 // version: meta/peer-groups came that way (a file written before it simply
-// has none).
+// has none), and so did sources/<name>/receivers. A binary from before
+// receivers opens a file holding some and reads everything else correctly: it
+// never lists a source bucket's contents, only fetches its state and msgs by
+// name. It cannot apply a Consumed entry, though: it stops on that unknown
+// command, as any outdated store must.
 const FormatVersion = 1
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
@@ -85,12 +89,18 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	                            the bucket exists once a PeerGroup took effect
 //	sources/<name>/state        msgpack sourceState
 //	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
+//	sources/<name>/receivers/<receiver>
+//	                            msgpack receiverRecord {s: seq, t: unix nano}:
+//	                            how far the receiver consumed the source, keyed
+//	                            by its name (so in name order); the bucket
+//	                            exists once a Consumed for the source took effect
 var (
 	bucketMeta    = []byte("meta")
 	bucketSources = []byte("sources")
 	bucketMsgs    = []byte("msgs")
 
 	bucketPeerGroups = []byte("peer-groups") // inside meta
+	bucketReceivers  = []byte("receivers")   // inside a source's bucket
 
 	keyFormat       = []byte("format")
 	keyAppliedIndex = []byte("applied-index")

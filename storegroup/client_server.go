@@ -106,6 +106,8 @@ func (cs *clientServer) handle(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	cs.s.metrics.connections.Add(1)
+	defer cs.s.metrics.connections.Add(-1)
 	c := wire.NewConn(nc, cs.s.cfg.MaxFrame)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: cs.s.cfg.Name, Group: cs.s.cfg.Group}); err != nil {
@@ -133,15 +135,17 @@ func (cs *clientServer) handle(nc net.Conn) {
 		m, err := c.Read()
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
+				cs.s.metrics.refused(refusedTooLarge)
 				replies <- reply{msg: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error() + "; closing the connection"}}
 			}
 			if wire.IsFatal(err) {
 				return
 			}
-			code := wire.CodeBadRequest
+			code, reason := wire.CodeBadRequest, refusedMalformed
 			if errors.Is(err, wire.ErrUnknownType) {
-				code = wire.CodeUnknown
+				code, reason = wire.CodeUnknown, refusedUnknownType
 			}
+			cs.s.metrics.refused(reason)
 			replies <- reply{msg: &wire.Error{Code: code, Message: err.Error()}}
 			continue
 		}

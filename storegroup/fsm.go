@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -28,6 +29,7 @@ type fsm struct {
 	repo      *repository.Repo
 	onFatal   func(error)
 	onApplied func() // after every applied batch: wakes subscriptions
+	metrics   *storeMetrics
 
 	mu     sync.Mutex
 	failed error
@@ -55,6 +57,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 			entries[i].Data = l.Data
 		}
 	}
+	start := time.Now()
 	results, err := f.repo.Apply(entries)
 	if err != nil {
 		err = fmt.Errorf("%w: entries %d..%d: %v", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
@@ -71,6 +74,14 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	}
 	for i := range results {
 		out[i] = &results[i]
+		if p := results[i].Publish; p != nil && f.metrics != nil {
+			f.metrics.stored.Add(uint64(p.Stored))
+			f.metrics.duplicates.Add(uint64(p.Duplicates))
+			f.metrics.conflicts.Add(uint64(p.Conflicts))
+		}
+	}
+	if f.metrics != nil {
+		f.metrics.observeApply(len(entries), time.Since(start))
 	}
 	if f.onApplied != nil {
 		f.onApplied()
@@ -95,7 +106,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fsmSnapshot{s: s}, nil
+	return &fsmSnapshot{s: s, metrics: f.metrics}, nil
 }
 
 // Restore replaces the repository with a snapshot's copy.
@@ -104,12 +115,20 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return f.repo.Restore(rc)
 }
 
-type fsmSnapshot struct{ s *repository.Snapshot }
+type fsmSnapshot struct {
+	s       *repository.Snapshot
+	metrics *storeMetrics
+}
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
 	if _, err := s.s.WriteTo(sink); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("write repository snapshot: %w", err)
+	}
+	if s.metrics != nil {
+		s.metrics.snapshots.Add(1)
+		s.metrics.snapshotSecs.Observe(time.Since(start).Seconds())
 	}
 	return sink.Close()
 }

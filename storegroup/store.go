@@ -36,6 +36,7 @@ type Store struct {
 	fsm      *fsm
 	client   *clientServer
 	repair   *repairer
+	metrics  *storeMetrics
 	hlog     hclog.Logger
 
 	raftMu sync.RWMutex
@@ -76,6 +77,7 @@ func Open(cfg Config) (*Store, error) {
 	s.hlog = newRaftLogger(s.log, "raft")
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.repair = newRepairer(s)
+	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
 		return nil, err
@@ -127,7 +129,7 @@ func (s *Store) openStorage() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
-	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, metrics: s.metrics}
 	return s.catchUpFromSnapshot()
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -40,6 +42,7 @@ func startAdmin(addr string, d *placement.Deployment, hosts []*hostStores, log *
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.HandleFunc("GET /v1/status", a.status)
 	mux.HandleFunc("GET /{$}", a.page)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(hosts), promhttp.HandlerOpts{}))
 	// Profiling for performance work; the admin address is loopback by default.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

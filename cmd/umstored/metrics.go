@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// newRegistry gathers the daemon's metrics: every store's collector (labels
+// store and group), the staged restart's phase, and the Go runtime's and
+// process's standard metrics.
+func newRegistry(hosts []*hostStores) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, hs := range hosts {
+		for _, s := range hs.stores {
+			reg.MustRegister(s.Collector())
+		}
+	}
+	phase := func(pick func(waiting, catching bool) bool) func() float64 {
+		return func() float64 {
+			n := 0
+			for _, hs := range hosts {
+				for _, s := range hs.stores {
+					st := s.Status()
+					if pick(st.WaitingToJoin, st.CatchingUp) {
+						n++
+					}
+				}
+			}
+			return float64(n)
+		}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "umstore_staged_restart_stores", Help: "Stores of this daemon in a phase of the staged restart.",
+			ConstLabels: prometheus.Labels{"phase": "waiting"},
+		}, phase(func(w, _ bool) bool { return w })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "umstore_staged_restart_stores", Help: "Stores of this daemon in a phase of the staged restart.",
+			ConstLabels: prometheus.Labels{"phase": "catching_up"},
+		}, phase(func(_, c bool) bool { return c })),
+	)
+	return reg
+}

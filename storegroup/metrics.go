@@ -1,0 +1,143 @@
+package storegroup
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// storeMetrics holds what a store counts as it works; the rest of its
+// metrics are read from Status when scraped.
+type storeMetrics struct {
+	applyEntries  prometheus.Histogram
+	applySeconds  prometheus.Histogram
+	snapshotSecs  prometheus.Histogram
+	snapshots     atomic.Uint64
+	stored        atomic.Uint64
+	duplicates    atomic.Uint64
+	conflicts     atomic.Uint64
+	connections   atomic.Int64
+	refusedFrames [refusedReasons]atomic.Uint64
+}
+
+// Reasons a client frame is refused, for umstore_client_frames_refused_total.
+const (
+	refusedMalformed = iota
+	refusedUnknownType
+	refusedTooLarge
+	refusedInvalid
+	refusedReasons
+)
+
+var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid"}
+
+func newStoreMetrics(name string, group int) *storeMetrics {
+	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}
+	return &storeMetrics{
+		applyEntries: prometheus.NewHistogram(prometheus.HistogramOpts{
+			ConstLabels: labels,
+			Name:        "umstore_apply_batch_entries",
+			Help:        "Raft entries applied to the repository in one transaction.",
+			Buckets:     prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			ConstLabels: labels,
+			Name:        "umstore_apply_batch_duration_seconds",
+			Help:        "Time to apply one batch of raft entries to the repository, fsync included.",
+			Buckets:     prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		snapshotSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			ConstLabels: labels,
+			Name:        "umstore_snapshot_duration_seconds",
+			Help:        "Time to write one repository snapshot.",
+			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+	}
+}
+
+func (m *storeMetrics) refused(reason int) { m.refusedFrames[reason].Add(1) }
+
+func (m *storeMetrics) observeApply(entries int, took time.Duration) {
+	m.applyEntries.Observe(float64(entries))
+	m.applySeconds.Observe(took.Seconds())
+}
+
+// Collector returns a Prometheus collector for this store: gauges read
+// from its status at scrape time, counters and histograms kept as it works.
+// Every metric carries the labels store and group.
+func (s *Store) Collector() prometheus.Collector { return &storeCollector{s: s} }
+
+type storeCollector struct{ s *Store }
+
+func (c *storeCollector) desc(name, help string, extra ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, extra, prometheus.Labels{"store": c.s.cfg.Name, "group": strconv.Itoa(c.s.cfg.Group)})
+}
+
+// Describe sends nothing: the collector is unchecked, as its gauges are
+// computed at scrape time.
+func (c *storeCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	st := s.Status()
+	m := s.metrics
+	gauge := func(name, help string, v float64) {
+		ch <- prometheus.MustNewConstMetric(c.desc(name, help), prometheus.GaugeValue, v)
+	}
+	counter := func(name, help string, v uint64) {
+		ch <- prometheus.MustNewConstMetric(c.desc(name, help), prometheus.CounterValue, float64(v))
+	}
+	for _, state := range []string{"starting", "Follower", "Candidate", "Leader", "Shutdown", "failed"} {
+		v := 0.0
+		if st.State == state {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_state", "1 for the store's current raft state (starting: raft not running yet; failed: stopped itself).", "state"), prometheus.GaugeValue, v, state)
+	}
+	if r := s.raftNode(); r != nil {
+		stats := r.Stats()
+		term, _ := strconv.ParseUint(stats["term"], 10, 64)
+		gauge("umstore_raft_term", "Current raft term.", float64(term))
+		gauge("umstore_raft_commit_index", "Highest log index known committed.", float64(r.CommitIndex()))
+		gauge("umstore_raft_applied_index", "Highest log index applied by raft.", float64(r.AppliedIndex()))
+		gauge("umstore_raft_last_index", "Highest log index stored.", float64(r.LastIndex()))
+	}
+	gauge("umstore_repository_applied_index", "Raft index durably applied to the repository.", float64(st.AppliedIndex))
+	gauge("umstore_snapshot_index", "Index of the latest local snapshot.", float64(st.SnapshotIndex))
+	var msgs, bytes, gaps uint64
+	for _, src := range st.Sources {
+		msgs += src.Count
+		bytes += src.Bytes
+		gaps += uint64(src.Gaps)
+	}
+	gauge("umstore_repository_sources", "Sources the repository holds.", float64(len(st.Sources)))
+	gauge("umstore_repository_messages", "Messages the repository holds, all sources.", float64(msgs))
+	gauge("umstore_repository_bytes", "Payload bytes the repository holds, all sources.", float64(bytes))
+	gauge("umstore_repository_gaps", "Recorded gaps (ranges this group never received), all sources.", float64(gaps))
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	gauge("umstore_catching_up", "1 while the store rejoined empty and has not caught up (its vote is gated).", b2f(st.CatchingUp))
+	gauge("umstore_waiting_to_join", "1 while an empty store waits for its turn in the staged restart.", b2f(st.WaitingToJoin))
+	gauge("umstore_repair_pending_messages", "Messages the last repair pass found missing.", float64(st.Repair.Pending))
+	counter("umstore_repair_passes_total", "Repair passes run as leader.", st.Repair.Passes)
+	counter("umstore_repair_messages_total", "Messages copied from other groups.", st.Repair.RepairedMessages)
+	counter("umstore_repair_bytes_total", "Payload bytes copied from other groups.", st.Repair.RepairedBytes)
+	counter("umstore_consistency_violations_total", "Sequence numbers offered with a payload different from the one held (kept, never overwritten).", m.conflicts.Load())
+	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
+	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
+	counter("umstore_snapshots_total", "Repository snapshots written.", m.snapshots.Load())
+	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))
+	for i, name := range refusedReasonNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)
+	}
+	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs} {
+		h.Collect(ch)
+	}
+}
