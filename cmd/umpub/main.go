@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -46,7 +47,7 @@ type options struct {
 	stateFile                                string
 	logFormat                                string
 	stores                                   []string
-	count, size, flight                      int
+	count, size, flight, sources             int
 	rate                                     float64
 	stdin, json                              bool
 	timeout                                  time.Duration
@@ -63,7 +64,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.deployment, "deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
 	fs.StringArrayVar(&o.stores, "store", nil, "a store as UM's ume_store, `IP:port[:RegID[:GroupIDX]]` (repeat for every store; instead of --deployment)")
 	fs.StringVar(&o.source, "source", "", "source name (required)")
-	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin)")
+	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
+	fs.IntVar(&o.sources, "sources", 1, "publish on this many sources at once, NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
 	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
 	fs.BoolVar(&o.stdin, "stdin", false, "publish each line of standard input as one message")
@@ -116,38 +118,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	rec := newRecorder()
-	cfg := publisher.DefaultConfig()
-	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = o.source, groups, behaviour, o.flight, log
-	cfg.OnStable = rec.stable
-	cfg.StateFile = o.stateFile
-	p, err := publisher.New(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "umpub:", err)
-		return 1
-	}
-	defer p.Close()
-	rec.first = p.FirstSeq()
-
-	progress := startProgress(stderr, o, rec)
-	sendErr := send(ctx, p, o, stdin, rec)
-	flushErr := p.Flush(ctx)
-	progress.stop()
-	if sendErr == nil && flushErr == nil {
-		// Stable already; give the other groups a moment to confirm too, so
-		// every group holds a copy (it does not change the exit status).
-		grace, cancelGrace := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = p.WaitAllGroups(grace)
-		cancelGrace()
-	}
-	sum := rec.summary(o.source, p.Stats())
-	for _, g := range p.Registration().Groups {
-		if g.Answered {
-			sum.GroupsAnswered = append(sum.GroupsAnswered, g.Group)
+	names := []string{o.source}
+	if o.sources > 1 {
+		names = names[:0]
+		for i := 1; i <= o.sources; i++ {
+			names = append(names, fmt.Sprintf("%s-%d", o.source, i))
 		}
 	}
+	runs := make([]*sourceRun, len(names))
+	for i, name := range names {
+		runs[i] = &sourceRun{source: name, rec: newRecorder()}
+	}
+	perSource := o
+	perSource.rate = o.rate / float64(len(names))
+	progress := startProgress(stderr, o, runs)
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.publish(ctx, perSource, groups, behaviour, log, stdin)
+		}()
+	}
+	wg.Wait()
+	progress.stop()
+	sum, sendErr, flushErr := mergeRuns(o.source, runs)
 	printSummary(stdout, sum, o.json)
 	switch {
+	case sendErr != nil && sum.Sent == 0 && sum.Stable == 0 && errors.Is(sendErr, publisher.ErrRegistration):
+		fmt.Fprintln(stderr, "umpub:", sendErr)
+		return 1
 	case sendErr != nil:
 		fmt.Fprintln(stderr, "umpub: sending stopped:", sendErr)
 		return 1
@@ -172,6 +172,10 @@ func (o *options) check() error {
 		return fmt.Errorf("--flight-size must be at least 1, got %d", o.flight)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
+	case o.sources < 1 || o.sources > 1000:
+		return fmt.Errorf("--sources must be 1..1000, got %d", o.sources)
+	case o.sources > 1 && o.stdin:
+		return errors.New("--sources and --stdin do not go together: standard input is one stream")
 	}
 	return nil
 }
@@ -221,6 +225,49 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 	return nil
 }
 
+// sourceRun is one publisher of a (possibly multi-source) run.
+type sourceRun struct {
+	source   string
+	rec      *recorder
+	stats    publisher.Stats
+	answered []int
+	sendErr  error
+	flushErr error
+}
+
+// publish registers, sends, waits for stability and records the outcome.
+func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, log *slog.Logger, stdin io.Reader) {
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = r.source, groups, behaviour, o.flight, log
+	cfg.OnStable = r.rec.stable
+	cfg.StateFile = o.stateFile
+	if o.stateFile != "" && o.sources > 1 {
+		cfg.StateFile = o.stateFile + "." + r.source
+	}
+	p, err := publisher.New(ctx, cfg)
+	if err != nil {
+		r.sendErr = err
+		return
+	}
+	defer p.Close()
+	r.rec.first = p.FirstSeq()
+	r.sendErr = send(ctx, p, o, stdin, r.rec)
+	r.flushErr = p.Flush(ctx)
+	if r.sendErr == nil && r.flushErr == nil {
+		// Stable already; give the other groups a moment to confirm too, so
+		// every group holds a copy (it does not change the exit status).
+		grace, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = p.WaitAllGroups(grace)
+		cancel()
+	}
+	r.stats = p.Stats()
+	for _, g := range p.Registration().Groups {
+		if g.Answered {
+			r.answered = append(r.answered, g.Group)
+		}
+	}
+}
+
 func sendOne(ctx context.Context, p *publisher.Publisher, rec *recorder, payload []byte) error {
 	now := time.Now()
 	seq, err := p.Send(ctx, payload)
@@ -249,7 +296,7 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-func startProgress(w io.Writer, o options, rec *recorder) *progress {
+func startProgress(w io.Writer, o options, runs []*sourceRun) *progress {
 	p := &progress{done: make(chan struct{})}
 	f, ok := w.(*os.File)
 	if !ok || o.json {
@@ -269,7 +316,11 @@ func startProgress(w io.Writer, o options, rec *recorder) *progress {
 				fmt.Fprint(w, "\r"+strings.Repeat(" ", 60)+"\r")
 				return
 			case <-t.C:
-				sent, stable := rec.counts()
+				sent, stable := 0, 0
+				for _, r := range runs {
+					a, b := r.rec.counts()
+					sent, stable = sent+a, stable+b
+				}
 				fmt.Fprintf(w, "\rsent %d, stable %d", sent, stable)
 			}
 		}

@@ -1,11 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	"umstore/publisher"
 )
 
 // recorder keeps each message's send time and measures its
@@ -60,6 +59,7 @@ func (r *recorder) counts() (sent, stable int) {
 // summary is umpub's report; the JSON names are the contract of SPEC §5.
 type summary struct {
 	Source          string    `json:"source"`
+	Sources         int       `json:"sources,omitempty"` // with --sources K: K, and the counts are totals
 	Sent            int       `json:"sent"`
 	Stable          int       `json:"stable"`
 	FirstSeq        uint64    `json:"first_seq"`
@@ -83,27 +83,57 @@ type latencies struct {
 	Max  int64 `json:"max"`
 }
 
-func (r *recorder) summary(source string, st publisher.Stats) summary {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := summary{Source: source, Sent: len(r.sentAt), Stable: len(r.latencies), GroupsConfirmed: st.Confirmed, Resends: st.Resends, ForcedReleases: st.ForcedReleases, Conflicts: st.Conflicts}
-	if s.Sent > 0 {
-		s.FirstSeq, s.LastSeq = r.first, r.first+uint64(s.Sent)-1
+// mergeRuns sums the runs of every source into one summary: counts add up,
+// throughput is over the whole span, latency percentiles are over every
+// message. With one source it is that source's summary.
+func mergeRuns(name string, runs []*sourceRun) (summary, error, error) {
+	s := summary{Source: name}
+	var sendErr, flushErr error
+	var all []time.Duration
+	var start, end time.Time
+	var bytes int64
+	for i, run := range runs {
+		r := run.rec
+		r.mu.Lock()
+		s.Sent += len(r.sentAt)
+		s.Stable += len(r.latencies)
+		all = append(all, r.latencies...)
+		bytes += r.bytes
+		if len(r.sentAt) > 0 && (start.IsZero() || r.start.Before(start)) {
+			start = r.start
+		}
+		if r.end.After(end) {
+			end = r.end
+		}
+		if i == 0 && len(r.sentAt) > 0 {
+			s.FirstSeq, s.LastSeq = r.first, r.first+uint64(len(r.sentAt))-1
+		}
+		r.mu.Unlock()
+		st := run.stats
+		s.Resends += st.Resends
+		s.ForcedReleases += st.ForcedReleases
+		s.Conflicts += st.Conflicts
+		if i == 0 {
+			s.GroupsConfirmed, s.GroupsAnswered = st.Confirmed, run.answered
+		}
+		if sendErr == nil && run.sendErr != nil {
+			sendErr = fmt.Errorf("source %s: %w", run.source, run.sendErr)
+		}
+		if flushErr == nil && run.flushErr != nil {
+			flushErr = fmt.Errorf("source %s: %w", run.source, run.flushErr)
+		}
 	}
-	if s.Stable > 0 {
-		el := r.end.Sub(r.start)
+	if len(runs) > 1 {
+		s.Sources = len(runs)
+	}
+	if s.Stable > 0 && end.After(start) {
+		el := end.Sub(start)
 		s.ElapsedS = el.Seconds()
-		if el > 0 {
-			s.MsgsPerS = float64(s.Stable) / el.Seconds()
-			s.MBPerS = float64(r.bytes) / el.Seconds() / 1e6
-		}
-		sorted := slices.Clone(r.latencies)
-		slices.Sort(sorted)
-		pct := func(p float64) int64 {
-			i := int(p * float64(len(sorted)-1))
-			return sorted[i].Microseconds()
-		}
-		s.LatencyUS = latencies{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), P999: pct(0.999), Max: sorted[len(sorted)-1].Microseconds()}
+		s.MsgsPerS = float64(s.Stable) / el.Seconds()
+		s.MBPerS = float64(bytes) / el.Seconds() / 1e6
+		slices.Sort(all)
+		pct := func(p float64) int64 { return all[int(p*float64(len(all)-1))].Microseconds() }
+		s.LatencyUS = latencies{P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), P999: pct(0.999), Max: all[len(all)-1].Microseconds()}
 	}
-	return s
+	return s, sendErr, flushErr
 }
