@@ -25,6 +25,7 @@ type host struct {
 	dataDir string
 	admin   string
 	deploy  string
+	extra   []string // more flags for umstored run
 
 	cmd    *exec.Cmd
 	stderr *syncBuffer
@@ -51,8 +52,8 @@ func (s *syncBuffer) String() string {
 
 func (h *host) start() {
 	h.t.Helper()
-	h.cmd = exec.Command(filepath.Join(h.bin, "umstored"), "run", "--deployment", h.deploy, "--host", h.name,
-		"--data-dir", h.dataDir, "--admin-addr", h.admin)
+	args := append([]string{"run", "--deployment", h.deploy, "--host", h.name, "--data-dir", h.dataDir, "--admin-addr", h.admin}, h.extra...)
+	h.cmd = exec.Command(filepath.Join(h.bin, "umstored"), args...)
 	if h.stderr == nil {
 		h.stderr = &syncBuffer{} // one log across restarts
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"umstore/dirlock"
 )
 
 // Member is one store of a group as the deployment describes it.
@@ -81,6 +83,10 @@ type Config struct {
 	RepairBatchBytes int
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
+	// Lock configures the exclusive lock on DataDir that the store holds for
+	// its whole life (mode flock or lease, standby). Name and Logger are
+	// filled in from the store's.
+	Lock dirlock.Options
 	// NoSync disables fsync in the repository. Only for tests and
 	// benchmarks: a store with NoSync can lose acknowledged messages.
 	NoSync bool
@@ -146,6 +152,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
+	}
+	if err := c.Lock.Validate(); err != nil {
+		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)
 	}
 	if c.RepairInterval < 0 || c.RepairBytesPerSecond < 0 || c.RepairBatchCount < 1 || c.RepairBatchBytes < 1 {
 		return fmt.Errorf("%w: store %s: repair settings must be positive (RepairInterval 0 disables repair)", ErrConfig, c.Name)

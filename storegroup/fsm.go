@@ -30,6 +30,7 @@ type fsm struct {
 	onFatal   func(error)
 	onApplied func() // after every applied batch: wakes subscriptions
 	metrics   *storeMetrics
+	lock      interface{ Check() error } // the data directory's lock: checked before every write batch
 
 	mu     sync.Mutex
 	failed error
@@ -58,7 +59,14 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	start := time.Now()
-	results, err := f.repo.Apply(entries)
+	var err error
+	if f.lock != nil {
+		err = f.lock.Check()
+	}
+	var results []repository.Result
+	if err == nil {
+		results, err = f.repo.Apply(entries)
+	}
 	if err != nil {
 		err = fmt.Errorf("%w: entries %d..%d: %v", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
 		f.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"umstore/dirlock"
 	"umstore/repository"
 )
 
@@ -28,7 +29,8 @@ type Store struct {
 	log *slog.Logger
 
 	repo     *repository.Repo
-	logStore *raftboltdb.BoltStore
+	logStore *guardedLogStore
+	lock     dirlock.Lock
 	snaps    *raft.FileSnapshotStore
 	trans    *raft.NetworkTransport
 	rtrans   *gatedTransport // what raft uses: trans behind the vote gate
@@ -61,7 +63,11 @@ type Store struct {
 // server and, in the background, its raft node: at once if the store has
 // state, or after the bootstrap decision (see the package doc) if it is
 // empty. Use Started to wait for the raft node.
-func Open(cfg Config) (*Store, error) {
+func Open(cfg Config) (*Store, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open whose wait for the data directory's lock (a standby
+// store waits until the holder goes away) ends with ctx.
+func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,17 +81,31 @@ func Open(cfg Config) (*Store, error) {
 		appliedCh: make(chan struct{}),
 	}
 	s.hlog = newRaftLogger(s.log, "raft")
+	lockOpts := cfg.Lock
+	lockOpts.Name, lockOpts.Logger = cfg.Name, s.log
+	if lockOpts.OnWait == nil {
+		lockOpts.OnWait = func(holder string) {
+			s.log.Info("standby: waiting for the data directory's lock", "held_by", holder)
+		}
+	}
+	lk, err := dirlock.Acquire(ctx, cfg.DataDir, lockOpts)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lk
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.repair = newRepairer(s)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
+		lk.Release()
 		return nil, err
 	}
 	self := cfg.self()
 	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP)
 	if err != nil {
 		s.closeStorage()
+		lk.Release()
 		return nil, err
 	}
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -103,9 +123,18 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		s.rtrans.Close()
 		s.closeStorage()
+		lk.Release()
 		return nil, err
 	}
-	s.bg.Add(2)
+	s.bg.Add(3)
+	go func() {
+		defer s.bg.Done()
+		select {
+		case <-lk.Lost():
+			s.fail(fmt.Errorf("store %s lost the lease on its data directory %s (another process took it over, or it could not renew in time): stopping without writing more", cfg.Name, cfg.DataDir))
+		case <-s.ctx.Done():
+		}
+	}()
 	go func() { defer s.bg.Done(); s.client.serve() }()
 	go func() { defer s.bg.Done(); s.start() }()
 	return s, nil
@@ -121,15 +150,16 @@ func (s *Store) openStorage() error {
 	if err != nil {
 		return fmt.Errorf("open repository of store %s: %w", s.cfg.Name, err)
 	}
-	s.logStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
 		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
 	}
+	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock}
 	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
-	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, metrics: s.metrics}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, metrics: s.metrics, lock: s.lock}
 	return s.catchUpFromSnapshot()
 }
 
@@ -599,6 +629,9 @@ func (s *Store) stop(transfer bool) error {
 		}
 		s.rtrans.Close()
 		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
+			s.closeErr = errors.Join(s.closeErr, err)
+		}
+		if err := s.lock.Release(); err != nil {
 			s.closeErr = errors.Join(s.closeErr, err)
 		}
 	})

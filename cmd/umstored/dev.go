@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
 )
@@ -80,7 +81,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, h := range d.Hosts {
-		hs, err := startHost(d, h.Name, filepath.Join(dir, h.Name), log)
+		hs, err := startHost(ctx, d, h.Name, filepath.Join(dir, h.Name), dirlock.Options{}, log)
 		if err != nil {
 			stopAll()
 			fmt.Fprintln(stderr, "umstored dev:", err)

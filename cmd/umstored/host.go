@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/dirlock"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -24,9 +26,11 @@ type hostStores struct {
 }
 
 // startHost opens every store the deployment places on host, each in
-// dataDir/<store name>. Stores decide by themselves whether to bootstrap
-// (see storegroup), so this only starts them.
-func startHost(d *placement.Deployment, host, dataDir string, log *slog.Logger) (*hostStores, error) {
+// dataDir/<store name>. Stores decide by themselves whether to bootstrap,
+// rejoin or refuse (see storegroup), so this only starts them, all at once:
+// a standby store waits in Open for its data directory's lock, and one
+// waiting store must not hold up the others. ctx ends such waits.
+func startHost(ctx context.Context, d *placement.Deployment, host, dataDir string, lock dirlock.Options, log *slog.Logger) (*hostStores, error) {
 	h, ok := d.HostByName(host)
 	if !ok {
 		return nil, fmt.Errorf("host %q is not in the deployment %q (its hosts: %s)", host, d.Name, hostNames(d))
@@ -37,35 +41,57 @@ func startHost(d *placement.Deployment, host, dataDir string, log *slog.Logger) 
 	}
 	logRestartPlan(d, host, dataDir, log)
 	hs := &hostStores{host: host, admission: storegroup.NewHostAdmission()}
-	for _, ref := range refs {
-		cfg := storegroup.DefaultConfig()
-		cfg.Name = ref.Store.Name
-		cfg.Group = ref.Group
-		for _, m := range d.Members(ref.Group) {
-			cfg.Members = append(cfg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
-		}
-		for _, g := range d.Groups {
-			if g.Index == ref.Group {
-				continue
-			}
-			pg := storegroup.PeerGroup{Index: g.Index}
-			for _, m := range d.Members(g.Index) {
-				pg.Members = append(pg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
-			}
-			cfg.OtherGroups = append(cfg.OtherGroups, pg)
-		}
+	stores := make([]*storegroup.Store, len(refs))
+	errs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		cfg := storeConfig(d, ref, dataDir, net.ParseIP(h.Address), lock, log.With("host", host))
 		cfg.Admission = hs.admission
-		cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
-		cfg.LocalIP = net.ParseIP(h.Address)
-		cfg.Logger = log.With("host", host)
-		s, err := storegroup.Open(cfg)
-		if err != nil {
-			hs.stop()
-			return nil, fmt.Errorf("start store %s: %w", ref.Store.Name, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = storegroup.OpenContext(ctx, cfg)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("start store %s: %w", ref.Store.Name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s != nil {
+			hs.stores = append(hs.stores, s)
 		}
-		hs.stores = append(hs.stores, s)
+	}
+	if err := errors.Join(errs...); err != nil {
+		hs.stop()
+		return nil, err
 	}
 	return hs, nil
+}
+
+// storeConfig is the configuration of one store of the deployment.
+func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, localIP net.IP, lock dirlock.Options, log *slog.Logger) storegroup.Config {
+	cfg := storegroup.DefaultConfig()
+	cfg.Name = ref.Store.Name
+	cfg.Group = ref.Group
+	for _, m := range d.Members(ref.Group) {
+		cfg.Members = append(cfg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+	}
+	for _, g := range d.Groups {
+		if g.Index == ref.Group {
+			continue
+		}
+		pg := storegroup.PeerGroup{Index: g.Index}
+		for _, m := range d.Members(g.Index) {
+			pg.Members = append(pg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+		}
+		cfg.OtherGroups = append(cfg.OtherGroups, pg)
+	}
+	cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
+	cfg.LocalIP = localIP
+	cfg.Lock = lock
+	cfg.Logger = log
+	return cfg
 }
 
 // logRestartPlan explains, when some of the host's stores are empty, the

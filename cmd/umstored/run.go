@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
 )
@@ -24,6 +25,12 @@ asks the other members of its group what they hold and bootstraps only a
 brand-new group (every member empty). SIGINT or SIGTERM stops the stores
 gracefully (a leader hands over leadership first).
 
+Each store holds an exclusive lock on its data directory. A second process
+for the same stores fails at once naming the holder, unless it is started
+with --standby: then it waits and takes the stores over when the holder
+exits or dies (a hot standby on shared storage). On shared storage where
+flock cannot be trusted, use --lock lease on every process of the host.
+
 Flags:
 `
 
@@ -33,6 +40,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	deployment := fs.String("deployment", "", "deployment `FILE` written by umstored plan (required)")
 	host := fs.String("host", "", "name of this host in the deployment (required)")
 	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
+	standby := fs.Bool("standby", false, "if another process holds a store's data directory, wait and take the store over when it exits (a hot standby on shared storage)")
+	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted")
+	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this)")
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -57,7 +67,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs, err := startHost(d, *host, *dataDir, log)
+	mode, err := dirlock.ParseMode(*lockMode)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored run: --lock:", err)
+		return 2
+	}
+	lock := dirlock.Options{Mode: mode, Standby: *standby}
+	if mode == dirlock.ModeLease {
+		lock.KeepAlive = *lockKeepAlive
+	}
+	if err := lock.Validate(); err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
+		return 2
+	}
+	if *standby {
+		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", mode)
+	}
+	hs, err := startHost(ctx, d, *host, *dataDir, lock, log)
+	if err != nil && ctx.Err() != nil {
+		log.Info("stopped while waiting")
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 1
