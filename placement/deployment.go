@@ -54,12 +54,46 @@ type Deployment struct {
 	Hosts     []Host    `yaml:"hosts" json:"hosts"`
 	Groups    []Group   `yaml:"groups" json:"groups"`
 	Stability Stability `yaml:"stability" json:"stability"`
+	// Security, if present, turns on TLS for the client and raft ports
+	// and/or a shared token clients must present. Absent: plain TCP, no
+	// token (fine on loopback or a trusted network only).
+	Security *Security `yaml:"security,omitempty" json:"security,omitempty"`
 
 	// source names the file the deployment came from, for error messages.
 	source string
 	// lines maps key paths ("groups[0].stores[1].host") to the line they are
 	// on in source, so that validation errors can point at the line.
 	lines map[string]int
+}
+
+// Security names the files that secure a deployment. Relative paths are
+// relative to the deployment file's directory.
+type Security struct {
+	TLS *TLS `yaml:"tls,omitempty" json:"tls,omitempty"`
+	// TokenFile holds a shared secret every client presents in its
+	// handshake; stores refuse a client without it.
+	TokenFile string `yaml:"token-file,omitempty" json:"token-file,omitempty"`
+}
+
+// TLS names PEM files: the deployment's CA, and this host's certificate and
+// key (valid for the host's address; stores also present it to their raft
+// peers, so raft ports accept only the deployment's stores).
+type TLS struct {
+	CA   string `yaml:"ca" json:"ca"`
+	Cert string `yaml:"cert" json:"cert"`
+	Key  string `yaml:"key" json:"key"`
+	// ClientAuth makes the client ports require a certificate signed by CA
+	// from publishers and receivers too (mutual TLS).
+	ClientAuth bool `yaml:"client-auth,omitempty" json:"client-auth,omitempty"`
+}
+
+// Resolve returns path as it is if absolute, else relative to the
+// deployment file's directory.
+func (d *Deployment) Resolve(path string) string {
+	if path == "" || filepath.IsAbs(path) || d.source == "" || d.source == "deployment" {
+		return path
+	}
+	return filepath.Join(filepath.Dir(d.source), path)
 }
 
 // Host is one machine (or, for development, one loopback address) that runs

@@ -152,6 +152,7 @@ func (d *Deployment) Validate() error {
 	hosts := v.hosts()
 	v.groups(hosts)
 	v.stability()
+	v.security()
 	return errors.Join(v.errs...)
 }
 
@@ -273,6 +274,23 @@ func (v *validator) hostNames() string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+func (v *validator) security() {
+	sec := v.d.Security
+	if sec == nil {
+		return
+	}
+	if sec.TLS == nil && sec.TokenFile == "" {
+		v.add("security", "is empty; give tls (ca, cert, key) and/or token-file, or remove the section")
+	}
+	if t := sec.TLS; t != nil {
+		for key, val := range map[string]string{"ca": t.CA, "cert": t.Cert, "key": t.Key} {
+			if val == "" {
+				v.add("security.tls."+key, "is required: a PEM file (relative paths are relative to the deployment file)")
+			}
+		}
+	}
 }
 
 func (v *validator) stability() {

@@ -1,6 +1,7 @@
 package publisher
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,12 @@ type Config struct {
 	Session string
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
+	// TLS, if set, is used for every connection to the stores (the
+	// deployment's CA as RootCAs, and a client certificate if the stores
+	// require one).
+	TLS *tls.Config
+	// Token is presented to the stores when the deployment requires one.
+	Token string
 	// OnStable, if set, is called with each newly stable range of sequence
 	// numbers, in order, from one goroutine. It must not block for long.
 	OnStable func(first, last uint64)

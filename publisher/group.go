@@ -49,6 +49,12 @@ func (g *group) run() {
 	for p.ctx.Err() == nil {
 		c, reg, err := g.connect()
 		if err != nil {
+			if errors.Is(err, wire.ErrUnauthorized) {
+				p.mu.Lock()
+				p.authErr = err
+				p.broadcastLocked()
+				p.mu.Unlock()
+			}
 			p.log.Debug("store group unreachable", "group", g.index+1, "err", err)
 			g.pause()
 			continue
@@ -88,7 +94,7 @@ func (g *group) pause() {
 // leader), following redirects.
 func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 	p := g.p
-	d := &wire.Dialer{Client: "publisher " + p.cfg.Source, LocalIP: p.cfg.LocalIP, Timeout: 2 * time.Second}
+	d := &wire.Dialer{Client: "publisher " + p.cfg.Source, LocalIP: p.cfg.LocalIP, Timeout: 2 * time.Second, TLS: p.cfg.TLS, Token: p.cfg.Token}
 	g.mu.Lock()
 	order := []string{}
 	if g.leaderHint != "" {
@@ -107,6 +113,9 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		c, _, err := d.Dial(p.ctx, addr)
 		if err != nil {
 			lastErr = err
+			if errors.Is(err, wire.ErrUnauthorized) {
+				break // every store of the deployment shares the token
+			}
 			continue
 		}
 		_ = c.NetConn().SetDeadline(time.Now().Add(registerTimeout))

@@ -38,6 +38,7 @@ type Publisher struct {
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
 	state        *stateFile    // nil without Config.StateFile
+	authErr      error         // a store refused our token: registration cannot succeed
 	reg          Registration
 }
 
@@ -144,9 +145,13 @@ func (p *Publisher) register(ctx context.Context) error {
 		p.mu.Lock()
 		got := len(p.answers)
 		ch := p.changed
+		authErr := p.authErr
 		p.mu.Unlock()
 		if got == n {
 			break
+		}
+		if authErr != nil && got < need {
+			return fmt.Errorf("%w for source %q: %w", ErrRegistration, p.cfg.Source, authErr)
 		}
 		if allCtx.Err() != nil && got >= need {
 			break

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,10 @@ type Config struct {
 	Name string
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
+	// TLS, if set, is used for every connection to the stores.
+	TLS *tls.Config
+	// Token is presented to the stores when the deployment requires one.
+	Token string
 	// Logger receives the receiver's logs. Nil means slog.Default.
 	Logger *slog.Logger
 }
@@ -106,7 +111,7 @@ func New(cfg Config) (*Receiver, error) {
 		cfg.Logger = slog.Default()
 	}
 	r := &Receiver{cfg: cfg, log: cfg.Logger.With("source", cfg.Source)}
-	d := &wire.Dialer{Client: "receiver " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second}
+	d := &wire.Dialer{Client: "receiver " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second, TLS: cfg.TLS, Token: cfg.Token}
 	for i, addrs := range cfg.Groups {
 		if cfg.Group != 0 && cfg.Group != i+1 {
 			continue

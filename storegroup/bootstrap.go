@@ -171,7 +171,7 @@ func (s *Store) probe(ctx context.Context, stores []Member) []memberAnswer {
 }
 
 func (s *Store) dialer(timeout time.Duration) *wire.Dialer {
-	return &wire.Dialer{Client: "store " + s.cfg.Name, LocalIP: s.cfg.LocalIP, Timeout: timeout}
+	return &wire.Dialer{Client: "store " + s.cfg.Name, LocalIP: s.cfg.LocalIP, Timeout: timeout, TLS: s.cfg.Security.ClientTLS, Token: s.cfg.Security.Token}
 }
 
 // ProbeStore asks the store at addr what it holds.

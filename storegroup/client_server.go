@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -42,6 +43,9 @@ func newClientServer(s *Store, addr string) (*clientServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for clients on %s: %w (is another store using the port?)", addr, err)
+	}
+	if cfg := s.cfg.Security.ServerTLS; cfg != nil {
+		ln = tls.NewListener(ln, cfg)
 	}
 	return &clientServer{s: s, ln: ln, conns: map[net.Conn]struct{}{}}, nil
 }
@@ -110,8 +114,13 @@ func (cs *clientServer) handle(nc net.Conn) {
 	defer cs.s.metrics.connections.Add(-1)
 	c := wire.NewConn(nc, cs.s.cfg.MaxFrame)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: cs.s.cfg.Name, Group: cs.s.cfg.Group}); err != nil {
-		cs.s.log.Debug("client handshake failed", "remote", nc.RemoteAddr(), "err", err)
+	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: cs.s.cfg.Name, Group: cs.s.cfg.Group}, cs.s.cfg.Security.Token); err != nil {
+		if errors.Is(err, wire.ErrUnauthorized) {
+			cs.s.metrics.refused(refusedUnauthorized)
+			cs.s.log.Warn("refused a client without the deployment's token", "remote", nc.RemoteAddr(), "err", err)
+		} else {
+			cs.s.log.Debug("client handshake failed", "remote", nc.RemoteAddr(), "err", err)
+		}
 		return
 	}
 	_ = nc.SetDeadline(time.Time{})

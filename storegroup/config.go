@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,20 @@ type Member struct {
 	Name       string // unique store name, also its raft server ID
 	RaftAddr   string // host:port of its raft transport
 	ClientAddr string // host:port of its client server
+}
+
+// Security is a store's transport security. The zero value is plain TCP
+// without a token (suitable on a trusted network or loopback only).
+type Security struct {
+	// ServerTLS serves the client and raft ports over TLS. For the raft
+	// port, client certificates are always required when ServerTLS has
+	// ClientCAs: only stores of the deployment may join the log.
+	ServerTLS *tls.Config
+	// ClientTLS is used for the store's own connections: raft to its
+	// peers, probes, repair fetches from other groups.
+	ClientTLS *tls.Config
+	// Token, if set, must be presented by every client in its Hello.
+	Token string
 }
 
 // PeerGroup is another group of the deployment.
@@ -83,6 +98,9 @@ type Config struct {
 	RepairBatchBytes int
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
+	// Security, if set, encrypts and authenticates the client and raft
+	// transports and requires a token from clients.
+	Security Security
 	// Lock configures the exclusive lock on DataDir that the store holds for
 	// its whole life (mode flock or lease, standby). Name and Logger are
 	// filled in from the store's.

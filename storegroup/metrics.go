@@ -28,10 +28,11 @@ const (
 	refusedUnknownType
 	refusedTooLarge
 	refusedInvalid
+	refusedUnauthorized
 	refusedReasons
 )
 
-var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid"}
+var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized"}
 
 func newStoreMetrics(name string, group int) *storeMetrics {
 	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}

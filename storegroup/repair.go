@@ -39,7 +39,8 @@ type repairer struct {
 
 func newRepairer(s *Store) *repairer {
 	rp := &repairer{s: s, clients: map[int]*groupclient.Client{}}
-	d := &wire.Dialer{Client: "repair " + s.cfg.Name, LocalIP: s.cfg.LocalIP, Timeout: 2 * time.Second}
+	d := s.dialer(2 * time.Second)
+	d.Client = "repair " + s.cfg.Name
 	for _, g := range s.cfg.OtherGroups {
 		var addrs []string
 		for _, m := range g.Members {

@@ -102,7 +102,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	self := cfg.self()
-	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP)
+	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security)
 	if err != nil {
 		s.closeStorage()
 		lk.Release()

@@ -11,7 +11,7 @@ import (
 
 func sampleMessages() []Message {
 	return []Message{
-		&Hello{Version: Version, Client: "umpub"},
+		&Hello{Version: Version, Client: "umpub", Token: "t"},
 		&Welcome{Version: Version, Store: "G1S1", Group: 1},
 		&Error{ReqID: 7, Code: CodeBadRequest, Message: "no"},
 		&Register{ReqID: 1, Source: "orders", Session: "s1"},
@@ -169,7 +169,7 @@ func TestHandshake(t *testing.T) {
 			defer b.Close()
 			srvErr := make(chan error, 1)
 			go func() {
-				_, err := ServerHandshake(NewConn(b, 0), Welcome{Store: "G1S1", Group: 1})
+				_, err := ServerHandshake(NewConn(b, 0), Welcome{Store: "G1S1", Group: 1}, "")
 				srvErr <- err
 			}()
 			cc := NewConn(a, 0)

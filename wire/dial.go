@@ -2,6 +2,8 @@ package wire
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +21,11 @@ type Dialer struct {
 	Timeout time.Duration
 	// MaxFrame bounds incoming frames; 0 means DefaultMaxFrame.
 	MaxFrame int
+	// TLS, if set, wraps every connection in TLS with this configuration
+	// (its ServerName is filled in from the address when empty).
+	TLS *tls.Config
+	// Token is presented in Hello when the deployment requires one.
+	Token string
 }
 
 // Dial connects to a store's client address and completes the handshake.
@@ -38,13 +45,27 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := NewConn(nc, d.MaxFrame)
 	deadline := time.Now().Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
 	_ = nc.SetDeadline(deadline)
-	w, err := ClientHandshake(c, d.Client)
+	if d.TLS != nil {
+		cfg := d.TLS.Clone()
+		if cfg.ServerName == "" {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("TLS handshake with store %s: %w (check the CA and certificates named in the deployment's security section)", addr, err)
+		}
+		nc = tc
+	}
+	c := NewConn(nc, d.MaxFrame)
+	w, err := ClientHandshake(c, d.Client, d.Token)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("handshake with store %s: %w", addr, err)
@@ -54,8 +75,8 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 }
 
 // ClientHandshake sends Hello and waits for Welcome.
-func ClientHandshake(c *Conn, client string) (*Welcome, error) {
-	if err := c.Send(&Hello{Version: Version, Client: client}); err != nil {
+func ClientHandshake(c *Conn, client, token string) (*Welcome, error) {
+	if err := c.Send(&Hello{Version: Version, Client: client, Token: token}); err != nil {
 		return nil, err
 	}
 	m, err := c.Read()
@@ -69,8 +90,11 @@ func ClientHandshake(c *Conn, client string) (*Welcome, error) {
 		}
 		return m, nil
 	case *Error:
-		if m.Code == CodeVersion {
+		switch m.Code {
+		case CodeVersion:
 			return nil, fmt.Errorf("%w: %s", ErrVersion, m.Message)
+		case CodeAuth:
+			return nil, fmt.Errorf("%w: %s", ErrUnauthorized, m.Message)
 		}
 		return nil, m
 	default:
@@ -79,8 +103,9 @@ func ClientHandshake(c *Conn, client string) (*Welcome, error) {
 }
 
 // ServerHandshake reads Hello and answers Welcome, or an Error for a wrong
-// version (and returns ErrVersion).
-func ServerHandshake(c *Conn, w Welcome) (*Hello, error) {
+// version (returning ErrVersion) or, when token is not empty, a token that
+// does not match (returning ErrUnauthorized).
+func ServerHandshake(c *Conn, w Welcome, token string) (*Hello, error) {
 	m, err := c.Read()
 	if err != nil {
 		return nil, err
@@ -93,6 +118,10 @@ func ServerHandshake(c *Conn, w Welcome) (*Hello, error) {
 	if h.Version != Version {
 		_ = c.Send(&Error{Code: CodeVersion, Message: fmt.Sprintf("this store speaks protocol version %d, not %d", Version, h.Version)})
 		return h, fmt.Errorf("%w: client %q speaks %d", ErrVersion, h.Client, h.Version)
+	}
+	if token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(token)) != 1 {
+		_ = c.Send(&Error{Code: CodeAuth, Message: "this deployment requires a token: give the client the deployment's token file"})
+		return h, fmt.Errorf("%w: client %q", ErrUnauthorized, h.Client)
 	}
 	w.Version = Version
 	return h, c.Send(&w)

@@ -14,4 +14,6 @@ var (
 	ErrMalformed = errors.New("wire: malformed frame")
 	// ErrVersion means the peer speaks a protocol version this side does not.
 	ErrVersion = errors.New("wire: unsupported protocol version")
+	// ErrUnauthorized means the store refused the client's token.
+	ErrUnauthorized = errors.New("wire: not authorised: wrong or missing token")
 )

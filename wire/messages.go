@@ -34,11 +34,13 @@ type Message interface {
 	Type() Type
 }
 
-// Hello opens a connection: the client names itself and its protocol version.
+// Hello opens a connection: the client names itself and its protocol
+// version, and presents the deployment's shared token when one is set.
 type Hello struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Version  int
 	Client   string
+	Token    string
 }
 
 // Welcome accepts a Hello and says which store answered.
@@ -57,6 +59,7 @@ const (
 	CodeUnavailable = "unavailable"  // the store cannot serve now; retry later or elsewhere
 	CodeUnknown     = "unknown-type" // the frame type is not known
 	CodeInternal    = "internal"     // the store failed; the request may be retried
+	CodeAuth        = "unauthorized" // the client did not present the deployment's token
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.

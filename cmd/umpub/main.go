@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,8 @@ Flags:
 type options struct {
 	deployment, source, intergroup, logLevel string
 	stateFile                                string
+	tls                                      *tls.Config
+	token                                    string
 	logFormat                                string
 	stores                                   []string
 	count, size, flight, sources             int
@@ -77,6 +80,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	secFlags := cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -102,6 +106,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umpub:", err)
 		return 2
 	}
+	tlsCfg, token, err := cli.ClientSecurity(d, *secFlags)
+	if err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
+	o.tls, o.token = tlsCfg, token
 	behaviour := quorum.Any
 	if o.intergroup == "" && d != nil {
 		o.intergroup = d.Stability.Intergroup
@@ -241,6 +251,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = r.source, groups, behaviour, o.flight, log
 	cfg.OnStable = r.rec.stable
 	cfg.StateFile = o.stateFile
+	cfg.TLS, cfg.Token = o.tls, o.token
 	if o.stateFile != "" && o.sources > 1 {
 		cfg.StateFile = o.stateFile + "." + r.source
 	}

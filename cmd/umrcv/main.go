@@ -62,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	secFlags := cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -92,13 +93,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
-	groups, _, err := cli.StoreGroups(*deployment, *stores)
+	groups, d, err := cli.StoreGroups(*deployment, *stores)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 2
+	}
+	tlsCfg, token, err := cli.ClientSecurity(d, *secFlags)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
 	cfg := receiver.DefaultConfig()
 	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger, cfg.Name = *source, groups, *group, log, *name
+	cfg.TLS, cfg.Token = tlsCfg, token
 	r, err := receiver.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)

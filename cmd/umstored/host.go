@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"umstore/dirlock"
+	"umstore/internal/cli"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -40,6 +41,10 @@ func startHost(ctx context.Context, d *placement.Deployment, host, dataDir strin
 		return nil, fmt.Errorf("the deployment places no stores on host %q", host)
 	}
 	logRestartPlan(d, host, dataDir, log)
+	sec, err := cli.StoreSecurity(d)
+	if err != nil {
+		return nil, err
+	}
 	hs := &hostStores{host: host, admission: storegroup.NewHostAdmission()}
 	stores := make([]*storegroup.Store, len(refs))
 	errs := make([]error, len(refs))
@@ -47,6 +52,7 @@ func startHost(ctx context.Context, d *placement.Deployment, host, dataDir strin
 	for i, ref := range refs {
 		cfg := storeConfig(d, ref, dataDir, net.ParseIP(h.Address), lock, log.With("host", host))
 		cfg.Admission = hs.admission
+		cfg.Security = sec
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

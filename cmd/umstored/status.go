@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/internal/cli"
 	"umstore/internal/groupclient"
 	"umstore/placement"
 	"umstore/storegroup"
@@ -107,6 +108,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 func probeDeployment(d *placement.Deployment, timeout time.Duration) deploymentState {
 	st := deploymentState{Deployment: d.Name, Intergroup: d.Stability.Intergroup}
 	dialer := &wire.Dialer{Client: "umstored status", Timeout: timeout}
+	if tlsCfg, token, err := cli.ClientSecurity(d, cli.SecurityFlags{}); err == nil {
+		dialer.TLS, dialer.Token = tlsCfg, token
+	}
 	withLeader := 0
 	for _, g := range d.Groups {
 		refs := d.Members(g.Index)

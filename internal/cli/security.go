@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"umstore/placement"
+	"umstore/storegroup"
+)
+
+// SecurityFlags are the client commands' overrides of the deployment's
+// security section, and what a client given only --store needs.
+type SecurityFlags struct {
+	CA, Cert, Key, TokenFile string
+}
+
+// ClientSecurity returns the TLS configuration and token a client uses with
+// the deployment's stores: the deployment's security section (if any),
+// overridden by flags. A nil *tls.Config means plain TCP.
+func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, string, error) {
+	var sec placement.Security
+	if d != nil && d.Security != nil {
+		sec = *d.Security
+		if sec.TLS != nil {
+			t := *sec.TLS
+			t.CA, t.Cert, t.Key = d.Resolve(t.CA), d.Resolve(t.Cert), d.Resolve(t.Key)
+			if !t.ClientAuth {
+				t.Cert, t.Key = "", "" // the stores ask no certificate of clients
+			}
+			sec.TLS = &t
+		}
+		sec.TokenFile = d.Resolve(sec.TokenFile)
+	}
+	if f.CA != "" || f.Cert != "" || f.Key != "" {
+		t := placement.TLS{}
+		if sec.TLS != nil {
+			t = *sec.TLS
+		}
+		if f.CA != "" {
+			t.CA = f.CA
+		}
+		if f.Cert != "" || f.Key != "" {
+			t.Cert, t.Key = f.Cert, f.Key
+		}
+		sec.TLS = &t
+	}
+	if f.TokenFile != "" {
+		sec.TokenFile = f.TokenFile
+	}
+	token, err := readToken(sec.TokenFile)
+	if err != nil {
+		return nil, "", err
+	}
+	if sec.TLS == nil {
+		return nil, token, nil
+	}
+	pool, err := loadCA(sec.TLS.CA)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if sec.TLS.Cert != "" || sec.TLS.Key != "" {
+		cert, err := tls.LoadX509KeyPair(sec.TLS.Cert, sec.TLS.Key)
+		if err != nil {
+			return nil, "", fmt.Errorf("load the client certificate %s / key %s: %w", sec.TLS.Cert, sec.TLS.Key, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, token, nil
+}
+
+// StoreSecurity returns the stores' transport security from the
+// deployment's security section (the zero value without one). The host's
+// certificate serves the client and raft ports and is presented to raft
+// peers; raft ports accept only certificates signed by the deployment's CA.
+func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
+	var out storegroup.Security
+	if d == nil || d.Security == nil {
+		return out, nil
+	}
+	token, err := readToken(d.Resolve(d.Security.TokenFile))
+	if err != nil {
+		return out, err
+	}
+	out.Token = token
+	t := d.Security.TLS
+	if t == nil {
+		return out, nil
+	}
+	pool, err := loadCA(d.Resolve(t.CA))
+	if err != nil {
+		return out, err
+	}
+	cert, err := tls.LoadX509KeyPair(d.Resolve(t.Cert), d.Resolve(t.Key))
+	if err != nil {
+		return out, fmt.Errorf("load the store certificate %s / key %s (security.tls in the deployment): %w", d.Resolve(t.Cert), d.Resolve(t.Key), err)
+	}
+	out.ServerTLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	if t.ClientAuth {
+		out.ServerTLS.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	out.ClientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return out, nil
+}
+
+func loadCA(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the CA certificate (security.tls.ca or --tls-ca): %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+func readToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the token file (security.token-file or --token-file): %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", errors.New("the token file " + path + " is empty")
+	}
+	return token, nil
+}
+
+// AddSecurityFlags declares the client commands' security flags on fs.
+func AddSecurityFlags(fs *pflag.FlagSet) *SecurityFlags {
+	f := &SecurityFlags{}
+	fs.StringVar(&f.CA, "tls-ca", "", "verify the stores' certificates with this CA `FILE` (default: the deployment's security.tls.ca)")
+	fs.StringVar(&f.Cert, "tls-cert", "", "present this client certificate `FILE` (for deployments with client-auth)")
+	fs.StringVar(&f.Key, "tls-key", "", "the client certificate's key `FILE`")
+	fs.StringVar(&f.TokenFile, "token-file", "", "present the token in this `FILE` (default: the deployment's security.token-file)")
+	return f
+}
