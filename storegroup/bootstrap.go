@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -89,6 +91,9 @@ func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
 				}
 			}
 		}
+		if best != nil {
+			s.setRefusal(nil)
+		}
 		switch {
 		case best != nil && len(missing) == 0:
 			return startDecision{kind: startJoinExisting, target: best.position(), from: best.name}, nil
@@ -99,10 +104,21 @@ func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
 			report("empty store waiting for every member of its group to answer before deciding whether to bootstrap", "waiting_for", strings.Join(missing, ","))
 		default:
 			d, wait, err := s.decideNewGroup(ctx)
-			if err != nil || wait == "" {
+			switch {
+			case errors.Is(err, ErrNoStoreWithState) && s.acceptsLoss():
+				s.log.Error("ACCEPTING DATA LOSS as the operator asked (umstored recover --accept-loss): the group starts empty under a new identity", "group", s.cfg.Group, "remembered", err.Error())
+				return s.newGroupDecision(), nil
+			case errors.Is(err, ErrNoStoreWithState):
+				// Keep answering probes and keep looking: an operator may
+				// promote a backup into another member (umstored recover).
+				if s.setRefusal(err) {
+					s.log.Error("store refuses to start", "err", err)
+				}
+			case err != nil || wait == "":
 				return d, err
+			default:
+				report("every member of the group is empty; waiting for every store of the deployment to answer before creating the group", "waiting_for", wait)
 			}
-			report("every member of the group is empty; waiting for every store of the deployment to answer before creating the group", "waiting_for", wait)
 		}
 		select {
 		case <-ctx.Done():
@@ -136,11 +152,43 @@ func (s *Store) decideNewGroup(ctx context.Context) (startDecision, string, erro
 	if len(missing) > 0 {
 		return startDecision{}, strings.Join(missing, ","), nil
 	}
+	return s.newGroupDecision(), "", nil
+}
+
+// newGroupDecision: the first member in the deployment's order bootstraps
+// a brand-new group, the others wait to be replicated to.
+func (s *Store) newGroupDecision() startDecision {
 	if s.cfg.Members[0].Name == s.cfg.Name {
-		return startDecision{kind: startBootstrap}, "", nil
+		return startDecision{kind: startBootstrap}
 	}
 	s.log.Info("every store is empty: the group is new; waiting for its first member to bootstrap it", "bootstrapper", s.cfg.Members[0].Name)
-	return startDecision{kind: startJoinNew}, "", nil
+	return startDecision{kind: startJoinNew}
+}
+
+// acceptLossFile, written by `umstored recover --accept-loss`, lets an
+// empty store start its group again although another group remembers the
+// group's identity: the operator has accepted that its messages are lost.
+const acceptLossFile = "accept-loss"
+
+func (s *Store) acceptsLoss() bool {
+	_, err := os.Stat(filepath.Join(s.cfg.DataDir, acceptLossFile))
+	return err == nil
+}
+
+// setRefusal records (or, with nil, clears) why the store does not start,
+// and reports whether it changed.
+func (s *Store) setRefusal(err error) bool {
+	s.refusalMu.Lock()
+	defer s.refusalMu.Unlock()
+	changed := (s.refusal == nil) != (err == nil)
+	s.refusal = err
+	return changed
+}
+
+func (s *Store) refusalErr() error {
+	s.refusalMu.Lock()
+	defer s.refusalMu.Unlock()
+	return s.refusal
 }
 
 func (s *Store) otherMembers() []Member {

@@ -47,6 +47,11 @@ type Store struct {
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced at every applied batch
 
+	lastStop string // StopClean, StopDirty or StopNew: how the store stopped last time
+
+	refusalMu sync.Mutex
+	refusal   error // why an empty store refuses to start its group, while it does
+
 	leaderReady   atomic.Bool // leader and has applied everything committed before its term
 	waitingToJoin atomic.Bool // empty, decided to join, waiting for admission
 	started       chan struct{}
@@ -101,6 +106,11 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		lk.Release()
 		return nil, err
 	}
+	if err := s.checkIdentity(ctx); err != nil {
+		s.closeStorage()
+		lk.Release()
+		return nil, err
+	}
 	self := cfg.self()
 	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security)
 	if err != nil {
@@ -145,6 +155,30 @@ func (s *Store) openStorage() error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create data directory %s: %w", dir, err)
 	}
+	last, err := readLastStop(dir)
+	if err != nil {
+		return err
+	}
+	s.lastStop = last
+	err = s.openFiles()
+	if err != nil && isDamage(err) {
+		// Damaged files are never deleted: move them aside and rejoin empty.
+		s.closeStorage()
+		s.repo, s.logStore = nil, nil
+		backup, berr := BackupDataDir(dir)
+		if berr != nil {
+			return fmt.Errorf("%w; moving the damaged files to a backup also failed: %v", err, berr)
+		}
+		s.log.Error("the store's files are damaged: moved them to a numbered backup; the store rejoins its group empty", "err", err, "backup", backup)
+		s.lastStop = StopNew
+		err = s.openFiles()
+	}
+	return err
+}
+
+// openFiles opens the repository and raft's log and snapshot stores.
+func (s *Store) openFiles() error {
+	dir := s.cfg.DataDir
 	var err error
 	s.repo, err = repository.Open(filepath.Join(dir, "repo.db"), repository.Options{NoSync: s.cfg.NoSync})
 	if err != nil {
@@ -211,10 +245,6 @@ func (s *Store) start() {
 		d = startDecision{kind: startWithState}
 	default:
 		d, err = s.decideStart(s.ctx)
-		if errors.Is(err, ErrNoStoreWithState) {
-			s.refuse(err)
-			return
-		}
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				s.fail(err)
@@ -252,6 +282,9 @@ func (s *Store) start() {
 		release()
 		s.fail(err)
 		return
+	}
+	if err := os.Remove(filepath.Join(s.cfg.DataDir, acceptLossFile)); err == nil {
+		s.log.Warn("the accepted loss is done: the group started again; its old messages are gone")
 	}
 	s.bg.Add(2)
 	go func() { defer s.bg.Done(); s.watchLeadership() }()
@@ -496,6 +529,9 @@ type Status struct {
 	// behind is brought back by sending it the snapshot.
 	SnapshotIndex uint64 `json:"snapshot_index"`
 	HasState      bool   `json:"has_state"`
+	// LastStop says how the store stopped before this run: clean (graceful),
+	// dirty (crash or kill: raft replays its log) or new.
+	LastStop string `json:"last_stop"`
 	// CatchingUp is true while a store that joined empty has not reached
 	// CatchUpTarget (the group's last entry when it joined).
 	CatchingUp    bool   `json:"catching_up"`
@@ -535,7 +571,7 @@ const maxGapsShown = 10
 
 // Status reports the store's current state.
 func (s *Store) Status() Status {
-	st := Status{Name: s.cfg.Name, Group: s.cfg.Group, GroupID: s.repo.GroupID(), State: "starting", AppliedIndex: s.repo.AppliedIndex()}
+	st := Status{Name: s.cfg.Name, Group: s.cfg.Group, GroupID: s.repo.GroupID(), State: "starting", AppliedIndex: s.repo.AppliedIndex(), LastStop: s.lastStop}
 	st.HasState, _ = s.hasLocalState()
 	if r := s.raftNode(); r != nil {
 		st.State = r.State().String()
@@ -569,6 +605,10 @@ func (s *Store) Status() Status {
 	if shut, target := s.gate.state(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}
+	if err := s.refusalErr(); err != nil {
+		st.State = "refused"
+		st.Error = err.Error()
+	}
 	if e := s.failed.Load(); e != nil {
 		st.State = "failed"
 		st.Error = (*e).Error()
@@ -585,22 +625,13 @@ func (s *Store) fail(err error) {
 	go s.Close()
 }
 
-// refuse records that the store will not start raft, and why, but keeps
-// answering probes: the other members of its group reach the same
-// conclusion, and status shows the reason.
-func (s *Store) refuse(err error) {
-	if !s.failed.CompareAndSwap(nil, &err) {
-		return
-	}
-	s.log.Error("store refuses to start", "err", err)
-}
-
-// Err returns the error that stopped the store, if any.
+// Err returns the error that stopped the store, or why it refuses to start
+// (ErrNoStoreWithState), if any.
 func (s *Store) Err() error {
 	if e := s.failed.Load(); e != nil {
 		return *e
 	}
-	return nil
+	return s.refusalErr()
 }
 
 // Close stops the store: a leader first hands leadership to another
@@ -628,8 +659,14 @@ func (s *Store) stop(transfer bool) error {
 			}
 		}
 		s.rtrans.Close()
+		applied := s.repo.AppliedIndex()
 		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
 			s.closeErr = errors.Join(s.closeErr, err)
+		}
+		if transfer && s.closeErr == nil && s.failed.Load() == nil {
+			if err := writeClean(s.cfg.DataDir, applied); err != nil {
+				s.closeErr = errors.Join(s.closeErr, fmt.Errorf("mark the store stopped cleanly: %w", err))
+			}
 		}
 		if err := s.lock.Release(); err != nil {
 			s.closeErr = errors.Join(s.closeErr, err)

@@ -28,7 +28,9 @@ leader and each store's state:
   empty        running, with no state yet (deciding whether to bootstrap,
                or waiting for its turn to catch up)
   starting     running with state, raft not started yet
-  failed       stopped itself or refused to start (see its log)
+  failed       stopped itself (see its log)
+  refused      an empty store whose group has no store with state while
+               another group remembers it: see umstored recover --help
   down         did not answer
 and whether publishing is possible under the deployment's intergroup
 behaviour. Exits 0 if publishing is possible, 1 if not, 2 on bad usage.
@@ -149,8 +151,8 @@ func probeDeployment(d *placement.Deployment, timeout time.Duration) deploymentS
 			switch {
 			case rep.State == "Leader":
 				s.State = "leader"
-			case rep.State == "failed":
-				s.State = "failed"
+			case rep.State == "failed" || rep.State == "refused":
+				s.State = rep.State
 			case rep.CatchingUp:
 				s.State = "catching-up"
 			case !rep.HasState:

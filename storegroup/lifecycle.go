@@ -1,0 +1,229 @@
+package storegroup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	berrors "go.etcd.io/bbolt/errors"
+
+	"umstore/repository"
+)
+
+// cleanFile marks a store stopped cleanly: written on a graceful stop after
+// raft and the repository are closed (everything applied is durable), and
+// removed when the store opens again. A store that finds no marker at open
+// was stopped dirty (a crash, kill -9, power loss) or is new.
+const cleanFile = "clean.json"
+
+// Last stop of a store, as Status reports it.
+const (
+	StopClean = "clean" // stopped gracefully
+	StopDirty = "dirty" // crashed or killed: raft replays from its log
+	StopNew   = "new"   // a new or wiped data directory
+)
+
+type cleanMarker struct {
+	AppliedIndex  uint64 `json:"applied_index"`
+	StoppedUnixNs int64  `json:"stopped_unix_nano"`
+}
+
+// readLastStop tells how the store stopped last time and removes the mark:
+// from now on, until the next graceful stop, the store is dirty.
+func readLastStop(dir string) (string, error) {
+	path := filepath.Join(dir, cleanFile)
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		if err := os.Remove(path); err != nil {
+			return "", fmt.Errorf("clear the clean-stop mark: %w", err)
+		}
+		return StopClean, syncDir(dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", err
+	}
+	for _, f := range []string{"raft.db", "repo.db"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return StopDirty, nil
+		}
+	}
+	return StopNew, nil
+}
+
+func writeClean(dir string, applied uint64) error {
+	b, _ := json.Marshal(cleanMarker{AppliedIndex: applied, StoppedUnixNs: time.Now().UnixNano()})
+	path := filepath.Join(dir, cleanFile)
+	if err := os.WriteFile(path, b, 0o640); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// lockFiles are the data directory's lock files: they stay when the
+// directory's content is moved to a backup.
+var lockFiles = map[string]bool{"LOCK": true, "LOCK.info": true, "LEASE": true}
+
+// backupPrefix returns "<dir>.bak." : backups of a store's data directory
+// are <store dir>.bak.0001, .0002, ... (higher is newer).
+func backupPrefix(dir string) string { return filepath.Clean(dir) + ".bak." }
+
+// BackupDataDir moves everything in dir except its lock files into the
+// next numbered backup beside it, and returns the backup's path. Nothing is
+// deleted: an operator can inspect or promote the backup later (see
+// `umstored recover`).
+func BackupDataDir(dir string) (string, error) {
+	backups, err := ListBackups(dir)
+	if err != nil {
+		return "", err
+	}
+	n := 1
+	if len(backups) > 0 {
+		n = backups[len(backups)-1].Number + 1
+	}
+	dst := fmt.Sprintf("%s%04d", backupPrefix(dir), n)
+	if err := os.Mkdir(dst, 0o750); err != nil {
+		return "", fmt.Errorf("create backup %s: %w", dst, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if lockFiles[e.Name()] {
+			continue
+		}
+		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return "", fmt.Errorf("move %s into backup %s: %w", e.Name(), dst, err)
+		}
+	}
+	if err := syncDir(dst); err != nil {
+		return "", err
+	}
+	return dst, syncDir(dir)
+}
+
+// Backup is one numbered backup of a store's data directory.
+type Backup struct {
+	Path   string
+	Number int
+	Time   time.Time // when it was taken
+}
+
+// ListBackups lists the numbered backups of the store whose data directory
+// is dir, oldest first.
+func ListBackups(dir string) ([]Backup, error) {
+	prefix := backupPrefix(dir)
+	entries, err := os.ReadDir(filepath.Dir(prefix))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []Backup
+	base := filepath.Base(prefix)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), base) {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), base))
+		if err != nil {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, Backup{Path: filepath.Join(filepath.Dir(prefix), e.Name()), Number: n, Time: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out, nil
+}
+
+// BackupContent is what a backup (or a data directory) holds.
+type BackupContent struct {
+	GroupID      string
+	GroupIndex   int
+	AppliedIndex uint64
+	Sources      []repository.SourceInfo
+}
+
+// InspectDataDir opens the repository in dir, read for inspection, and says
+// what it holds. The directory must not be in use by a running store.
+func InspectDataDir(dir string) (BackupContent, error) {
+	path := filepath.Join(dir, "repo.db")
+	if _, err := os.Stat(path); err != nil {
+		return BackupContent{}, fmt.Errorf("%s holds no repository: %w", dir, err)
+	}
+	r, err := repository.Open(path, repository.Options{LockTimeout: time.Second})
+	if err != nil {
+		return BackupContent{}, err
+	}
+	defer r.Close()
+	srcs, err := r.Sources()
+	if err != nil {
+		return BackupContent{}, err
+	}
+	return BackupContent{GroupID: r.GroupID(), GroupIndex: r.GroupIndex(), AppliedIndex: r.AppliedIndex(), Sources: srcs}, nil
+}
+
+// isDamage reports whether an error opening a store's files means the
+// files are damaged (as opposed to locked, missing permissions, ...).
+func isDamage(err error) bool {
+	return errors.Is(err, repository.ErrFormat) || errors.Is(err, berrors.ErrInvalid) ||
+		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch)
+}
+
+// checkIdentity compares the store's group identity with the one the rest
+// of its group holds. If every other member answers with state and they
+// agree on another identity, this store's files belong to some other group
+// (a restored or copied directory): they are moved to a numbered backup and
+// the store rejoins empty. Silent members make the check inconclusive and
+// the store starts as it is.
+func (s *Store) checkIdentity(ctx context.Context) error {
+	mine := s.repo.GroupID()
+	if mine == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	theirs := ""
+	for _, a := range s.probe(ctx, s.otherMembers()) {
+		if a.err != nil || !a.hasState() || a.reply.GroupID == "" {
+			return nil
+		}
+		if theirs != "" && a.reply.GroupID != theirs {
+			return nil // the others disagree among themselves: not for us to judge
+		}
+		theirs = a.reply.GroupID
+	}
+	if theirs == "" || theirs == mine {
+		return nil
+	}
+	s.closeStorage()
+	s.repo, s.logStore = nil, nil
+	backup, err := BackupDataDir(s.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("store %s holds group %s but its group is %s; moving its files to a backup failed: %w", s.cfg.Name, mine, theirs, err)
+	}
+	s.log.Error("this store's files belong to another group identity than its group's: moved them to a numbered backup; the store rejoins empty",
+		"store_group_id", mine, "group_id", theirs, "backup", backup)
+	s.lastStop = StopNew
+	return s.openFiles()
+}
