@@ -98,6 +98,8 @@ type storeStatus struct {
 	CatchingUp bool   `json:"catching_up"`
 	HasState   bool   `json:"has_state"`
 	Error      string `json:"error"`
+	// KnownGroups: other groups' identities, by index (JSON object keys).
+	KnownGroups map[string]string `json:"known_groups"`
 }
 
 func (h *host) status() ([]storeStatus, error) {

@@ -404,7 +404,7 @@ func (s *Store) watchLeadership() {
 		}
 		if s.leaderReady.Load() && time.Now().After(nextPeerCheck) {
 			if s.learnPeerGroups(r) {
-				nextPeerCheck = time.Now().Add(30 * time.Second)
+				nextPeerCheck = time.Now().Add(10 * time.Second)
 			} else {
 				nextPeerCheck = time.Now().Add(2 * time.Second)
 			}
@@ -540,6 +540,9 @@ type Status struct {
 	// empty store of its group on this host is still catching up.
 	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
 	LastTerm      uint64 `json:"last_term"`
+	// KnownGroups are the identities of the other groups this store's
+	// group has recorded, by group index.
+	KnownGroups map[int]string `json:"known_groups,omitempty"`
 	// Sources is what this store holds of each source.
 	Sources []SourceStatus `json:"sources"`
 	// Repair is the intergroup repair's progress (it runs on the leader).
@@ -585,6 +588,9 @@ func (s *Store) Status() Status {
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
 	st.Repair = s.repair.Status()
+	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
+		st.KnownGroups = peers
+	}
 	if infos, err := s.repo.Sources(); err == nil {
 		for _, in := range infos {
 			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}

@@ -181,3 +181,46 @@ func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
 		return !bs.Status().CatchingUp
 	})
 }
+
+// An operator accepts the loss of a group whose every store was wiped
+// (umstored recover --accept-loss marks its stores): the group starts again
+// empty under a new identity, and the other group learns the new identity.
+func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	old := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	c.Eventually(30*time.Second, "group 2 records group 1's identity", func() bool {
+		peers, err := c.WaitLeader(2, 10*time.Second).Repository().PeerGroups()
+		return err == nil && peers[1] == old
+	})
+	for _, m := range c.Members(1) {
+		c.Kill(m.Name)
+		c.Wipe(m.Name)
+	}
+	first := c.Members(1)[0].Name
+	if err := os.MkdirAll(c.DataDir(first), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.DataDir(first), "accept-loss"), []byte("now\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members(1) {
+		c.StartStore(m.Name)
+	}
+	l := c.WaitLeader(1, 30*time.Second)
+	c.Eventually(30*time.Second, "group 1 has a new identity on every member and group 2 records it", func() bool {
+		id := l.Repository().GroupID()
+		if id == "" || id == old {
+			return false
+		}
+		for _, m := range c.Members(1) {
+			if s := c.Store(m.Name); s == nil || s.Repository().GroupID() != id {
+				return false
+			}
+		}
+		peers, err := c.WaitLeader(2, 10*time.Second).Repository().PeerGroups()
+		return err == nil && peers[1] == id
+	})
+	if _, err := os.Stat(filepath.Join(c.DataDir(first), "accept-loss")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the accept-loss mark outlived its use: %v", err)
+	}
+}

@@ -28,6 +28,8 @@ Commands:
            deployment file
   run      run the stores of one host of a deployment
   status   show every group and store of a deployment
+  recover  the way out of "cannot recover group N: no store with state":
+           list backups, promote one, or accept the loss
   version  print the version and build of this binary (also --version)
 
 Run "umstored COMMAND --help" for a command's flags.
@@ -36,10 +38,11 @@ Run "umstored COMMAND --help" for a command's flags.
 // commands maps each subcommand to its implementation; each returns the
 // process exit code.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"dev":    cmdDev,
-	"plan":   cmdPlan,
-	"run":    cmdRun,
-	"status": cmdStatus,
+	"dev":     cmdDev,
+	"plan":    cmdPlan,
+	"recover": cmdRecover,
+	"run":     cmdRun,
+	"status":  cmdStatus,
 }
 
 func main() {
