@@ -23,8 +23,8 @@ type Entry struct {
 }
 
 // Result is the outcome of one Entry. Exactly one of Register, Publish,
-// InitGroup, PeerGroup and Consumed is set when the command took effect; none
-// when the entry was skipped, ignored, empty, or refused with Err.
+// InitGroup, PeerGroup, Consumed and Trim is set when the command took effect;
+// none when the entry was skipped, ignored, empty, or refused with Err.
 type Result struct {
 	Index   uint64
 	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
@@ -36,6 +36,7 @@ type Result struct {
 	InitGroup *InitGroupResult
 	PeerGroup *PeerGroupResult
 	Consumed  *ConsumedResult
+	Trim      *TrimResult
 }
 
 // RegisterResult answers a registration: where the source's repository
@@ -58,6 +59,11 @@ type PublishResult struct {
 	// (the held one is kept); FirstConflict is the first such sequence.
 	Conflicts     int
 	FirstConflict uint64
+	// BelowRetention counts messages at or below the source's TrimmedThrough:
+	// released by retention, so not stored again (a resend, or a repair from
+	// a group that still holds them). No-ops like Duplicates, and like them
+	// still acknowledged; not counted in Duplicates.
+	BelowRetention int
 }
 
 // InitGroupResult says whether the group identity was recorded.
@@ -81,6 +87,16 @@ type ConsumedResult struct {
 	Receiver string
 	Seq      uint64 // the position recorded afterwards: the command's if Advanced, else the one already recorded
 	Advanced bool   // the position is new or moved forward; false if the command's Seq was at or below it
+}
+
+// TrimResult says what a Trim did to Source.
+type TrimResult struct {
+	Source       string
+	Through      uint64 // the source's TrimmedThrough afterwards: the command's Through (at most HighSeq) if Advanced, else the one already recorded
+	Advanced     bool   // TrimmedThrough moved forward; false if the command's Through (capped at HighSeq) was at or below it: nothing dropped
+	Dropped      uint64 // messages deleted
+	DroppedBytes uint64 // their payload bytes
+	LowSeq       uint64 // the source's oldest message afterwards; 0 if none is left
 }
 
 // Apply applies a batch of committed entries in one bbolt read-write
@@ -250,6 +266,8 @@ func (a *applier) apply(e *Entry, res *Result) error {
 		return a.peerGroup(c, res)
 	case Consumed:
 		return a.consumed(c, res)
+	case Trim:
+		return a.trim(c, res)
 	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
@@ -430,6 +448,13 @@ func (a *applier) publish(c Publish, res *Result) error {
 	pr := &PublishResult{Source: c.Source, FirstSeq: c.FirstSeq, LastSeq: c.FirstSeq + n - 1}
 	for i, p := range c.Payloads {
 		seq := c.FirstSeq + uint64(i)
+		if seq <= src.state.TrimmedThrough {
+			// Released by retention: admit would take it for a duplicate
+			// (it is neither held nor in a gap), but it is reported apart
+			// and never compared with a held payload.
+			pr.BelowRetention++
+			continue
+		}
 		store, gap := src.state.admit(seq, len(p))
 		if gap != nil {
 			pr.NewGap = gap
@@ -459,6 +484,62 @@ func (a *applier) publish(c Publish, res *Result) error {
 	}
 	pr.HighSeq = src.state.HighSeq
 	res.Publish = pr
+	return nil
+}
+
+// trim drops the oldest messages of a source the group knows, through
+// c.Through capped at HighSeq. TrimmedThrough only moves forward: a Through
+// at or below it changes nothing.
+func (a *applier) trim(c Trim, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	if c.Through == 0 {
+		res.Err = fmt.Errorf("%w: Trim of %q through sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
+		return nil
+	}
+	// Sees sources created earlier in this transaction. A Trim never creates
+	// a source.
+	if a.sources.Bucket([]byte(c.Source)) == nil {
+		res.Err = fmt.Errorf("%w %q: Trim through %d; only sources the group holds are trimmed", ErrUnknownSource, c.Source, c.Through)
+		return nil
+	}
+	src, _, err := a.source(c.Source)
+	if err != nil {
+		return err
+	}
+	st := &src.state
+	tr := &TrimResult{Source: c.Source, Through: st.TrimmedThrough, LowSeq: st.LowSeq}
+	res.Trim = tr
+	through := min(c.Through, st.HighSeq) // never release what the group has not seen
+	if through <= st.TrimmedThrough {
+		return nil
+	}
+	// Held messages are all above TrimmedThrough, so the oldest ones are the
+	// ones to drop: delete from the front, bounded by what exists. The
+	// cursor is positioned afresh after each delete.
+	cur := src.msgs.Cursor()
+	k, v := cur.First()
+	for ; k != nil && binary.BigEndian.Uint64(k) <= through; k, v = cur.First() {
+		tr.Dropped++
+		tr.DroppedBytes += uint64(len(v))
+		if err := cur.Delete(); err != nil {
+			return err
+		}
+	}
+	if tr.Dropped > st.Count || tr.DroppedBytes > st.Bytes {
+		return fmt.Errorf("%w: source %q: trimming through %d drops %d messages of %d bytes, its bookkeeping counts only %d of %d bytes",
+			ErrFormat, c.Source, through, tr.Dropped, tr.DroppedBytes, st.Count, st.Bytes)
+	}
+	st.Count -= tr.Dropped
+	st.Bytes -= tr.DroppedBytes
+	st.LowSeq = 0
+	if k != nil {
+		st.LowSeq = binary.BigEndian.Uint64(k)
+	}
+	st.releaseGaps(through)
+	tr.Through, tr.Advanced, tr.LowSeq = through, true, st.LowSeq
 	return nil
 }
 

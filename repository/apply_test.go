@@ -16,6 +16,7 @@ type want struct {
 	InitGroup        *InitGroupResult
 	PeerGroup        *PeerGroupResult
 	Consumed         *ConsumedResult
+	Trim             *TrimResult
 }
 
 func checkResults(t *testing.T, got []Result, wants []want) {
@@ -48,6 +49,9 @@ func checkResults(t *testing.T, got []Result, wants []want) {
 		}
 		if !reflect.DeepEqual(g.Consumed, w.Consumed) {
 			t.Errorf("entry %d: Consumed = %+v, want %+v", g.Index, g.Consumed, w.Consumed)
+		}
+		if !reflect.DeepEqual(g.Trim, w.Trim) {
+			t.Errorf("entry %d: Trim = %+v, want %+v", g.Index, g.Trim, w.Trim)
 		}
 	}
 }
@@ -198,12 +202,16 @@ func TestApply(t *testing.T) {
 				Consumed{Source: "a", Receiver: "", Seq: 1},
 				Consumed{Source: "a", Receiver: "r", Seq: 0},
 				rawData{byte(CmdConsumed), 0x94, 0xa1, 'a', 0xa1, 'r', 0x01},
+				Trim{Source: "", Through: 1},
+				Trim{Source: "a", Through: 0},
+				rawData{byte(CmdTrim), 0x93, 0xa1, 'a', 0x01, 0xa0},
 			},
 			wants: []want{
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
+				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 			},
 		},
 		{
@@ -308,13 +316,14 @@ func TestApplyIdempotent(t *testing.T) {
 		pub("a", 8, 2),
 		PeerGroup{Index: 2, GroupID: "h", UnixNano: 3},
 		Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 4},
+		Trim{Source: "a", Through: 2, Reason: "messages", UnixNano: 5},
 		nil,
 	)
 	first := mustApply(t, r, batch)
 	d1 := mustDigest(t, r)
 	again := mustApply(t, r, batch)
 	for i, res := range again {
-		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Consumed != nil || res.Err != nil {
+		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Consumed != nil || res.Trim != nil || res.Err != nil {
 			t.Errorf("replayed entry %d: %+v, want only Skipped", i, res)
 		}
 		if res.Index != first[i].Index {
@@ -324,17 +333,17 @@ func TestApplyIdempotent(t *testing.T) {
 	if d2 := mustDigest(t, r); d2 != d1 {
 		t.Error("replaying a batch changed the digest")
 	}
-	if r.AppliedIndex() != 7 {
-		t.Errorf("AppliedIndex = %d, want 7", r.AppliedIndex())
+	if r.AppliedIndex() != 8 {
+		t.Errorf("AppliedIndex = %d, want 8", r.AppliedIndex())
 	}
 
 	// Entries out of order inside a batch: the lower index is skipped.
-	res := mustApply(t, r, []Entry{{Index: 9, Term: 2}, {Index: 8, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
+	res := mustApply(t, r, []Entry{{Index: 10, Term: 2}, {Index: 9, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
 	if res[0].Skipped || !res[1].Skipped {
 		t.Errorf("out-of-order batch: %+v", res)
 	}
-	if r.AppliedIndex() != 9 || r.AppliedTerm() != 2 {
-		t.Errorf("applied = %d/%d, want 9/2", r.AppliedIndex(), r.AppliedTerm())
+	if r.AppliedIndex() != 10 || r.AppliedTerm() != 2 {
+		t.Errorf("applied = %d/%d, want 10/2", r.AppliedIndex(), r.AppliedTerm())
 	}
 	if mustDigest(t, r) != d1 {
 		t.Error("a skipped entry changed the repository")

@@ -22,6 +22,8 @@ const (
 	CmdPeerGroup CommandType = 4
 	// CmdConsumed records how far a receiver has consumed a source.
 	CmdConsumed CommandType = 5
+	// CmdTrim drops a source's oldest messages: retention.
+	CmdTrim CommandType = 6
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -45,6 +47,8 @@ func (t CommandType) String() string {
 		name = "PeerGroup"
 	case CmdConsumed:
 		name = "Consumed"
+	case CmdTrim:
+		name = "Trim"
 	default:
 		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 	}
@@ -114,6 +118,28 @@ type Consumed struct {
 	UnixNano int64  // acknowledgement time, stamped by the proposer
 }
 
+// Trim drops the messages of Source with sequence numbers at or below
+// Through: retention, decided by the leader, applied identically by every
+// member.
+//
+// Each source's repository is bounded by limits (bytes, messages, age). The
+// group's leader knows the limits and the time, so it decides what to drop
+// (see Repo.RetentionPlan) and commits a Trim; every store then drops exactly
+// the same messages, with no clock involved in Apply. The source remembers
+// the highest Through applied (SourceInfo.TrimmedThrough): a message at or
+// below it is never stored again, so neither a resending publisher nor a
+// repair from another group brings released messages back. HighSeq is kept,
+// so a publisher resumes after it even once everything was dropped, and a
+// Through above HighSeq releases only up to HighSeq: sequence numbers the
+// group never saw are not given up. A Through at or below the one already
+// applied changes nothing, so the leader may resend freely.
+type Trim struct {
+	Source   string
+	Through  uint64 // drop every message with a sequence number ≤ Through, ≥ 1
+	Reason   string // "bytes", "messages", "age", or an operator's note; informational, not recorded
+	UnixNano int64  // when the leader decided, stamped by the proposer; informational, not recorded
+}
+
 // Body layouts (msgpack arrays, field order pinned):
 //
 //	InitGroup: [GroupID str, Index int, UnixNano int]
@@ -121,6 +147,7 @@ type Consumed struct {
 //	Publish:   [Source str, FirstSeq uint, Payloads [bin, ...]]
 //	PeerGroup: [Index int, GroupID str, UnixNano int]
 //	Consumed:  [Source str, Receiver str, Seq uint, UnixNano int]
+//	Trim:      [Source str, Through uint, Reason str, UnixNano int]
 //
 // Decoding is strict (exact element count, no trailing bytes): a store that
 // silently ignored a field it does not understand could apply the entry
@@ -131,6 +158,7 @@ const (
 	publishFields   = 3
 	peerGroupFields = 3
 	consumedFields  = 4
+	trimFields      = 4
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -198,13 +226,25 @@ func EncodeConsumed(c Consumed) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
+// EncodeTrim returns the replicated form of c.
+func EncodeTrim(c Trim) []byte {
+	n := 1 + sizeArrayLen(trimFields) + sizeString(len(c.Source)) + sizeUint(c.Through) + sizeString(len(c.Reason)) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdTrim))
+	b = appendArrayLen(b, trimFields)
+	b = appendString(b, c.Source)
+	b = appendUint(b, c.Through)
+	b = appendString(b, c.Reason)
+	return appendInt(b, c.UnixNano)
+}
+
 // IsIgnorable reports whether data is a command marked with IgnorableFlag.
 func IsIgnorable(data []byte) bool {
 	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
 }
 
 // DecodeCommand reads an encoded command and returns an InitGroup, Register,
-// Publish, PeerGroup or Consumed value. A type this version does not know
+// Publish, PeerGroup, Consumed or Trim value. A type this version does not know
 // gives an error wrapping ErrUnknownCommand (see IsIgnorable for whether it
 // may be skipped); a body that cannot be read, or empty data, gives an error
 // wrapping ErrBadCommand.
@@ -229,6 +269,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodePeerGroup(&r)
 	case CmdConsumed:
 		cmd = decodeConsumed(&r)
+	case CmdTrim:
+		cmd = decodeTrim(&r)
 	default:
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
@@ -308,6 +350,16 @@ func decodeConsumed(r *mpReader) Consumed {
 	c.Source = r.str()
 	c.Receiver = r.str()
 	c.Seq = r.uint()
+	c.UnixNano = r.int()
+	return c
+}
+
+func decodeTrim(r *mpReader) Trim {
+	var c Trim
+	expectFields(r, CmdTrim, trimFields)
+	c.Source = r.str()
+	c.Through = r.uint()
+	c.Reason = r.str()
 	c.UnixNano = r.int()
 	return c
 }

@@ -32,6 +32,8 @@ var goldenCommands = []struct {
 	{"peergroup-index300-v1.hex", PeerGroup{Index: 300, GroupID: "g", UnixNano: -5}},
 	{"consumed-v1.hex", Consumed{Source: "orders", Receiver: "billing-7", Seq: 1001, UnixNano: 1735689800123456789}},
 	{"consumed-wide-v1.hex", Consumed{Source: "s", Receiver: "dashboard/eu-west-1/replica-0001/consumer", Seq: 1 << 40, UnixNano: -1}},
+	{"trim-v1.hex", Trim{Source: "orders", Through: 1000, Reason: "bytes", UnixNano: 1735689900123456789}},
+	{"trim-note-v1.hex", Trim{Source: "s", Through: 1 << 40, Reason: "operator: disk full on eu-west-1, keep one day", UnixNano: -1}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -131,6 +133,14 @@ type libConsumed struct {
 	UnixNano int64
 }
 
+type libTrim struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Through  uint64
+	Reason   string
+	UnixNano int64
+}
+
 func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	for _, g := range goldenCommands {
 		t.Run(g.file, func(t *testing.T) {
@@ -177,6 +187,14 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}, c
 				body, _ := msgpack.Marshal(&libConsumed{Source: c.Source, Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano})
 				checkDecodes(t, append([]byte{byte(CmdConsumed)}, body...), c)
+			case Trim:
+				var v libTrim
+				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+					t.Fatal(err)
+				}
+				lib, back = Trim{v.Source, v.Through, v.Reason, v.UnixNano}, c
+				body, _ := msgpack.Marshal(&libTrim{Source: c.Source, Through: c.Through, Reason: c.Reason, UnixNano: c.UnixNano})
+				checkDecodes(t, append([]byte{byte(CmdTrim)}, body...), c)
 			default:
 				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
@@ -215,6 +233,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		Consumed{Source: strings.Repeat("s", 300), Receiver: strings.Repeat("r", 70000), Seq: ^uint64(0), UnixNano: 1<<63 - 1},
 		Consumed{Source: "a", Receiver: "r", Seq: 128, UnixNano: -1 << 63},
 		Consumed{Source: "a", Receiver: "r", Seq: 1 << 32, UnixNano: -33},
+		Trim{},
+		Trim{Source: strings.Repeat("s", 300), Through: ^uint64(0), Reason: strings.Repeat("n", 70000), UnixNano: 1<<63 - 1},
+		Trim{Source: "a", Through: 128, Reason: "age", UnixNano: -1 << 63},
+		Trim{Source: "a", Through: 1 << 32, UnixNano: -33},
 	}
 	for _, c := range cmds {
 		data := encode(c)
@@ -275,6 +297,15 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"consumed uint64 time", []byte{byte(CmdConsumed), 0x94, 0xa1, 'a', 0xa1, 'r', 0x01, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
 		{"consumed truncated", EncodeConsumed(Consumed{Source: "a", Receiver: "r", Seq: 1 << 40})[:12], ErrBadCommand},
 		{"consumed trailing byte", append(EncodeConsumed(Consumed{Source: "a", Receiver: "r", Seq: 1}), 0xc0), ErrBadCommand},
+		{"trim type only", []byte{byte(CmdTrim)}, ErrBadCommand},
+		{"trim too few fields", []byte{byte(CmdTrim), 0x93, 0xa1, 'a', 0x01, 0xa0}, ErrBadCommand},
+		{"trim too many fields", []byte{byte(CmdTrim), 0x95, 0xa1, 'a', 0x01, 0xa0, 0x00, 0x00}, ErrBadCommand},
+		{"trim fields swapped", []byte{byte(CmdTrim), 0x94, 0xa1, 'a', 0xa0, 0x01, 0x00}, ErrBadCommand},
+		{"trim negative through", []byte{byte(CmdTrim), 0x94, 0xa1, 'a', 0xff, 0xa0, 0x00}, ErrBadCommand},
+		{"trim uint64 time", []byte{byte(CmdTrim), 0x94, 0xa1, 'a', 0x01, 0xa0, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
+		{"trim reason not a string", []byte{byte(CmdTrim), 0x94, 0xa1, 'a', 0x01, 0x05, 0x00}, ErrBadCommand},
+		{"trim truncated", EncodeTrim(Trim{Source: "a", Through: 1 << 40, Reason: "bytes"})[:10], ErrBadCommand},
+		{"trim trailing byte", append(EncodeTrim(Trim{Source: "a", Through: 1}), 0xc0), ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +344,8 @@ func TestCommandTypeString(t *testing.T) {
 		CmdInitGroup | IgnorableFlag: "InitGroup|Ignorable",
 		CmdConsumed:                  "Consumed",
 		CmdConsumed | IgnorableFlag:  "Consumed|Ignorable",
+		CmdTrim:                      "Trim",
+		CmdTrim | IgnorableFlag:      "Trim|Ignorable",
 		9:                            "CommandType(9)",
 	} {
 		if got := typ.String(); got != want {

@@ -16,7 +16,10 @@ import (
 // fills, registrations, group identity conflicts, peer group records (new,
 // repeated, replaced, refused as the group's own), receiver positions (new,
 // advanced, at or below the recorded one, on a source the group does not
-// hold, with sequence number 0), malformed and ignorable entries, entries
+// hold, with sequence number 0), trims (dropping, at or below the point
+// already trimmed, beyond HighSeq, of a source the group does not hold or
+// without messages, through 0) and publishes below the point trimmed,
+// malformed and ignorable entries, entries
 // without a command, and holes in the raft indexes (raft does not hand no-op
 // entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
@@ -44,7 +47,7 @@ func randomLog(seed uint64, n int) []Entry {
 			}
 			seq := uint64(rng.IntN(int(high[src]) + 4)) // 0 now and then, often at or below a recorded position
 			data = EncodeConsumed(Consumed{Source: src, Receiver: fmt.Sprintf("r%d", rng.IntN(3)), Seq: seq, UnixNano: int64(index)})
-		case k < 85:
+		case k < 81:
 			src := sources[rng.IntN(len(sources))]
 			var first uint64
 			switch m := rng.IntN(10); {
@@ -66,6 +69,15 @@ func randomLog(seed uint64, n int) []Entry {
 				high[src] = last
 			}
 			data = EncodePublish(c)
+		case k < 85:
+			src := "omega"
+			if rng.IntN(12) > 0 {
+				src = registered[rng.IntN(len(registered))]
+			}
+			// 0 now and then, beyond HighSeq now and then.
+			through := uint64(rng.IntN(int(high[src]) + 3))
+			reasons := []string{RetentionBytes, RetentionMessages, "age", "operator"}
+			data = EncodeTrim(Trim{Source: src, Through: through, Reason: reasons[rng.IntN(len(reasons))], UnixNano: int64(index)})
 		case k < 92:
 			data = nil
 		case k < 96:
@@ -80,18 +92,23 @@ func randomLog(seed uint64, n int) []Entry {
 
 // model is a deliberately simple reference implementation of the apply
 // rules: the first payload stored for a sequence number wins; a receiver's
-// position is the highest one consumed, with the time it was first recorded.
+// position is the highest one consumed, with the time it was first recorded;
+// a trim deletes everything at or below the lower of its Through and the
+// highest sequence number ever stored, and nothing at or below the highest
+// such point is stored again.
 type model struct {
 	msgs      map[string]map[uint64][]byte
 	regs      map[string]Register
 	created   map[string]int64
 	receivers map[string]map[string]ReceiverPosition
+	high      map[string]uint64 // highest sequence number ever stored
+	trimmed   map[string]uint64
 }
 
 func newModel() *model {
 	return &model{
 		msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{},
-		receivers: map[string]map[string]ReceiverPosition{},
+		receivers: map[string]map[string]ReceiverPosition{}, high: map[string]uint64{}, trimmed: map[string]uint64{},
 	}
 }
 
@@ -116,10 +133,25 @@ func (m *model) apply(e Entry) {
 		}
 		for i, p := range c.Payloads {
 			seq := c.FirstSeq + uint64(i)
-			if _, ok := m.msgs[c.Source][seq]; !ok {
+			if _, ok := m.msgs[c.Source][seq]; !ok && seq > m.trimmed[c.Source] {
 				m.msgs[c.Source][seq] = append([]byte{}, p...)
+				m.high[c.Source] = max(m.high[c.Source], seq)
 			}
 		}
+	case Trim:
+		if m.msgs[c.Source] == nil || c.Through == 0 {
+			return
+		}
+		through := min(c.Through, m.high[c.Source])
+		if through <= m.trimmed[c.Source] {
+			return
+		}
+		for seq := range m.msgs[c.Source] {
+			if seq <= through {
+				delete(m.msgs[c.Source], seq)
+			}
+		}
+		m.trimmed[c.Source] = through
 	case Consumed:
 		if m.msgs[c.Source] == nil || c.Receiver == "" || c.Seq == 0 {
 			return
@@ -149,15 +181,15 @@ func (m *model) check(t *testing.T, r *Repo) {
 		held := m.msgs[info.Name]
 		var want SourceInfo
 		want.Name = info.Name
+		want.HighSeq, want.TrimmedThrough = m.high[info.Name], m.trimmed[info.Name]
 		for seq, p := range held {
 			want.Count++
 			want.Bytes += uint64(len(p))
-			want.HighSeq = max(want.HighSeq, seq)
 			if want.LowSeq == 0 || seq < want.LowSeq {
 				want.LowSeq = seq
 			}
 		}
-		for seq := uint64(1); seq <= want.HighSeq; seq++ {
+		for seq := want.TrimmedThrough + 1; seq <= want.HighSeq; seq++ {
 			if _, ok := held[seq]; ok {
 				continue
 			}
@@ -233,6 +265,9 @@ func resultsByIndex(into map[uint64]string, res []Result) {
 		}
 		if x.Consumed != nil {
 			text += fmt.Sprintf(" consumed=%+v", *x.Consumed)
+		}
+		if x.Trim != nil {
+			text += fmt.Sprintf(" trim=%+v", *x.Trim)
 		}
 		into[x.Index] = text
 	}
@@ -316,6 +351,7 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"extra message": {base[0], base[1], pub("a", 1, 4)},
 		"peer group":    {base[0], base[1], base[2], PeerGroup{Index: 2, GroupID: "p"}},
 		"receiver":      {base[0], base[1], base[2], Consumed{Source: "a", Receiver: "r", Seq: 1}},
+		"trim":          {base[0], base[1], base[2], Trim{Source: "a", Through: 1}},
 	}
 	r := openTest(t)
 	mustApply(t, r, logOf(1, base...))
@@ -343,7 +379,13 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 		case x.Ignored:
 			seen["ignored"]++
 		case errors.Is(x.Err, ErrUnknownSource):
-			seen["consumed-unknown-source"]++
+			seen["unknown-source"]++
+		case x.Trim != nil && x.Trim.Dropped > 0:
+			seen["trim-dropped"]++
+		case x.Trim != nil && x.Trim.Advanced:
+			seen["trim-advanced-nothing-dropped"]++
+		case x.Trim != nil:
+			seen["trim-no-op"]++
 		case x.Err != nil:
 			seen["err"]++
 		case x.InitGroup != nil && x.InitGroup.AlreadyInitialised:
@@ -361,6 +403,9 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 		case x.Register != nil:
 			seen["register-existing"]++
 		case x.Publish != nil:
+			if x.Publish.BelowRetention > 0 {
+				seen["below-retention"]++
+			}
 			if x.Publish.NewGap != nil {
 				seen["gap"]++
 			}
@@ -374,7 +419,9 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["no-command"]++
 		}
 	}
-	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "consumed-unknown-source", "consumed-advanced", "consumed-not-advanced", "register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
+	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "unknown-source", "consumed-advanced", "consumed-not-advanced",
+		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention",
+		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

@@ -11,9 +11,10 @@ import (
 )
 
 // Digest returns a hex SHA-256 over a canonical dump of the replicated state:
-// the group identity, for every source in name order its bookkeeping, every
-// message in sequence order and its receivers' positions in receiver name
-// order, then the records of the other groups in index order. The applied
+// the group identity, for every source in name order its bookkeeping (with
+// how far retention released it), every message in sequence order and its
+// receivers' positions in receiver name order, then the records of the other
+// groups in index order. The applied
 // index and term are left out, as are bbolt's page layout and free space: two
 // stores that applied the same log have equal digests even if they applied it
 // in different batches or one restored it from a snapshot. Tests compare
@@ -52,6 +53,14 @@ func (r *Repo) Digest() (string, error) {
 			d.str(st.Session)
 			d.u64(uint64(st.Created))
 			d.u64(uint64(st.LastRegister))
+			// Only when the source was ever trimmed, so that a repository
+			// without retention digests as it did before it existed. The
+			// marker's length (7) tells it from a message key (always 8),
+			// from "receivers" (9) and from "end" (3).
+			if st.TrimmedThrough != 0 {
+				d.str("trimmed")
+				d.u64(st.TrimmedThrough)
+			}
 
 			b := tx.Bucket(bucketSources).Bucket(k)
 			mc := b.Bucket(bucketMsgs).Cursor()

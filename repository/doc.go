@@ -3,22 +3,23 @@
 // group's leader learnt them (PeerGroups), and, for every source, the
 // messages the group has committed (by sequence number) with their
 // bookkeeping — highest and lowest sequence number held, gaps the group never
-// received, the last registration — and how far each of its receivers has
-// consumed it (Receivers). It lives in one bbolt file per store and knows
-// nothing of raft or the network: the raft FSM adapter in package storegroup
-// feeds it committed log entries (Apply), asks it for snapshots (Snapshot)
-// and installs snapshots from the leader (Restore).
+// received, how far retention released it, the last registration — and how
+// far each of its receivers has consumed it (Receivers). It lives in one
+// bbolt file per store and knows nothing of raft or the network: the raft FSM
+// adapter in package storegroup feeds it committed log entries (Apply), asks
+// it for snapshots (Snapshot) and installs snapshots from the leader
+// (Restore).
 //
 // # Commands
 //
 // Each log entry carries one command: a type byte followed by a msgpack body
 // (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup,
-// EncodeConsumed and DecodeCommand). Types and body layouts are pinned;
-// samples of every type are kept under testdata/ and a test checks that they
-// still decode. A future command that older stores may safely skip carries
-// IgnorableFlag in its type byte; any other unknown command makes Apply fail,
-// so that an outdated store stops instead of silently diverging from its
-// peers.
+// EncodeConsumed, EncodeTrim and DecodeCommand). Types and body layouts are
+// pinned; samples of every type are kept under testdata/ and a test checks
+// that they still decode. A future command that older stores may safely skip
+// carries IgnorableFlag in its type byte; any other unknown command makes
+// Apply fail, so that an outdated store stops instead of silently diverging
+// from its peers.
 //
 // # Determinism and idempotence
 //
@@ -34,6 +35,14 @@
 // receiver's position only moves forward, so its acknowledgements may be
 // resent or reordered. Digest hashes the logical content so tests can compare members.
 //
+// # Retention
+//
+// Retention goes through the log like everything else: the group's leader,
+// which knows the limits and the time, decides what to drop (RetentionPlan
+// helps with size limits) and commits a Trim; every store drops exactly the
+// same messages. A source remembers how far it was trimmed, and never stores
+// a message at or below that point again, whoever resends it.
+//
 // # The applied index
 //
 // Raft runs with NoSnapshotRestoreOnStart: on restart it does not restore a
@@ -48,6 +57,7 @@
 // # Concurrency
 //
 // Apply, Snapshot and Restore are called from one goroutine (the FSM's).
-// Reads (Sources, Source, Read, Receivers, Digest, AppliedIndex, ...) may run at any time
-// in their own read transactions; during a Restore they wait for the new file.
+// Reads (Sources, Source, Read, Receivers, RetentionPlan, Digest,
+// AppliedIndex, ...) may run at any time in their own read transactions;
+// during a Restore they wait for the new file.
 package repository

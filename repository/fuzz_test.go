@@ -37,6 +37,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdConsumed), 0x94, 0xc0, 0xc4, 0x01, 'r', 0xcd, 0x00, 0x01, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{byte(CmdConsumed | IgnorableFlag), 0x94, 0xa1, 'a', 0xa1, 'r', 0xff, 0x00})
 	f.Add([]byte{byte(CmdConsumed), 0xdc, 0x00, 0x04, 0xa1, 'a', 0xda, 0x00, 0x01, 'r', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0, 0xd0, 0x01})
+	f.Add([]byte{byte(CmdTrim), 0x94, 0xc0, 0xcd, 0x00, 0x01, 0xc4, 0x01, 'b', 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{byte(CmdTrim | IgnorableFlag), 0x94, 0xa1, 'a', 0x00, 0xc0, 0xff})
+	f.Add([]byte{byte(CmdTrim), 0xdd, 0x00, 0x00, 0x00, 0x04, 0xa1, 'a', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0x07, 0xdb, 0, 0, 0, 0x03, 'a', 'g', 'e', 0xd1, 0xff, 0x00})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
@@ -70,6 +73,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		case Consumed:
 			var v libConsumed
 			err, lib = msgpack.Unmarshal(data[1:], &v), Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}
+		case Trim:
+			var v libTrim
+			err, lib = msgpack.Unmarshal(data[1:], &v), Trim{v.Source, v.Through, v.Reason, v.UnixNano}
 		default:
 			t.Fatalf("no msgpack library check for %T", cmd)
 		}

@@ -43,6 +43,8 @@ func encode(cmd any) []byte {
 		return EncodePeerGroup(c)
 	case Consumed:
 		return EncodeConsumed(c)
+	case Trim:
+		return EncodeTrim(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

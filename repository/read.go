@@ -70,7 +70,8 @@ func loadState(tx *bolt.Tx, name string) (sourceState, error) {
 }
 
 // Read returns the messages held of source with sequence numbers in
-// [from, to], ascending. Missing sequence numbers are simply absent. It stops
+// [from, to], ascending. Missing sequence numbers (gaps, and those released
+// by retention: at or below TrimmedThrough) are simply absent. It stops
 // after maxCount messages, and before a message that would take the payload
 // total above maxBytes; the first message found is returned whatever its
 // size, so a reader always makes progress. A limit ≤ 0 means no limit. An

@@ -27,6 +27,17 @@ import (
 // never lists a source bucket's contents, only fetches its state and msgs by
 // name. It cannot apply a Consumed entry, though: it stops on that unknown
 // command, as any outdated store must.
+//
+// Retention (Trim) kept version 1 the same way: the source state is a msgpack
+// map, and the new key "t" (TrimmedThrough) is simply absent from files
+// written before it, meaning "never trimmed", which is exactly their state. A
+// Trim otherwise only deletes messages and lowers counts with the existing
+// layout. A binary from before Trim stops on the first Trim entry; one that
+// opens a file already trimmed (a downgrade) ignores "t" and forgets it when
+// it rewrites that source's state, which changes SourceInfo and Digest on that
+// store but not which messages it holds or would store: the gaps below
+// TrimmedThrough are gone, so such a binary takes a resent message there for
+// a duplicate and does not store it either.
 const FormatVersion = 1
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
@@ -87,7 +98,8 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	meta/peer-groups/<index>    msgpack peerRecord: another group's identity,
 //	                            index as uint64 big-endian (so in index order);
 //	                            the bucket exists once a PeerGroup took effect
-//	sources/<name>/state        msgpack sourceState
+//	sources/<name>/state        msgpack sourceState (a map with short keys;
+//	                            "t", TrimmedThrough, only once trimmed)
 //	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
 //	sources/<name>/receivers/<receiver>
 //	                            msgpack receiverRecord {s: seq, t: unix nano}:

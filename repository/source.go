@@ -25,16 +25,20 @@ func (g Range) Len() uint64 { return g.To - g.From + 1 }
 func (g Range) String() string { return fmt.Sprintf("[%d,%d]", g.From, g.To) }
 
 // sourceState is the bookkeeping of one source's repository. The messages
-// held are exactly [1, HighSeq] minus Gaps; the oldest of them is LowSeq.
+// held are exactly [TrimmedThrough+1, HighSeq] minus Gaps; the oldest of them
+// is LowSeq. Gaps therefore lie above TrimmedThrough, and a sequence number
+// at or below it is neither held nor in a gap: admit takes it for a
+// duplicate, so retention holds even for code that ignores TrimmedThrough.
 type sourceState struct {
-	HighSeq      uint64
-	LowSeq       uint64 // 0 while no message is held
-	Count        uint64 // messages held
-	Bytes        uint64 // payload bytes held
-	Gaps         []Range
-	Session      string // session of the last registration
-	Created      int64  // UnixNano of the registration that created it; 0 if created by a Publish
-	LastRegister int64  // UnixNano of the last registration
+	HighSeq        uint64
+	LowSeq         uint64 // 0 while no message is held
+	Count          uint64 // messages held
+	Bytes          uint64 // payload bytes held
+	Gaps           []Range
+	Session        string // session of the last registration
+	Created        int64  // UnixNano of the registration that created it; 0 if created by a Publish
+	LastRegister   int64  // UnixNano of the last registration
+	TrimmedThrough uint64 // highest Trim.Through applied (at most HighSeq); 0 if never trimmed
 }
 
 // storedState is sourceState as written to the file: a msgpack map with
@@ -49,12 +53,17 @@ type storedState struct {
 	Session      string      `msgpack:"s,omitempty"`
 	Created      int64       `msgpack:"c,omitempty"`
 	LastRegister int64       `msgpack:"r,omitempty"`
+	// Added with Trim. Files written before it have no "t" key: never
+	// trimmed. A binary from before it ignores the key (and would drop it
+	// when it rewrites the state), see FormatVersion.
+	TrimmedThrough uint64 `msgpack:"t,omitempty"`
 }
 
 func encodeState(s *sourceState) ([]byte, error) {
 	st := storedState{
 		HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Bytes: s.Bytes,
 		Session: s.Session, Created: s.Created, LastRegister: s.LastRegister,
+		TrimmedThrough: s.TrimmedThrough,
 	}
 	if len(s.Gaps) > 0 {
 		st.Gaps = make([][2]uint64, len(s.Gaps))
@@ -73,6 +82,7 @@ func decodeState(b []byte) (sourceState, error) {
 	s := sourceState{
 		HighSeq: st.HighSeq, LowSeq: st.LowSeq, Count: st.Count, Bytes: st.Bytes,
 		Session: st.Session, Created: st.Created, LastRegister: st.LastRegister,
+		TrimmedThrough: st.TrimmedThrough,
 	}
 	if len(st.Gaps) > 0 {
 		s.Gaps = make([]Range, len(st.Gaps))
@@ -131,9 +141,27 @@ func (s *sourceState) fillGap(seq uint64) bool {
 	return true
 }
 
-// holds reports whether seq is held (ignoring retention).
+// releaseGaps forgets the gaps at or below through, clipping one that
+// straddles it, and records through as the new TrimmedThrough. through must be
+// above the current TrimmedThrough and at most HighSeq. Count, Bytes and
+// LowSeq are the caller's: they depend on the messages actually deleted.
+func (s *sourceState) releaseGaps(through uint64) {
+	i := sort.Search(len(s.Gaps), func(i int) bool { return s.Gaps[i].To > through })
+	kept := s.Gaps[i:]
+	if len(kept) > 0 && kept[0].From <= through {
+		kept[0].From = through + 1
+	}
+	if len(kept) == 0 {
+		s.Gaps = nil
+	} else {
+		s.Gaps = append(s.Gaps[:0], kept...)
+	}
+	s.TrimmedThrough = through
+}
+
+// holds reports whether seq is held.
 func (s *sourceState) holds(seq uint64) bool {
-	if seq == 0 || seq > s.HighSeq {
+	if seq <= s.TrimmedThrough || seq > s.HighSeq {
 		return false
 	}
 	i := sort.Search(len(s.Gaps), func(i int) bool { return s.Gaps[i].To >= seq })
@@ -157,7 +185,15 @@ type SourceInfo struct {
 	LowSeq  uint64  // oldest sequence number held; 0 if none
 	Count   uint64  // messages held
 	Bytes   uint64  // payload bytes held
-	Gaps    []Range // sequence numbers below HighSeq this group never received, ascending
+	Gaps    []Range // sequence numbers in (TrimmedThrough, HighSeq) this group never received, ascending
+
+	// TrimmedThrough is how far retention released the source: the highest
+	// Trim.Through applied, capped at HighSeq; 0 if never trimmed. Every
+	// sequence number at or below it is absent from Read and from Gaps
+	// (whether it was dropped or never received) and is never stored again.
+	// Trimming keeps HighSeq: once everything held was dropped, Count and
+	// LowSeq are 0 and TrimmedThrough equals HighSeq.
+	TrimmedThrough uint64
 
 	Session              string // session of the last registration
 	CreatedUnixNano      int64  // time of the registration that created the source; 0 if a Publish did
@@ -172,5 +208,6 @@ func (s *sourceState) info(name string) SourceInfo {
 	return SourceInfo{
 		Name: name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Bytes: s.Bytes, Gaps: gaps,
 		Session: s.Session, CreatedUnixNano: s.Created, LastRegisterUnixNano: s.LastRegister,
+		TrimmedThrough: s.TrimmedThrough,
 	}
 }

@@ -57,9 +57,49 @@ func TestSourceStateAdmit(t *testing.T) {
 	}
 }
 
+func TestSourceStateReleaseGaps(t *testing.T) {
+	tests := []struct {
+		name     string
+		gaps     []Range
+		through  uint64
+		wantGaps []Range
+	}{
+		{"no gaps", nil, 5, nil},
+		{"all below", []Range{{2, 3}, {5, 6}}, 8, nil},
+		{"ends at through", []Range{{2, 3}, {5, 8}}, 8, nil},
+		{"straddles", []Range{{2, 3}, {5, 9}, {12, 14}}, 7, []Range{{8, 9}, {12, 14}}},
+		{"straddles by one", []Range{{5, 9}}, 8, []Range{{9, 9}}},
+		{"starts at through", []Range{{2, 3}, {7, 9}}, 7, []Range{{8, 9}}},
+		{"all above", []Range{{5, 6}, {9, 9}}, 4, []Range{{5, 6}, {9, 9}}},
+		{"from 1 (joined late)", []Range{{1, 9}}, 3, []Range{{4, 9}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sourceState{HighSeq: 20, TrimmedThrough: 1, Gaps: append([]Range(nil), tt.gaps...)}
+			s.releaseGaps(tt.through)
+			if !reflect.DeepEqual(s.Gaps, tt.wantGaps) {
+				t.Errorf("gaps = %v, want %v", s.Gaps, tt.wantGaps)
+			}
+			if s.TrimmedThrough != tt.through {
+				t.Errorf("TrimmedThrough = %d, want %d", s.TrimmedThrough, tt.through)
+			}
+			// At or below the point released, nothing is held and nothing
+			// is admitted again, even by code that ignores TrimmedThrough.
+			for seq := uint64(1); seq <= tt.through; seq++ {
+				if s.holds(seq) {
+					t.Errorf("holds(%d) after releasing through %d", seq, tt.through)
+				}
+				if store, _ := s.admit(seq, 1); store {
+					t.Errorf("admit(%d) stores a message released through %d", seq, tt.through)
+				}
+			}
+		})
+	}
+}
+
 func TestSourceStateEncoding(t *testing.T) {
 	in := sourceState{HighSeq: 1 << 40, LowSeq: 3, Count: 7, Bytes: 1234, Gaps: []Range{{1, 2}, {5, 9}},
-		Session: "s", Created: -5, LastRegister: 1 << 62}
+		Session: "s", Created: -5, LastRegister: 1 << 62, TrimmedThrough: 2}
 	b, err := encodeState(&in)
 	if err != nil {
 		t.Fatal(err)
