@@ -96,6 +96,15 @@ type Config struct {
 	// one raft entry).
 	RepairBatchCount int
 	RepairBatchBytes int
+	// RetentionMaxBytes, RetentionMaxMessages and RetentionMaxAge bound each
+	// source's repository (UM's repository-disk-file-size-limit: 100 MB by
+	// default; no message or age limit by default). The oldest messages go
+	// first, dropped by the leader through the log (0 disables a limit).
+	RetentionMaxBytes    uint64
+	RetentionMaxMessages uint64
+	RetentionMaxAge      time.Duration
+	// RetentionInterval is how often the leader checks the limits.
+	RetentionInterval time.Duration
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// Security, if set, encrypts and authenticates the client and raft
@@ -128,6 +137,9 @@ func DefaultConfig() Config {
 		RepairBytesPerSecond: 32 << 20,
 		RepairBatchCount:     1000,
 		RepairBatchBytes:     512 << 10,
+
+		RetentionMaxBytes: 100 << 20,
+		RetentionInterval: 5 * time.Second,
 	}
 }
 
@@ -173,6 +185,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)
+	}
+	if c.RetentionInterval < 0 || c.RetentionMaxAge < 0 {
+		return fmt.Errorf("%w: store %s: retention settings must not be negative", ErrConfig, c.Name)
 	}
 	if c.RepairInterval < 0 || c.RepairBytesPerSecond < 0 || c.RepairBatchCount < 1 || c.RepairBatchBytes < 1 {
 		return fmt.Errorf("%w: store %s: repair settings must be positive (RepairInterval 0 disables repair)", ErrConfig, c.Name)

@@ -82,5 +82,10 @@ func missingRanges(ours *repository.SourceInfo, theirs wire.SourceState) []seqRa
 		ourGaps = append(ourGaps, seqRange{g.From, g.To})
 	}
 	ourHeld := heldBy(ours.LowSeq, ours.HighSeq, ourGaps)
-	return subtract(theirHeld, ourHeld)
+	missing := subtract(theirHeld, ourHeld)
+	if ours.TrimmedThrough > 0 {
+		// Released by our retention: not missing, never to be copied back.
+		missing = subtract(missing, []seqRange{{1, ours.TrimmedThrough}})
+	}
+	return missing
 }

@@ -24,6 +24,10 @@ func TestMissingRanges(t *testing.T) {
 			wire.SourceState{LowSeq: 1, HighSeq: 10, Gaps: []wire.Range{{From: 4, To: 5}}}, []seqRange{{3, 3}, {6, 6}}},
 		{"our gap below our low (joined late)", &repository.SourceInfo{LowSeq: 101, HighSeq: 150, Gaps: []repository.Range{{From: 1, To: 100}}},
 			wire.SourceState{LowSeq: 1, HighSeq: 150}, []seqRange{{1, 100}}},
+		{"released by our retention is not missing", &repository.SourceInfo{LowSeq: 51, HighSeq: 60, TrimmedThrough: 50},
+			wire.SourceState{LowSeq: 1, HighSeq: 70}, []seqRange{{61, 70}}},
+		{"everything released", &repository.SourceInfo{HighSeq: 60, TrimmedThrough: 60},
+			wire.SourceState{LowSeq: 1, HighSeq: 60}, nil},
 		{"they retain less than we miss", &repository.SourceInfo{LowSeq: 50, HighSeq: 60, Gaps: []repository.Range{{From: 1, To: 49}}},
 			wire.SourceState{LowSeq: 20, HighSeq: 70}, []seqRange{{20, 49}, {61, 70}}},
 	}

@@ -38,6 +38,7 @@ type Store struct {
 	fsm      *fsm
 	client   *clientServer
 	repair   *repairer
+	retain   *retainer
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
@@ -100,12 +101,14 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.lock = lk
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.repair = newRepairer(s)
+	s.retain = newRetainer(s)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
 		lk.Release()
 		return nil, err
 	}
+	s.logRetentionFit()
 	if err := s.checkIdentity(ctx); err != nil {
 		s.closeStorage()
 		lk.Release()
@@ -286,9 +289,10 @@ func (s *Store) start() {
 	if err := os.Remove(filepath.Join(s.cfg.DataDir, acceptLossFile)); err == nil {
 		s.log.Warn("the accepted loss is done: the group started again; its old messages are gone")
 	}
-	s.bg.Add(2)
+	s.bg.Add(3)
 	go func() { defer s.bg.Done(); s.watchLeadership() }()
 	go func() { defer s.bg.Done(); s.repair.run(s.ctx) }()
+	go func() { defer s.bg.Done(); s.retain.run(s.ctx) }()
 	if d.kind == startJoinExisting {
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.catchUp(d.target, release) }()
@@ -552,13 +556,15 @@ type Status struct {
 
 // SourceStatus is what a store holds of one source.
 type SourceStatus struct {
-	Name      string      `json:"name"`
-	HighSeq   uint64      `json:"high_seq"`
-	LowSeq    uint64      `json:"oldest_seq"` // oldest retained
-	Count     uint64      `json:"count"`
-	Bytes     uint64      `json:"bytes"`
-	Gaps      int         `json:"gaps"`
-	GapRanges [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	Name    string `json:"name"`
+	HighSeq uint64 `json:"high_seq"`
+	LowSeq  uint64 `json:"oldest_seq"` // oldest retained
+	// TrimmedThrough: retention released every message up to here.
+	TrimmedThrough uint64      `json:"trimmed_through,omitempty"`
+	Count          uint64      `json:"count"`
+	Bytes          uint64      `json:"bytes"`
+	Gaps           int         `json:"gaps"`
+	GapRanges      [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
 	// Receivers are the consumption positions receivers have recorded.
 	Receivers []ReceiverStatus `json:"receivers,omitempty"`
 }
@@ -593,7 +599,7 @@ func (s *Store) Status() Status {
 	}
 	if infos, err := s.repo.Sources(); err == nil {
 		for _, in := range infos {
-			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
+			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
 			for i, g := range in.Gaps {
 				if i == maxGapsShown {
 					break

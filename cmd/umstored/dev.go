@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
 )
@@ -37,6 +36,8 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "umstore-dev", "directory for the stores' data and the deployment file")
 	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
+	var opts storeOptions
+	addRetentionFlags(fs, &opts)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, devUsage); fs.PrintDefaults() }
@@ -81,7 +82,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, h := range d.Hosts {
-		hs, err := startHost(ctx, d, h.Name, filepath.Join(dir, h.Name), dirlock.Options{}, log)
+		hs, err := startHost(ctx, d, h.Name, filepath.Join(dir, h.Name), opts, log)
 		if err != nil {
 			stopAll()
 			fmt.Fprintln(stderr, "umstored dev:", err)

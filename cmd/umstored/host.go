@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/spf13/pflag"
 	"time"
 
 	"umstore/dirlock"
@@ -31,7 +33,7 @@ type hostStores struct {
 // rejoin or refuse (see storegroup), so this only starts them, all at once:
 // a standby store waits in Open for its data directory's lock, and one
 // waiting store must not hold up the others. ctx ends such waits.
-func startHost(ctx context.Context, d *placement.Deployment, host, dataDir string, lock dirlock.Options, log *slog.Logger) (*hostStores, error) {
+func startHost(ctx context.Context, d *placement.Deployment, host, dataDir string, opts storeOptions, log *slog.Logger) (*hostStores, error) {
 	h, ok := d.HostByName(host)
 	if !ok {
 		return nil, fmt.Errorf("host %q is not in the deployment %q (its hosts: %s)", host, d.Name, hostNames(d))
@@ -50,7 +52,7 @@ func startHost(ctx context.Context, d *placement.Deployment, host, dataDir strin
 	errs := make([]error, len(refs))
 	var wg sync.WaitGroup
 	for i, ref := range refs {
-		cfg := storeConfig(d, ref, dataDir, net.ParseIP(h.Address), lock, log.With("host", host))
+		cfg := storeConfig(d, ref, dataDir, net.ParseIP(h.Address), opts, log.With("host", host))
 		cfg.Admission = hs.admission
 		cfg.Security = sec
 		wg.Add(1)
@@ -76,7 +78,24 @@ func startHost(ctx context.Context, d *placement.Deployment, host, dataDir strin
 }
 
 // storeConfig is the configuration of one store of the deployment.
-func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, localIP net.IP, lock dirlock.Options, log *slog.Logger) storegroup.Config {
+// storeOptions are the daemon's settings that apply to every store it runs.
+type storeOptions struct {
+	lock                 dirlock.Options
+	retentionMaxBytes    uint64
+	retentionMaxMessages uint64
+	retentionMaxAge      time.Duration
+}
+
+// addRetentionFlags declares the retention flags shared by run and dev.
+func addRetentionFlags(fs *pflag.FlagSet, o *storeOptions) {
+	def := storegroup.DefaultConfig()
+	fs.Uint64Var(&o.retentionMaxBytes, "retention-max-bytes", def.RetentionMaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
+	fs.Uint64Var(&o.retentionMaxMessages, "retention-max-messages", def.RetentionMaxMessages, "per source: keep at most this many messages (0: no limit)")
+	fs.DurationVar(&o.retentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
+}
+
+func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, localIP net.IP, opts storeOptions, log *slog.Logger) storegroup.Config {
+	lock := opts.lock
 	cfg := storegroup.DefaultConfig()
 	cfg.Name = ref.Store.Name
 	cfg.Group = ref.Group
@@ -96,6 +115,7 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
 	cfg.LocalIP = localIP
 	cfg.Lock = lock
+	cfg.RetentionMaxBytes, cfg.RetentionMaxMessages, cfg.RetentionMaxAge = opts.retentionMaxBytes, opts.retentionMaxMessages, opts.retentionMaxAge
 	cfg.Logger = log
 	return cfg
 }

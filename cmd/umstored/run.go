@@ -43,6 +43,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	standby := fs.Bool("standby", false, "if another process holds a store's data directory, wait and take the store over when it exits (a hot standby on shared storage)")
 	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted")
 	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this)")
+	var opts storeOptions
+	addRetentionFlags(fs, &opts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -83,7 +85,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *standby {
 		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", mode)
 	}
-	hs, err := startHost(ctx, d, *host, *dataDir, lock, log)
+	opts.lock = lock
+	hs, err := startHost(ctx, d, *host, *dataDir, opts, log)
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped while waiting")
 		return 0

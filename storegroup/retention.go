@@ -1,0 +1,147 @@
+package storegroup
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"umstore/repository"
+)
+
+// retentionStep bounds how many messages one Trim entry drops, so a large
+// backlog is released in short transactions.
+const retentionStep = 100_000
+
+// retainer enforces the per-source retention limits on the leader: it
+// proposes Trim entries through the log, so every member drops exactly the
+// same messages. Bytes and message counts come from the repository; age
+// from the leader's own memory of when it saw each sequence number (it
+// samples every RetentionInterval, so age is enforced to within that, and a
+// new leader starts sampling afresh: it keeps more, never less).
+type retainer struct {
+	s *Store
+
+	mu      sync.Mutex
+	samples map[string][]seenAt // per source, ascending
+	dropped uint64
+}
+
+type seenAt struct {
+	seq  uint64
+	when time.Time
+}
+
+func newRetainer(s *Store) *retainer { return &retainer{s: s, samples: map[string][]seenAt{}} }
+
+func (rt *retainer) run(ctx context.Context) {
+	cfg := rt.s.cfg
+	if cfg.RetentionInterval <= 0 || (cfg.RetentionMaxBytes == 0 && cfg.RetentionMaxMessages == 0 && cfg.RetentionMaxAge == 0) {
+		return
+	}
+	t := time.NewTicker(cfg.RetentionInterval)
+	defer t.Stop()
+	wasLeader := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		leader := rt.s.IsLeader()
+		if leader && !wasLeader {
+			rt.mu.Lock()
+			rt.samples = map[string][]seenAt{}
+			rt.mu.Unlock()
+		}
+		wasLeader = leader
+		if leader {
+			rt.pass(time.Now())
+		}
+	}
+}
+
+// pass trims every source that is over a limit.
+func (rt *retainer) pass(now time.Time) {
+	s := rt.s
+	cfg := s.cfg
+	infos, err := s.repo.Sources()
+	if err != nil {
+		return
+	}
+	for _, in := range infos {
+		through, reason, err := s.repo.RetentionPlan(in.Name, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
+		if err != nil {
+			continue
+		}
+		if age := rt.ageThrough(in, now); age > through {
+			through, reason = age, "age"
+		}
+		if through <= in.TrimmedThrough || in.LowSeq == 0 {
+			continue
+		}
+		through = min(through, in.LowSeq+retentionStep)
+		cmd := repository.EncodeTrim(repository.Trim{Source: in.Name, Through: through, Reason: reason, UnixNano: now.UnixNano()})
+		f := s.raftNode().Apply(cmd, cfg.ApplyTimeout)
+		if err := f.Error(); err != nil {
+			return
+		}
+		if res, ok := f.Response().(*repository.Result); ok && res.Trim != nil && res.Trim.Dropped > 0 {
+			rt.mu.Lock()
+			rt.dropped += res.Trim.Dropped
+			rt.mu.Unlock()
+			s.log.Info("retention released the oldest messages", "source", in.Name, "through", res.Trim.Through, "dropped", res.Trim.Dropped, "reason", reason)
+		}
+	}
+}
+
+// ageThrough records when the leader saw the source's newest sequence
+// number and returns the highest sequence number seen longer ago than
+// RetentionMaxAge (0 if none, or no age limit).
+func (rt *retainer) ageThrough(in repository.SourceInfo, now time.Time) uint64 {
+	maxAge := rt.s.cfg.RetentionMaxAge
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	ss := rt.samples[in.Name]
+	if len(ss) == 0 || ss[len(ss)-1].seq < in.HighSeq {
+		ss = append(ss, seenAt{seq: in.HighSeq, when: now})
+	}
+	var through uint64
+	keep := 0
+	for i, x := range ss {
+		if maxAge > 0 && now.Sub(x.when) > maxAge {
+			through = x.seq
+			keep = i // older samples are no longer needed
+		}
+	}
+	rt.samples[in.Name] = ss[keep:]
+	return through
+}
+
+// Dropped returns how many messages retention released while this store led.
+func (rt *retainer) Dropped() uint64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.dropped
+}
+
+// logRetentionFit says at start-up how many sources at the byte limit fit
+// in the data directory's free space, and warns when not even one does.
+func (s *Store) logRetentionFit() {
+	limit := s.cfg.RetentionMaxBytes
+	if limit == 0 {
+		s.log.Info("no per-source byte limit: the repository grows until the disk is full (set RetentionMaxBytes)")
+		return
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.cfg.DataDir, &st); err != nil {
+		return
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	fit := free / limit
+	if fit == 0 {
+		s.log.Warn("the data directory's free space is smaller than one source at its retention limit: the disk may fill before retention releases anything", "free_bytes", free, "limit_bytes_per_source", limit)
+		return
+	}
+	s.log.Info("retention limits checked against free space", "free_bytes", free, "limit_bytes_per_source", limit, "sources_at_limit_that_fit", fit)
+}
