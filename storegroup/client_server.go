@@ -158,6 +158,10 @@ func (cs *clientServer) handle(nc net.Conn) {
 			replies <- reply{msg: &wire.Error{Code: code, Message: err.Error()}}
 			continue
 		}
+		if sd, ok := m.(*wire.Shutdown); ok {
+			replies <- cs.shutdown(sd, nc)
+			continue
+		}
 		if sub, ok := m.(*wire.Subscribe); ok {
 			if rep, ok := cs.checkSubscribe(sub); !ok {
 				replies <- rep
@@ -349,6 +353,23 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 		rep.Through = msgs[len(msgs)-1].Seq
 	}
 	return rep
+}
+
+// shutdown stops the store cleanly at an operator's request, answering
+// first. Without a deployment token only a loopback client may ask.
+func (cs *clientServer) shutdown(m *wire.Shutdown, nc net.Conn) reply {
+	if cs.s.cfg.Security.Token == "" {
+		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+			cs.s.metrics.refused(refusedUnauthorized)
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeAuth, Message: "stopping a store needs the deployment's token, or a client on loopback"}}
+		}
+	}
+	cs.s.log.Info("stopping at an operator's request", "remote", nc.RemoteAddr())
+	go func() {
+		time.Sleep(100 * time.Millisecond) // let the answer go out
+		cs.s.Close()
+	}()
+	return reply{msg: &wire.OK{ReqID: m.ReqID}}
 }
 
 func (cs *clientServer) sources(m *wire.Sources) wire.Message {

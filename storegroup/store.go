@@ -63,6 +63,7 @@ type Store struct {
 	bg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	done      chan struct{} // closed once the store has stopped
 }
 
 // Open opens (or creates) the store's data directory, starts its client
@@ -85,6 +86,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		log:       cfg.Logger.With("store", cfg.Name, "group", cfg.Group),
 		started:   make(chan struct{}),
 		appliedCh: make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	s.hlog = newRaftLogger(s.log, "raft")
 	lockOpts := cfg.Lock
@@ -491,6 +493,10 @@ func DataDirHasState(dir string) bool {
 	return false
 }
 
+// Done is closed once the store has stopped (Close, Abort, a fatal error
+// or an operator's Shutdown request).
+func (s *Store) Done() <-chan struct{} { return s.done }
+
 // Started is closed once the raft node runs.
 func (s *Store) Started() <-chan struct{} { return s.started }
 
@@ -683,6 +689,7 @@ func (s *Store) stop(transfer bool) error {
 		if err := s.lock.Release(); err != nil {
 			s.closeErr = errors.Join(s.closeErr, err)
 		}
+		close(s.done)
 	})
 	return s.closeErr
 }

@@ -26,6 +26,7 @@ const (
 	TypeDeliver    Type = 16
 	TypeConsumed   Type = 17
 	TypeOK         Type = 18
+	TypeShutdown   Type = 19
 )
 
 // Message is any protocol message.
@@ -262,6 +263,14 @@ type Consumed struct {
 	Seq      uint64
 }
 
+// Shutdown asks a store to stop cleanly (graceful stop, marked clean). It is
+// an operator's request: a store accepts it only from an authenticated
+// client (the deployment's token) or, without a token, from loopback.
+type Shutdown struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+}
+
 // OK acknowledges a request that has no other answer.
 type OK struct {
 	_msgpack struct{} `msgpack:",as_array"`
@@ -286,6 +295,7 @@ func (*Subscribe) Type() Type  { return TypeSubscribe }
 func (*Deliver) Type() Type    { return TypeDeliver }
 func (*Consumed) Type() Type   { return TypeConsumed }
 func (*OK) Type() Type         { return TypeOK }
+func (*Shutdown) Type() Type   { return TypeShutdown }
 
 // newMessage returns an empty message for a frame type, or nil if the type
 // is unknown.
@@ -327,6 +337,8 @@ func newMessage(t Type) Message {
 		return &Consumed{}
 	case TypeOK:
 		return &OK{}
+	case TypeShutdown:
+		return &Shutdown{}
 	}
 	return nil
 }

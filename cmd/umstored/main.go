@@ -28,6 +28,7 @@ Commands:
            deployment file
   run      run the stores of one host of a deployment
   status   show every group and store of a deployment
+  stop     stop every store of a deployment (or a host) cleanly
   recover  the way out of "cannot recover group N: no store with state":
            list backups, promote one, or accept the loss
   version  print the version and build of this binary (also --version)
@@ -41,6 +42,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"dev":     cmdDev,
 	"plan":    cmdPlan,
 	"recover": cmdRecover,
+	"stop":    cmdStop,
 	"run":     cmdRun,
 	"status":  cmdStatus,
 }

@@ -128,6 +128,10 @@ func serveUntilStopped(ctx context.Context, hosts []*hostStores, log *slog.Logge
 			log.Info("stores stopped")
 			return code
 		case <-tick.C:
+			if allStopped(hosts) {
+				log.Info("every store has stopped (umstored stop); exiting")
+				return code
+			}
 			for _, hs := range hosts {
 				for _, s := range hs.stores {
 					if err := s.Err(); err != nil && !reported[s.Name()] {
@@ -139,6 +143,20 @@ func serveUntilStopped(ctx context.Context, hosts []*hostStores, log *slog.Logge
 			}
 		}
 	}
+}
+
+// allStopped reports whether every store of the hosts has stopped.
+func allStopped(hosts []*hostStores) bool {
+	for _, hs := range hosts {
+		for _, s := range hs.stores {
+			select {
+			case <-s.Done():
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func exitUsage(err error) int {
