@@ -68,7 +68,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		results, err = f.repo.Apply(entries)
 	}
 	if err != nil {
-		err = fmt.Errorf("%w: entries %d..%d: %v", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
+		err = fmt.Errorf("%w: entries %d..%d: %v; fix the cause and start the store again: it replays them", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
 		f.mu.Lock()
 		f.failed = err
 		f.mu.Unlock()

@@ -13,9 +13,21 @@ import (
 // directory's lock before every write: a store whose lease was taken over
 // (a paused process resuming after a standby took its place) must not write
 // another byte.
+//
+// A write that fails (disk full, I/O error) stops the store through
+// onWriteError: raft would otherwise keep a follower running that can never
+// append again, silently behind its group.
 type guardedLogStore struct {
 	*raftboltdb.BoltStore
-	lock dirlock.Lock
+	lock         dirlock.Lock
+	onWriteError func(error)
+}
+
+func (g *guardedLogStore) failed(err error) error {
+	if err != nil && g.onWriteError != nil {
+		g.onWriteError(err)
+	}
+	return err
 }
 
 func (g *guardedLogStore) check(what string) error {
@@ -30,7 +42,7 @@ func (g *guardedLogStore) StoreLog(l *raft.Log) error {
 	if err := g.check("write the raft log"); err != nil {
 		return err
 	}
-	return g.BoltStore.StoreLog(l)
+	return g.failed(g.BoltStore.StoreLog(l))
 }
 
 // StoreLogs implements raft.LogStore.
@@ -38,7 +50,7 @@ func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
 	if err := g.check("write the raft log"); err != nil {
 		return err
 	}
-	return g.BoltStore.StoreLogs(logs)
+	return g.failed(g.BoltStore.StoreLogs(logs))
 }
 
 // DeleteRange implements raft.LogStore.
@@ -46,7 +58,7 @@ func (g *guardedLogStore) DeleteRange(min, max uint64) error {
 	if err := g.check("compact the raft log"); err != nil {
 		return err
 	}
-	return g.BoltStore.DeleteRange(min, max)
+	return g.failed(g.BoltStore.DeleteRange(min, max))
 }
 
 // Set implements raft.StableStore.
@@ -54,7 +66,7 @@ func (g *guardedLogStore) Set(k, v []byte) error {
 	if err := g.check("write raft's stable state"); err != nil {
 		return err
 	}
-	return g.BoltStore.Set(k, v)
+	return g.failed(g.BoltStore.Set(k, v))
 }
 
 // SetUint64 implements raft.StableStore.
@@ -62,5 +74,5 @@ func (g *guardedLogStore) SetUint64(k []byte, v uint64) error {
 	if err := g.check("write raft's stable state"); err != nil {
 		return err
 	}
-	return g.BoltStore.SetUint64(k, v)
+	return g.failed(g.BoltStore.SetUint64(k, v))
 }

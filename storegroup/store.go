@@ -193,7 +193,9 @@ func (s *Store) openFiles() error {
 	if err != nil {
 		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
 	}
-	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock}
+	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock, onWriteError: func(err error) {
+		s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
+	}}
 	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
