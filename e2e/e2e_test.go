@@ -77,10 +77,11 @@ func freeBasePort(t *testing.T) int {
 }
 
 // startDev runs `umstored dev` and waits until it prints "ready".
-func startDev(t *testing.T, bin, dataDir string) *exec.Cmd {
+func startDev(t *testing.T, bin, dataDir string, extra ...string) *exec.Cmd {
 	t.Helper()
 	base := freeBasePort(t)
-	cmd := exec.Command(filepath.Join(bin, "umstored"), "dev", "--data-dir", dataDir, "--base-port", fmt.Sprint(base), "--admin-addr", "127.0.0.1:0")
+	args := append([]string{"dev", "--data-dir", dataDir, "--base-port", fmt.Sprint(base), "--admin-addr", "127.0.0.1:0"}, extra...)
+	cmd := exec.Command(filepath.Join(bin, "umstored"), args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,10 @@ type Config struct {
 	// MaxBatch and MaxBatchBytes bound one Publish frame (one raft entry).
 	MaxBatch      int
 	MaxBatchBytes int
+	// KeepAliveInterval is how often the publisher tells each group it is
+	// alive while it has nothing to publish (UM keepalive-interval, 3s), so
+	// its source is not expired by source-activity-timeout.
+	KeepAliveInterval time.Duration
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
 	// StateFile, if set, is a file where the publisher keeps the last
@@ -83,6 +87,7 @@ func DefaultConfig() Config {
 		MaxBatch:           512,
 		MaxBatchBytes:      1 << 20,
 		ReconnectDelay:     200 * time.Millisecond,
+		KeepAliveInterval:  3 * time.Second,
 	}
 }
 
@@ -96,6 +101,10 @@ var (
 	// ErrRegistration means too few groups answered the registration for
 	// the intergroup behaviour within the context's deadline.
 	ErrRegistration = errors.New("registration incomplete: too few store groups answered")
+	// ErrSourceBusy means another live publisher holds the source; it is
+	// freed when that publisher closes, or after the stores'
+	// source-activity-timeout of silence.
+	ErrSourceBusy = errors.New("source held by another live publisher")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
 )
@@ -119,8 +128,8 @@ func (c *Config) Validate() error {
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
 	}
-	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 {
-		return fmt.Errorf("%w: RegisterTimeout and ReconnectDelay must be positive", ErrConfig)
+	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 || c.KeepAliveInterval <= 0 {
+		return fmt.Errorf("%w: RegisterTimeout, ReconnectDelay and KeepAliveInterval must be positive", ErrConfig)
 	}
 	return nil
 }

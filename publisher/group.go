@@ -44,6 +44,18 @@ func (g *group) closeConn() {
 	}
 }
 
+// goodbye tells the group's leader this publisher is leaving, so its
+// source is free at once rather than after the activity timeout.
+func (g *group) goodbye() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.conn == nil {
+		return
+	}
+	_ = g.conn.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
+	_ = g.conn.Send(&wire.KeepAlive{Source: g.p.cfg.Source, Session: g.p.cfg.Session, Leaving: true})
+}
+
 func (g *group) run() {
 	p := g.p
 	for p.ctx.Err() == nil {
@@ -145,6 +157,17 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		case *wire.Error:
 			c.Close()
 			lastErr = m
+			if m.Code == wire.CodeBusy {
+				err := fmt.Errorf("%w: %s", ErrSourceBusy, m.Message)
+				p.mu.Lock()
+				if p.busyErr == nil {
+					p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", m.Message)
+				}
+				p.busyErr = err
+				p.broadcastLocked()
+				p.mu.Unlock()
+				return nil, nil, err // the leader answered: no other store will say otherwise
+			}
 		default:
 			c.Close()
 			lastErr = fmt.Errorf("%w: registration answered with frame type %d", wire.ErrMalformed, m.Type())
@@ -210,6 +233,8 @@ func (g *group) stream(c *wire.Conn) error {
 
 	var reqID uint64 = 1
 	payloads := make([][]byte, 0, p.cfg.MaxBatch)
+	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
+	defer keepAlive.Stop()
 	for {
 		p.mu.Lock()
 		if next < p.retained.first {
@@ -239,6 +264,10 @@ func (g *group) stream(c *wire.Conn) error {
 				return err
 			case <-p.ctx.Done():
 				return p.ctx.Err()
+			case <-keepAlive.C:
+				if err := c.Send(&wire.KeepAlive{Source: p.cfg.Source, Session: p.cfg.Session}); err != nil {
+					return err
+				}
 			}
 			continue
 		}

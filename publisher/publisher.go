@@ -39,6 +39,7 @@ type Publisher struct {
 	delivered    uint64        // highest sequence number OnStable has been called for
 	state        *stateFile    // nil without Config.StateFile
 	authErr      error         // a store refused our token: registration cannot succeed
+	busyErr      error         // a leader said another live publisher holds the source
 	reg          Registration
 }
 
@@ -160,14 +161,14 @@ func (p *Publisher) register(ctx context.Context) error {
 		case <-ch:
 		case <-allCtx.Done():
 			if ctx.Err() != nil {
-				return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %v", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, ctx.Err())
+				return p.registrationErr(got, n, need, ctx.Err())
 			}
 			if got < need {
 				// Past RegisterTimeout: keep waiting for the minimum, bounded by ctx.
 				select {
 				case <-ch:
 				case <-ctx.Done():
-					return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %v", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, ctx.Err())
+					return p.registrationErr(got, n, need, ctx.Err())
 				}
 			}
 		}
@@ -213,6 +214,17 @@ func (p *Publisher) register(ctx context.Context) error {
 	close(p.decided)
 	p.log.Info("registered", "resume_seq", p.firstSeq, "groups_answered", answered, "groups", n)
 	return nil
+}
+
+// registrationErr explains why registration did not complete.
+func (p *Publisher) registrationErr(got, n, need int, cause error) error {
+	p.mu.Lock()
+	busy := p.busyErr
+	p.mu.Unlock()
+	if busy != nil {
+		cause = busy
+	}
+	return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %w", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, cause)
 }
 
 // Registration reports how the resume point was chosen: which groups
@@ -338,6 +350,9 @@ func (p *Publisher) Close() error {
 	p.closed = true
 	p.broadcastLocked()
 	p.mu.Unlock()
+	for _, g := range p.groups {
+		g.goodbye()
+	}
 	p.cancel()
 	for _, g := range p.groups {
 		g.closeConn()

@@ -23,8 +23,9 @@ type Entry struct {
 }
 
 // Result is the outcome of one Entry. Exactly one of Register, Publish,
-// InitGroup, PeerGroup, Consumed and Trim is set when the command took effect;
-// none when the entry was skipped, ignored, empty, or refused with Err.
+// InitGroup, PeerGroup, Consumed, Trim and Expire is set when the command took
+// effect; none when the entry was skipped, ignored, empty, or refused with
+// Err.
 type Result struct {
 	Index   uint64
 	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
@@ -37,6 +38,7 @@ type Result struct {
 	PeerGroup *PeerGroupResult
 	Consumed  *ConsumedResult
 	Trim      *TrimResult
+	Expire    *ExpireResult
 }
 
 // RegisterResult answers a registration: where the source's repository
@@ -97,6 +99,13 @@ type TrimResult struct {
 	Dropped      uint64 // messages deleted
 	DroppedBytes uint64 // their payload bytes
 	LowSeq       uint64 // the source's oldest message afterwards; 0 if none is left
+}
+
+// ExpireResult says what an ExpireSession did to Source.
+type ExpireResult struct {
+	Source  string
+	Session string // the command's session
+	Expired bool   // Session was the one recorded and is now cleared; false if another session (or none) was recorded: nothing changed
 }
 
 // Apply applies a batch of committed entries in one bbolt read-write
@@ -268,6 +277,8 @@ func (a *applier) apply(e *Entry, res *Result) error {
 		return a.consumed(c, res)
 	case Trim:
 		return a.trim(c, res)
+	case ExpireSession:
+		return a.expireSession(c, res)
 	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
@@ -407,7 +418,7 @@ func (a *applier) register(c Register, res *Result) error {
 	if created {
 		src.state.Created = c.UnixNano
 	}
-	src.state.Session = c.Session
+	src.state.Session = c.Session // after an expiry too; ExpiredSession stays as it was
 	src.state.LastRegister = c.UnixNano
 	res.Register = &RegisterResult{
 		Source:  c.Source,
@@ -540,6 +551,40 @@ func (a *applier) trim(c Trim, res *Result) error {
 	}
 	st.releaseGaps(through)
 	tr.Through, tr.Advanced, tr.LowSeq = through, true, st.LowSeq
+	return nil
+}
+
+// expireSession frees a source the group knows from the session c names, if
+// that session is still the one recorded: a stale or repeated expiry changes
+// nothing (not even the time recorded).
+func (a *applier) expireSession(c ExpireSession, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	if c.Session == "" {
+		res.Err = fmt.Errorf("%w: ExpireSession on %q with an empty session", ErrBadCommand, c.Source)
+		return nil
+	}
+	// Sees sources created earlier in this transaction. An ExpireSession
+	// never creates a source.
+	if a.sources.Bucket([]byte(c.Source)) == nil {
+		res.Err = fmt.Errorf("%w %q: ExpireSession of session %q; only sources the group holds have sessions", ErrUnknownSource, c.Source, c.Session)
+		return nil
+	}
+	src, _, err := a.source(c.Source)
+	if err != nil {
+		return err
+	}
+	er := &ExpireResult{Source: c.Source, Session: c.Session}
+	res.Expire = er
+	st := &src.state
+	if st.Session != c.Session {
+		return nil // a new publisher registered meanwhile, or already expired
+	}
+	st.Session = ""
+	st.ExpiredSession, st.ExpiredUnixNano = c.Session, c.UnixNano
+	er.Expired = true
 	return nil
 }
 

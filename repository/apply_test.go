@@ -17,6 +17,7 @@ type want struct {
 	PeerGroup        *PeerGroupResult
 	Consumed         *ConsumedResult
 	Trim             *TrimResult
+	Expire           *ExpireResult
 }
 
 func checkResults(t *testing.T, got []Result, wants []want) {
@@ -52,6 +53,9 @@ func checkResults(t *testing.T, got []Result, wants []want) {
 		}
 		if !reflect.DeepEqual(g.Trim, w.Trim) {
 			t.Errorf("entry %d: Trim = %+v, want %+v", g.Index, g.Trim, w.Trim)
+		}
+		if !reflect.DeepEqual(g.Expire, w.Expire) {
+			t.Errorf("entry %d: Expire = %+v, want %+v", g.Index, g.Expire, w.Expire)
 		}
 	}
 }
@@ -205,12 +209,16 @@ func TestApply(t *testing.T) {
 				Trim{Source: "", Through: 1},
 				Trim{Source: "a", Through: 0},
 				rawData{byte(CmdTrim), 0x93, 0xa1, 'a', 0x01, 0xa0},
+				ExpireSession{Source: "", Session: "s"},
+				ExpireSession{Source: "a", Session: ""},
+				rawData{byte(CmdExpireSession), 0x92, 0xa1, 'a', 0xa1, 's'},
 			},
 			wants: []want{
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
+				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 			},
 		},
@@ -317,13 +325,14 @@ func TestApplyIdempotent(t *testing.T) {
 		PeerGroup{Index: 2, GroupID: "h", UnixNano: 3},
 		Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 4},
 		Trim{Source: "a", Through: 2, Reason: "messages", UnixNano: 5},
+		ExpireSession{Source: "a", Session: "s", UnixNano: 6},
 		nil,
 	)
 	first := mustApply(t, r, batch)
 	d1 := mustDigest(t, r)
 	again := mustApply(t, r, batch)
 	for i, res := range again {
-		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Consumed != nil || res.Trim != nil || res.Err != nil {
+		if !res.Skipped || res.Publish != nil || res.Register != nil || res.InitGroup != nil || res.PeerGroup != nil || res.Consumed != nil || res.Trim != nil || res.Expire != nil || res.Err != nil {
 			t.Errorf("replayed entry %d: %+v, want only Skipped", i, res)
 		}
 		if res.Index != first[i].Index {
@@ -333,17 +342,17 @@ func TestApplyIdempotent(t *testing.T) {
 	if d2 := mustDigest(t, r); d2 != d1 {
 		t.Error("replaying a batch changed the digest")
 	}
-	if r.AppliedIndex() != 8 {
-		t.Errorf("AppliedIndex = %d, want 8", r.AppliedIndex())
+	if r.AppliedIndex() != 9 {
+		t.Errorf("AppliedIndex = %d, want 9", r.AppliedIndex())
 	}
 
 	// Entries out of order inside a batch: the lower index is skipped.
-	res := mustApply(t, r, []Entry{{Index: 10, Term: 2}, {Index: 9, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
+	res := mustApply(t, r, []Entry{{Index: 11, Term: 2}, {Index: 10, Term: 2, Data: EncodePublish(pub("a", 5, 1))}})
 	if res[0].Skipped || !res[1].Skipped {
 		t.Errorf("out-of-order batch: %+v", res)
 	}
-	if r.AppliedIndex() != 10 || r.AppliedTerm() != 2 {
-		t.Errorf("applied = %d/%d, want 10/2", r.AppliedIndex(), r.AppliedTerm())
+	if r.AppliedIndex() != 11 || r.AppliedTerm() != 2 {
+		t.Errorf("applied = %d/%d, want 11/2", r.AppliedIndex(), r.AppliedTerm())
 	}
 	if mustDigest(t, r) != d1 {
 		t.Error("a skipped entry changed the repository")

@@ -24,6 +24,8 @@ const (
 	CmdConsumed CommandType = 5
 	// CmdTrim drops a source's oldest messages: retention.
 	CmdTrim CommandType = 6
+	// CmdExpireSession frees a source whose publisher session went silent.
+	CmdExpireSession CommandType = 7
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -49,6 +51,8 @@ func (t CommandType) String() string {
 		name = "Consumed"
 	case CmdTrim:
 		name = "Trim"
+	case CmdExpireSession:
+		name = "ExpireSession"
 	default:
 		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 	}
@@ -140,25 +144,45 @@ type Trim struct {
 	UnixNano int64  // when the leader decided, stamped by the proposer; informational, not recorded
 }
 
+// ExpireSession frees a source whose publisher session went silent.
+//
+// A source is owned by the publisher session recorded by its last Register
+// (SourceInfo.Session). When that publisher stays silent longer than the
+// source-activity timeout (it died without saying goodbye), the group's
+// leader, which knows the time, commits an ExpireSession so that every store
+// agrees the source is free and a new publisher may take it over. If Session
+// is the session recorded, it is cleared and remembered as the source's
+// ExpiredSession, with UnixNano as ExpiredUnixNano. If another session is
+// recorded (a new publisher registered meanwhile, or the session already
+// expired), nothing changes: a late, stale or repeated expiry is harmless,
+// so the leader may resend freely.
+type ExpireSession struct {
+	Source   string
+	Session  string // the session found silent, non-empty: it is freed only if still the one recorded
+	UnixNano int64  // when the leader decided, stamped by the proposer; recorded as ExpiredUnixNano
+}
+
 // Body layouts (msgpack arrays, field order pinned):
 //
-//	InitGroup: [GroupID str, Index int, UnixNano int]
-//	Register:  [Source str, Session str, UnixNano int]
-//	Publish:   [Source str, FirstSeq uint, Payloads [bin, ...]]
-//	PeerGroup: [Index int, GroupID str, UnixNano int]
-//	Consumed:  [Source str, Receiver str, Seq uint, UnixNano int]
-//	Trim:      [Source str, Through uint, Reason str, UnixNano int]
+//	InitGroup:     [GroupID str, Index int, UnixNano int]
+//	Register:      [Source str, Session str, UnixNano int]
+//	Publish:       [Source str, FirstSeq uint, Payloads [bin, ...]]
+//	PeerGroup:     [Index int, GroupID str, UnixNano int]
+//	Consumed:      [Source str, Receiver str, Seq uint, UnixNano int]
+//	Trim:          [Source str, Through uint, Reason str, UnixNano int]
+//	ExpireSession: [Source str, Session str, UnixNano int]
 //
 // Decoding is strict (exact element count, no trailing bytes): a store that
 // silently ignored a field it does not understand could apply the entry
 // differently from its peers.
 const (
-	initGroupFields = 3
-	registerFields  = 3
-	publishFields   = 3
-	peerGroupFields = 3
-	consumedFields  = 4
-	trimFields      = 4
+	initGroupFields     = 3
+	registerFields      = 3
+	publishFields       = 3
+	peerGroupFields     = 3
+	consumedFields      = 4
+	trimFields          = 4
+	expireSessionFields = 3
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -238,13 +262,24 @@ func EncodeTrim(c Trim) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
+// EncodeExpireSession returns the replicated form of c.
+func EncodeExpireSession(c ExpireSession) []byte {
+	n := 1 + sizeArrayLen(expireSessionFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeInt(c.UnixNano)
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdExpireSession))
+	b = appendArrayLen(b, expireSessionFields)
+	b = appendString(b, c.Source)
+	b = appendString(b, c.Session)
+	return appendInt(b, c.UnixNano)
+}
+
 // IsIgnorable reports whether data is a command marked with IgnorableFlag.
 func IsIgnorable(data []byte) bool {
 	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
 }
 
 // DecodeCommand reads an encoded command and returns an InitGroup, Register,
-// Publish, PeerGroup, Consumed or Trim value. A type this version does not know
+// Publish, PeerGroup, Consumed, Trim or ExpireSession value. A type this version does not know
 // gives an error wrapping ErrUnknownCommand (see IsIgnorable for whether it
 // may be skipped); a body that cannot be read, or empty data, gives an error
 // wrapping ErrBadCommand.
@@ -271,6 +306,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodeConsumed(&r)
 	case CmdTrim:
 		cmd = decodeTrim(&r)
+	case CmdExpireSession:
+		cmd = decodeExpireSession(&r)
 	default:
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
@@ -360,6 +397,15 @@ func decodeTrim(r *mpReader) Trim {
 	c.Source = r.str()
 	c.Through = r.uint()
 	c.Reason = r.str()
+	c.UnixNano = r.int()
+	return c
+}
+
+func decodeExpireSession(r *mpReader) ExpireSession {
+	var c ExpireSession
+	expectFields(r, CmdExpireSession, expireSessionFields)
+	c.Source = r.str()
+	c.Session = r.str()
 	c.UnixNano = r.int()
 	return c
 }

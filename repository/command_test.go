@@ -34,6 +34,8 @@ var goldenCommands = []struct {
 	{"consumed-wide-v1.hex", Consumed{Source: "s", Receiver: "dashboard/eu-west-1/replica-0001/consumer", Seq: 1 << 40, UnixNano: -1}},
 	{"trim-v1.hex", Trim{Source: "orders", Through: 1000, Reason: "bytes", UnixNano: 1735689900123456789}},
 	{"trim-note-v1.hex", Trim{Source: "s", Through: 1 << 40, Reason: "operator: disk full on eu-west-1, keep one day", UnixNano: -1}},
+	{"expiresession-v1.hex", ExpireSession{Source: "orders", Session: "pub-7:3", UnixNano: 1735690000123456789}},
+	{"expiresession-wide-v1.hex", ExpireSession{Source: "s", Session: "publisher/eu-west-1/host-0001/pid-4242/incarnation-7", UnixNano: -1}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -141,6 +143,13 @@ type libTrim struct {
 	UnixNano int64
 }
 
+type libExpireSession struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+	UnixNano int64
+}
+
 func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	for _, g := range goldenCommands {
 		t.Run(g.file, func(t *testing.T) {
@@ -195,6 +204,14 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Trim{v.Source, v.Through, v.Reason, v.UnixNano}, c
 				body, _ := msgpack.Marshal(&libTrim{Source: c.Source, Through: c.Through, Reason: c.Reason, UnixNano: c.UnixNano})
 				checkDecodes(t, append([]byte{byte(CmdTrim)}, body...), c)
+			case ExpireSession:
+				var v libExpireSession
+				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+					t.Fatal(err)
+				}
+				lib, back = ExpireSession{v.Source, v.Session, v.UnixNano}, c
+				body, _ := msgpack.Marshal(&libExpireSession{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano})
+				checkDecodes(t, append([]byte{byte(CmdExpireSession)}, body...), c)
 			default:
 				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
@@ -237,6 +254,10 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		Trim{Source: strings.Repeat("s", 300), Through: ^uint64(0), Reason: strings.Repeat("n", 70000), UnixNano: 1<<63 - 1},
 		Trim{Source: "a", Through: 128, Reason: "age", UnixNano: -1 << 63},
 		Trim{Source: "a", Through: 1 << 32, UnixNano: -33},
+		ExpireSession{},
+		ExpireSession{Source: strings.Repeat("s", 300), Session: strings.Repeat("x", 70000), UnixNano: 1<<63 - 1},
+		ExpireSession{Source: "a", Session: "s", UnixNano: -1 << 63},
+		ExpireSession{Source: "a", Session: strings.Repeat("x", 32), UnixNano: 1 << 32},
 	}
 	for _, c := range cmds {
 		data := encode(c)
@@ -306,6 +327,15 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"trim reason not a string", []byte{byte(CmdTrim), 0x94, 0xa1, 'a', 0x01, 0x05, 0x00}, ErrBadCommand},
 		{"trim truncated", EncodeTrim(Trim{Source: "a", Through: 1 << 40, Reason: "bytes"})[:10], ErrBadCommand},
 		{"trim trailing byte", append(EncodeTrim(Trim{Source: "a", Through: 1}), 0xc0), ErrBadCommand},
+		{"expire type only", []byte{byte(CmdExpireSession)}, ErrBadCommand},
+		{"expire too few fields", []byte{byte(CmdExpireSession), 0x92, 0xa1, 'a', 0xa1, 's'}, ErrBadCommand},
+		{"expire too many fields", []byte{byte(CmdExpireSession), 0x94, 0xa1, 'a', 0xa1, 's', 0x00, 0x00}, ErrBadCommand},
+		{"expire fields swapped", []byte{byte(CmdExpireSession), 0x93, 0xa1, 'a', 0x00, 0xa1, 's'}, ErrBadCommand},
+		{"expire session not a string", []byte{byte(CmdExpireSession), 0x93, 0xa1, 'a', 0x05, 0x00}, ErrBadCommand},
+		{"expire uint64 time", []byte{byte(CmdExpireSession), 0x93, 0xa1, 'a', 0xa1, 's', 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
+		{"expire not an array", []byte{byte(CmdExpireSession), 0x83, 0xa1, 'a', 0xa1, 's', 0x00}, ErrBadCommand},
+		{"expire truncated", EncodeExpireSession(ExpireSession{Source: "a", Session: "s", UnixNano: 1 << 40})[:8], ErrBadCommand},
+		{"expire trailing byte", append(EncodeExpireSession(ExpireSession{Source: "a", Session: "s"}), 0xc0), ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,15 +368,17 @@ func TestDecodedPayloadsAliasTheEntry(t *testing.T) {
 
 func TestCommandTypeString(t *testing.T) {
 	for typ, want := range map[CommandType]string{
-		CmdPublish:                   "Publish",
-		CmdPeerGroup:                 "PeerGroup",
-		CmdPeerGroup | IgnorableFlag: "PeerGroup|Ignorable",
-		CmdInitGroup | IgnorableFlag: "InitGroup|Ignorable",
-		CmdConsumed:                  "Consumed",
-		CmdConsumed | IgnorableFlag:  "Consumed|Ignorable",
-		CmdTrim:                      "Trim",
-		CmdTrim | IgnorableFlag:      "Trim|Ignorable",
-		9:                            "CommandType(9)",
+		CmdPublish:                       "Publish",
+		CmdPeerGroup:                     "PeerGroup",
+		CmdPeerGroup | IgnorableFlag:     "PeerGroup|Ignorable",
+		CmdInitGroup | IgnorableFlag:     "InitGroup|Ignorable",
+		CmdConsumed:                      "Consumed",
+		CmdConsumed | IgnorableFlag:      "Consumed|Ignorable",
+		CmdTrim:                          "Trim",
+		CmdTrim | IgnorableFlag:          "Trim|Ignorable",
+		CmdExpireSession:                 "ExpireSession",
+		CmdExpireSession | IgnorableFlag: "ExpireSession|Ignorable",
+		9:                                "CommandType(9)",
 	} {
 		if got := typ.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", byte(typ), got, want)

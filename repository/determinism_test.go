@@ -18,18 +18,41 @@ import (
 // advanced, at or below the recorded one, on a source the group does not
 // hold, with sequence number 0), trims (dropping, at or below the point
 // already trimmed, beyond HighSeq, of a source the group does not hold or
-// without messages, through 0) and publishes below the point trimmed,
-// malformed and ignorable entries, entries
-// without a command, and holes in the raft indexes (raft does not hand no-op
-// entries to the FSM).
+// without messages, through 0) and publishes below the point trimmed, session
+// expiries (of the session recorded, of a stale one, repeated, of a source
+// the group does not hold, with an empty session) and registrations after
+// them, malformed and ignorable entries, entries without a command, and holes
+// in the raft indexes (raft does not hand no-op entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	sources := []string{"alpha", "beta", "gamma", "delta"}
 	registered := append(slices.Clone(sources), "epsilon") // epsilon is only ever registered
 	high := map[string]uint64{}
+	session := map[string]string{} // last registered
+	// Session expiries come from their own generator, so that adding them
+	// left the other entries (and so the outcomes they cover) as they were.
+	xrng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
 	var log []Entry
 	index := uint64(0)
 	for len(log) < n {
+		if xrng.IntN(100) < 3 {
+			src := "omega"
+			if xrng.IntN(12) > 0 {
+				src = registered[xrng.IntN(len(registered))]
+			}
+			// Mostly the session last registered (expired already now and
+			// then), sometimes any session, rarely none.
+			s := session[src]
+			switch m := xrng.IntN(10); {
+			case m < 3:
+				s = fmt.Sprintf("s%d", xrng.IntN(3))
+			case m < 4:
+				s = ""
+			}
+			index++
+			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: EncodeExpireSession(ExpireSession{Source: src, Session: s, UnixNano: int64(index)})})
+			continue
+		}
 		index += 1 + uint64(rng.IntN(10)/9) // an occasional hole
 		var data []byte
 		switch k := rng.IntN(100); {
@@ -38,7 +61,9 @@ func randomLog(seed uint64, n int) []Entry {
 		case k < 6:
 			data = EncodePeerGroup(PeerGroup{Index: 1 + rng.IntN(3), GroupID: fmt.Sprintf("p%d", rng.IntN(2)), UnixNano: int64(index)})
 		case k < 15:
-			data = EncodeRegister(Register{Source: registered[rng.IntN(len(registered))], Session: fmt.Sprintf("s%d", rng.IntN(3)), UnixNano: int64(index) * 1000})
+			src := registered[rng.IntN(len(registered))]
+			session[src] = fmt.Sprintf("s%d", rng.IntN(3))
+			data = EncodeRegister(Register{Source: src, Session: session[src], UnixNano: int64(index) * 1000})
 		case k < 23:
 			// Mostly sources the group holds by then; "omega" never is.
 			src := "omega"
@@ -95,7 +120,8 @@ func randomLog(seed uint64, n int) []Entry {
 // position is the highest one consumed, with the time it was first recorded;
 // a trim deletes everything at or below the lower of its Through and the
 // highest sequence number ever stored, and nothing at or below the highest
-// such point is stored again.
+// such point is stored again; a session is expired only if it is the one
+// the last registration (or expiry) left.
 type model struct {
 	msgs      map[string]map[uint64][]byte
 	regs      map[string]Register
@@ -103,12 +129,15 @@ type model struct {
 	receivers map[string]map[string]ReceiverPosition
 	high      map[string]uint64 // highest sequence number ever stored
 	trimmed   map[string]uint64
+	session   map[string]string        // the current session: the last registered, "" once expired
+	expired   map[string]ExpireSession // the last expiry that took effect
 }
 
 func newModel() *model {
 	return &model{
 		msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{},
 		receivers: map[string]map[string]ReceiverPosition{}, high: map[string]uint64{}, trimmed: map[string]uint64{},
+		session: map[string]string{}, expired: map[string]ExpireSession{},
 	}
 }
 
@@ -127,6 +156,13 @@ func (m *model) apply(e Entry) {
 			m.created[c.Source] = c.UnixNano
 		}
 		m.regs[c.Source] = c
+		m.session[c.Source] = c.Session
+	case ExpireSession:
+		if m.msgs[c.Source] == nil || c.Session == "" || m.session[c.Source] != c.Session {
+			return
+		}
+		m.session[c.Source] = ""
+		m.expired[c.Source] = c
 	case Publish:
 		if m.msgs[c.Source] == nil {
 			m.msgs[c.Source] = map[uint64][]byte{}
@@ -200,7 +236,11 @@ func (m *model) check(t *testing.T, r *Repo) {
 			}
 		}
 		if reg, ok := m.regs[info.Name]; ok {
-			want.Session, want.LastRegisterUnixNano = reg.Session, reg.UnixNano
+			want.LastRegisterUnixNano = reg.UnixNano
+		}
+		want.Session = m.session[info.Name]
+		if x, ok := m.expired[info.Name]; ok {
+			want.ExpiredSession, want.ExpiredUnixNano = x.Session, x.UnixNano
 		}
 		want.CreatedUnixNano = m.created[info.Name]
 		if !reflect.DeepEqual(info, want) {
@@ -268,6 +308,9 @@ func resultsByIndex(into map[uint64]string, res []Result) {
 		}
 		if x.Trim != nil {
 			text += fmt.Sprintf(" trim=%+v", *x.Trim)
+		}
+		if x.Expire != nil {
+			text += fmt.Sprintf(" expire=%+v", *x.Expire)
 		}
 		into[x.Index] = text
 	}
@@ -352,6 +395,7 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"peer group":    {base[0], base[1], base[2], PeerGroup{Index: 2, GroupID: "p"}},
 		"receiver":      {base[0], base[1], base[2], Consumed{Source: "a", Receiver: "r", Seq: 1}},
 		"trim":          {base[0], base[1], base[2], Trim{Source: "a", Through: 1}},
+		"expiry":        {base[0], base[1], base[2], ExpireSession{Source: "a", Session: "s", UnixNano: 1}},
 	}
 	r := openTest(t)
 	mustApply(t, r, logOf(1, base...))
@@ -386,6 +430,10 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["trim-advanced-nothing-dropped"]++
 		case x.Trim != nil:
 			seen["trim-no-op"]++
+		case x.Expire != nil && x.Expire.Expired:
+			seen["expire-expired"]++
+		case x.Expire != nil:
+			seen["expire-stale"]++
 		case x.Err != nil:
 			seen["err"]++
 		case x.InitGroup != nil && x.InitGroup.AlreadyInitialised:
@@ -420,7 +468,7 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "unknown-source", "consumed-advanced", "consumed-not-advanced",
-		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention",
+		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention", "expire-expired", "expire-stale",
 		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)

@@ -12,13 +12,13 @@ import (
 
 // Digest returns a hex SHA-256 over a canonical dump of the replicated state:
 // the group identity, for every source in name order its bookkeeping (with
-// how far retention released it), every message in sequence order and its
-// receivers' positions in receiver name order, then the records of the other
-// groups in index order. The applied
-// index and term are left out, as are bbolt's page layout and free space: two
-// stores that applied the same log have equal digests even if they applied it
-// in different batches or one restored it from a snapshot. Tests compare
-// members with it.
+// how far retention released it and the last session expired), every message
+// in sequence order and its receivers' positions in receiver name order, then
+// the records of the other groups in index order. The applied index and term
+// are left out, as are bbolt's page layout and free space: two stores that
+// applied the same log have equal digests even if they applied it in
+// different batches or one restored it from a snapshot. Tests compare members
+// with it.
 func (r *Repo) Digest() (string, error) {
 	h := sha256.New()
 	err := r.view(func(tx *bolt.Tx) error {
@@ -60,6 +60,15 @@ func (r *Repo) Digest() (string, error) {
 			if st.TrimmedThrough != 0 {
 				d.str("trimmed")
 				d.u64(st.TrimmedThrough)
+			}
+			// Likewise only once a session expired, so that a repository
+			// without expiries digests as it did before they existed. The
+			// marker's length (15) tells it from every other field that may
+			// follow LastRegister.
+			if st.ExpiredSession != "" {
+				d.str("expired-session")
+				d.str(st.ExpiredSession)
+				d.u64(uint64(st.ExpiredUnixNano))
 			}
 
 			b := tx.Bucket(bucketSources).Bucket(k)

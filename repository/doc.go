@@ -3,23 +3,23 @@
 // group's leader learnt them (PeerGroups), and, for every source, the
 // messages the group has committed (by sequence number) with their
 // bookkeeping — highest and lowest sequence number held, gaps the group never
-// received, how far retention released it, the last registration — and how
-// far each of its receivers has consumed it (Receivers). It lives in one
-// bbolt file per store and knows nothing of raft or the network: the raft FSM
-// adapter in package storegroup feeds it committed log entries (Apply), asks
-// it for snapshots (Snapshot) and installs snapshots from the leader
-// (Restore).
+// received, how far retention released it, the last registration and the
+// last session expired — and how far each of its receivers has consumed it
+// (Receivers). It lives in one bbolt file per store and knows nothing of raft
+// or the network: the raft FSM adapter in package storegroup feeds it
+// committed log entries (Apply), asks it for snapshots (Snapshot) and
+// installs snapshots from the leader (Restore).
 //
 // # Commands
 //
 // Each log entry carries one command: a type byte followed by a msgpack body
 // (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup,
-// EncodeConsumed, EncodeTrim and DecodeCommand). Types and body layouts are
-// pinned; samples of every type are kept under testdata/ and a test checks
-// that they still decode. A future command that older stores may safely skip
-// carries IgnorableFlag in its type byte; any other unknown command makes
-// Apply fail, so that an outdated store stops instead of silently diverging
-// from its peers.
+// EncodeConsumed, EncodeTrim, EncodeExpireSession and DecodeCommand). Types
+// and body layouts are pinned; samples of every type are kept under testdata/
+// and a test checks that they still decode. A future command that older
+// stores may safely skip carries IgnorableFlag in its type byte; any other
+// unknown command makes Apply fail, so that an outdated store stops instead
+// of silently diverging from its peers.
 //
 // # Determinism and idempotence
 //
@@ -42,6 +42,16 @@
 // helps with size limits) and commits a Trim; every store drops exactly the
 // same messages. A source remembers how far it was trimmed, and never stores
 // a message at or below that point again, whoever resends it.
+//
+// # Sessions
+//
+// A source is owned by the publisher session its last Register recorded.
+// When that publisher goes silent for too long, the group's leader, which
+// knows the time, commits an ExpireSession; every store then clears the
+// session (remembering it as the one expired) and a new publisher may take
+// the source over. An expiry naming a session that is no longer the one
+// recorded (a new publisher registered meanwhile) changes nothing, so a late
+// or repeated one is harmless.
 //
 // # The applied index
 //

@@ -17,9 +17,9 @@ var (
 
 	// ErrUnknownSource is returned by reads naming a source the group has never
 	// seen registered or published. The publisher must register first. It is
-	// also the deterministic Result.Err of a Consumed or Trim entry naming
-	// such a source: positions are recorded, and messages dropped, only for
-	// sources the group holds.
+	// also the deterministic Result.Err of a Consumed, Trim or ExpireSession
+	// entry naming such a source: positions are recorded, messages dropped
+	// and sessions expired only for sources the group holds.
 	ErrUnknownSource = errors.New("unknown source")
 
 	// ErrUnknownCommand means an entry's command type byte is not one this

@@ -40,6 +40,10 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdTrim), 0x94, 0xc0, 0xcd, 0x00, 0x01, 0xc4, 0x01, 'b', 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{byte(CmdTrim | IgnorableFlag), 0x94, 0xa1, 'a', 0x00, 0xc0, 0xff})
 	f.Add([]byte{byte(CmdTrim), 0xdd, 0x00, 0x00, 0x00, 0x04, 0xa1, 'a', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0x07, 0xdb, 0, 0, 0, 0x03, 'a', 'g', 'e', 0xd1, 0xff, 0x00})
+	f.Add([]byte{byte(CmdExpireSession), 0x93, 0xc0, 0xc4, 0x01, 's', 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{byte(CmdExpireSession | IgnorableFlag), 0x93, 0xa1, 'a', 0xa0, 0xff})
+	f.Add([]byte{byte(CmdExpireSession), 0xdc, 0x00, 0x03, 0xd9, 0x01, 'a', 0xda, 0x00, 0x01, 's', 0xcc, 0x05})
+	f.Add([]byte{byte(CmdExpireSession), 0x93, 0xa1, 'a', 0xa1, 's', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0x01})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
@@ -76,6 +80,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		case Trim:
 			var v libTrim
 			err, lib = msgpack.Unmarshal(data[1:], &v), Trim{v.Source, v.Through, v.Reason, v.UnixNano}
+		case ExpireSession:
+			var v libExpireSession
+			err, lib = msgpack.Unmarshal(data[1:], &v), ExpireSession{v.Source, v.Session, v.UnixNano}
 		default:
 			t.Fatalf("no msgpack library check for %T", cmd)
 		}

@@ -45,6 +45,8 @@ func encode(cmd any) []byte {
 		return EncodeConsumed(c)
 	case Trim:
 		return EncodeTrim(c)
+	case ExpireSession:
+		return EncodeExpireSession(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

@@ -38,6 +38,14 @@ import (
 // store but not which messages it holds or would store: the gaps below
 // TrimmedThrough are gone, so such a binary takes a resent message there for
 // a duplicate and does not store it either.
+//
+// Session expiry (ExpireSession) kept version 1 too: it only clears the
+// state's existing "s" (Session) and adds the keys "es" and "et"
+// (ExpiredSession, ExpiredUnixNano), absent from files written before it,
+// meaning "no session ever expired". A binary from before it stops on the
+// first ExpireSession entry; one that opens a file where a session expired
+// ignores the two keys and forgets them when it rewrites that source's state,
+// which changes SourceInfo and Digest on that store but nothing it applies.
 const FormatVersion = 1
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
@@ -99,7 +107,9 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	                            index as uint64 big-endian (so in index order);
 //	                            the bucket exists once a PeerGroup took effect
 //	sources/<name>/state        msgpack sourceState (a map with short keys;
-//	                            "t", TrimmedThrough, only once trimmed)
+//	                            "t", TrimmedThrough, only once trimmed; "es"
+//	                            and "et", ExpiredSession and ExpiredUnixNano,
+//	                            only once a session expired)
 //	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
 //	sources/<name>/receivers/<receiver>
 //	                            msgpack receiverRecord {s: seq, t: unix nano}:

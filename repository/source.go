@@ -39,6 +39,10 @@ type sourceState struct {
 	Created        int64  // UnixNano of the registration that created it; 0 if created by a Publish
 	LastRegister   int64  // UnixNano of the last registration
 	TrimmedThrough uint64 // highest Trim.Through applied (at most HighSeq); 0 if never trimmed
+	// The last session an ExpireSession freed, and that command's UnixNano;
+	// "" and 0 if none ever did.
+	ExpiredSession  string
+	ExpiredUnixNano int64
 }
 
 // storedState is sourceState as written to the file: a msgpack map with
@@ -57,6 +61,10 @@ type storedState struct {
 	// trimmed. A binary from before it ignores the key (and would drop it
 	// when it rewrites the state), see FormatVersion.
 	TrimmedThrough uint64 `msgpack:"t,omitempty"`
+	// Added with ExpireSession, the same way: files written before it have
+	// no "es" and "et" keys, meaning no session ever expired.
+	ExpiredSession  string `msgpack:"es,omitempty"`
+	ExpiredUnixNano int64  `msgpack:"et,omitempty"`
 }
 
 func encodeState(s *sourceState) ([]byte, error) {
@@ -64,6 +72,7 @@ func encodeState(s *sourceState) ([]byte, error) {
 		HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Bytes: s.Bytes,
 		Session: s.Session, Created: s.Created, LastRegister: s.LastRegister,
 		TrimmedThrough: s.TrimmedThrough,
+		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
 	}
 	if len(s.Gaps) > 0 {
 		st.Gaps = make([][2]uint64, len(s.Gaps))
@@ -83,6 +92,7 @@ func decodeState(b []byte) (sourceState, error) {
 		HighSeq: st.HighSeq, LowSeq: st.LowSeq, Count: st.Count, Bytes: st.Bytes,
 		Session: st.Session, Created: st.Created, LastRegister: st.LastRegister,
 		TrimmedThrough: st.TrimmedThrough,
+		ExpiredSession: st.ExpiredSession, ExpiredUnixNano: st.ExpiredUnixNano,
 	}
 	if len(st.Gaps) > 0 {
 		s.Gaps = make([]Range, len(st.Gaps))
@@ -195,9 +205,16 @@ type SourceInfo struct {
 	// LowSeq are 0 and TrimmedThrough equals HighSeq.
 	TrimmedThrough uint64
 
-	Session              string // session of the last registration
+	Session              string // session of the last registration; "" once an ExpireSession freed it
 	CreatedUnixNano      int64  // time of the registration that created the source; 0 if a Publish did
 	LastRegisterUnixNano int64  // time of the last registration; 0 if never registered
+
+	// ExpiredSession is the last session an ExpireSession freed (cleared
+	// from Session), and ExpiredUnixNano that command's time; "" and 0 if
+	// none ever did. A later Register sets Session again and leaves them as
+	// they are, so they tell the last expiry, not whether the source is free.
+	ExpiredSession  string
+	ExpiredUnixNano int64
 }
 
 func (s *sourceState) info(name string) SourceInfo {
@@ -209,5 +226,6 @@ func (s *sourceState) info(name string) SourceInfo {
 		Name: name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Bytes: s.Bytes, Gaps: gaps,
 		Session: s.Session, CreatedUnixNano: s.Created, LastRegisterUnixNano: s.LastRegister,
 		TrimmedThrough: s.TrimmedThrough,
+		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
 	}
 }

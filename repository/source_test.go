@@ -99,7 +99,7 @@ func TestSourceStateReleaseGaps(t *testing.T) {
 
 func TestSourceStateEncoding(t *testing.T) {
 	in := sourceState{HighSeq: 1 << 40, LowSeq: 3, Count: 7, Bytes: 1234, Gaps: []Range{{1, 2}, {5, 9}},
-		Session: "s", Created: -5, LastRegister: 1 << 62, TrimmedThrough: 2}
+		Session: "s", Created: -5, LastRegister: 1 << 62, TrimmedThrough: 2, ExpiredSession: "old", ExpiredUnixNano: -7}
 	b, err := encodeState(&in)
 	if err != nil {
 		t.Fatal(err)

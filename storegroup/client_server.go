@@ -131,6 +131,7 @@ func (cs *clientServer) handle(nc net.Conn) {
 		defer close(writerDone)
 		cs.writeReplies(c, replies)
 	}()
+	conn := &connState{sessions: map[string]string{}}
 	connCtx, cancel := context.WithCancel(cs.s.ctx)
 	var subs sync.WaitGroup
 	defer func() {
@@ -171,7 +172,11 @@ func (cs *clientServer) handle(nc net.Conn) {
 			go func() { defer subs.Done(); cs.subscribe(connCtx, c, sub) }()
 			continue
 		}
-		replies <- cs.dispatch(m)
+		if ka, ok := m.(*wire.KeepAlive); ok {
+			cs.keepAlive(ka)
+			continue
+		}
+		replies <- cs.dispatch(m, conn)
 	}
 }
 
@@ -204,8 +209,13 @@ func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
 	}
 }
 
+// connState is what the server remembers about one client connection.
+type connState struct {
+	sessions map[string]string // source -> the session that registered it on this connection
+}
+
 // dispatch handles one request.
-func (cs *clientServer) dispatch(m wire.Message) reply {
+func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 	s := cs.s
 	switch m := m.(type) {
 	case *wire.Probe:
@@ -229,6 +239,14 @@ func (cs *clientServer) dispatch(m wire.Message) reply {
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
+		expired, err := s.sessions.claim(m.Source, m.Session, time.Now(), s.cfg.SourceActivityTimeout)
+		if err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
+		}
+		if expired != "" {
+			s.proposeExpiry(m.Source, expired, "a new publisher takes over after the old one's silence")
+		}
+		conn.sessions[m.Source] = m.Session
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
 	case *wire.Publish:
@@ -238,6 +256,7 @@ func (cs *clientServer) dispatch(m wire.Message) reply {
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
+		s.sessions.touch(m.Source, conn.sessions[m.Source], time.Now())
 		cmd := repository.EncodePublish(repository.Publish{Source: m.Source, FirstSeq: m.FirstSeq, Payloads: m.Payloads})
 		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
 	case *wire.Fetch:
@@ -370,6 +389,20 @@ func (cs *clientServer) shutdown(m *wire.Shutdown, nc net.Conn) reply {
 		cs.s.Close()
 	}()
 	return reply{msg: &wire.OK{ReqID: m.ReqID}}
+}
+
+// keepAlive records that a publisher is alive, or frees its source when it
+// says goodbye.
+func (cs *clientServer) keepAlive(m *wire.KeepAlive) {
+	s := cs.s
+	if !s.IsLeader() {
+		return
+	}
+	if !m.Leaving {
+		s.sessions.touch(m.Source, m.Session, time.Now())
+		return
+	}
+	go s.proposeExpiry(m.Source, m.Session, "its publisher closed")
 }
 
 func (cs *clientServer) sources(m *wire.Sources) wire.Message {

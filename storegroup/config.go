@@ -105,6 +105,10 @@ type Config struct {
 	RetentionMaxAge      time.Duration
 	// RetentionInterval is how often the leader checks the limits.
 	RetentionInterval time.Duration
+	// SourceActivityTimeout is how long a publisher may stay silent (no
+	// message, no keep-alive) before its session is expired and another
+	// publisher may take its source over (UM source-activity-timeout, 30s).
+	SourceActivityTimeout time.Duration
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// Security, if set, encrypts and authenticates the client and raft
@@ -140,6 +144,8 @@ func DefaultConfig() Config {
 
 		RetentionMaxBytes: 100 << 20,
 		RetentionInterval: 5 * time.Second,
+
+		SourceActivityTimeout: 30 * time.Second,
 	}
 }
 
@@ -185,6 +191,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)
+	}
+	if c.SourceActivityTimeout <= 0 {
+		return fmt.Errorf("%w: store %s: SourceActivityTimeout must be positive", ErrConfig, c.Name)
 	}
 	if c.RetentionInterval < 0 || c.RetentionMaxAge < 0 {
 		return fmt.Errorf("%w: store %s: retention settings must not be negative", ErrConfig, c.Name)

@@ -39,6 +39,7 @@ type Store struct {
 	client   *clientServer
 	repair   *repairer
 	retain   *retainer
+	sessions *sessions
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
@@ -104,6 +105,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.repair = newRepairer(s)
 	s.retain = newRetainer(s)
+	s.sessions = newSessions()
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
@@ -405,10 +407,14 @@ func (s *Store) watchLeadership() {
 			s.leaderReady.Store(false)
 		} else if !s.leaderReady.Load() {
 			if err := r.Barrier(s.cfg.ApplyTimeout).Error(); err == nil {
+				s.sessions.reset(s.recordedOwners(), time.Now())
 				s.leaderReady.Store(true)
 				s.log.Info("leading the group")
 				s.ensureGroupID(r)
 			}
+		}
+		if s.leaderReady.Load() {
+			s.expireSilent(time.Now())
 		}
 		if s.leaderReady.Load() && time.Now().After(nextPeerCheck) {
 			if s.learnPeerGroups(r) {

@@ -29,6 +29,7 @@ func sampleMessages() []Message {
 		&Consumed{ReqID: 8, Source: "s", Receiver: "r1", Seq: 5},
 		&OK{ReqID: 8},
 		&Shutdown{ReqID: 9},
+		&KeepAlive{Source: "s", Session: "abc", Leaving: true},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},
 	}
 }

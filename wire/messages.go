@@ -27,6 +27,7 @@ const (
 	TypeConsumed   Type = 17
 	TypeOK         Type = 18
 	TypeShutdown   Type = 19
+	TypeKeepAlive  Type = 20
 )
 
 // Message is any protocol message.
@@ -61,6 +62,7 @@ const (
 	CodeUnknown     = "unknown-type" // the frame type is not known
 	CodeInternal    = "internal"     // the store failed; the request may be retried
 	CodeAuth        = "unauthorized" // the client did not present the deployment's token
+	CodeBusy        = "source-busy"  // another live publisher holds the source
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -271,6 +273,16 @@ type Shutdown struct {
 	ReqID    uint64
 }
 
+// KeepAlive tells a group's leader that the publisher session holding
+// Source is alive (sent when it has nothing to publish), or, with Leaving,
+// that it is going away and the source is free. It has no answer.
+type KeepAlive struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+	Leaving  bool
+}
+
 // OK acknowledges a request that has no other answer.
 type OK struct {
 	_msgpack struct{} `msgpack:",as_array"`
@@ -296,6 +308,7 @@ func (*Deliver) Type() Type    { return TypeDeliver }
 func (*Consumed) Type() Type   { return TypeConsumed }
 func (*OK) Type() Type         { return TypeOK }
 func (*Shutdown) Type() Type   { return TypeShutdown }
+func (*KeepAlive) Type() Type  { return TypeKeepAlive }
 
 // newMessage returns an empty message for a frame type, or nil if the type
 // is unknown.
@@ -339,6 +352,8 @@ func newMessage(t Type) Message {
 		return &OK{}
 	case TypeShutdown:
 		return &Shutdown{}
+	case TypeKeepAlive:
+		return &KeepAlive{}
 	}
 	return nil
 }

@@ -84,6 +84,8 @@ type storeOptions struct {
 	retentionMaxBytes    uint64
 	retentionMaxMessages uint64
 	retentionMaxAge      time.Duration
+	// sourceActivityTimeout: 0 keeps the store's default.
+	sourceActivityTimeout time.Duration
 }
 
 // addRetentionFlags declares the retention flags shared by run and dev.
@@ -92,6 +94,7 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storeOptions) {
 	fs.Uint64Var(&o.retentionMaxBytes, "retention-max-bytes", def.RetentionMaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
 	fs.Uint64Var(&o.retentionMaxMessages, "retention-max-messages", def.RetentionMaxMessages, "per source: keep at most this many messages (0: no limit)")
 	fs.DurationVar(&o.retentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
+	fs.DurationVar(&o.sourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
 }
 
 func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, localIP net.IP, opts storeOptions, log *slog.Logger) storegroup.Config {
@@ -116,6 +119,9 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	cfg.LocalIP = localIP
 	cfg.Lock = lock
 	cfg.RetentionMaxBytes, cfg.RetentionMaxMessages, cfg.RetentionMaxAge = opts.retentionMaxBytes, opts.retentionMaxMessages, opts.retentionMaxAge
+	if opts.sourceActivityTimeout > 0 {
+		cfg.SourceActivityTimeout = opts.sourceActivityTimeout
+	}
 	cfg.Logger = log
 	return cfg
 }

@@ -1,0 +1,128 @@
+package storegroup
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"umstore/repository"
+)
+
+// sessions is the leader's view of which publisher session holds each
+// source and when it was last heard from (seed 002: a client that dies
+// without saying goodbye has its session expired by a survivor). It lives
+// in memory on the leader; a new leader starts by treating every recorded
+// owner as just heard from, so it never frees a source early.
+type sessions struct {
+	mu    sync.Mutex
+	owner map[string]*sessionState
+}
+
+type sessionState struct {
+	session string
+	last    time.Time
+}
+
+func newSessions() *sessions { return &sessions{owner: map[string]*sessionState{}} }
+
+// reset forgets everything: on winning leadership, seeded from the
+// repository's recorded owners.
+func (ss *sessions) reset(recorded map[string]string, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.owner = map[string]*sessionState{}
+	for src, session := range recorded {
+		if session != "" {
+			ss.owner[src] = &sessionState{session: session, last: now}
+		}
+	}
+}
+
+// touch records activity of session on source, if it holds it.
+func (ss *sessions) touch(source, session string, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if o := ss.owner[source]; o != nil && o.session == session {
+		o.last = now
+	}
+}
+
+// claim lets session register on source unless another session holds it
+// and was heard from within timeout. If it takes over from a session that
+// went silent, it returns that session, which the caller expires through
+// the log first.
+func (ss *sessions) claim(source, session string, now time.Time, timeout time.Duration) (expired string, err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	o := ss.owner[source]
+	if o != nil && o.session != session {
+		if now.Sub(o.last) < timeout {
+			return "", fmt.Errorf("source %q is held by a live publisher (session %s, heard from %v ago); it is freed after %v of silence, or when that publisher closes", source, o.session, now.Sub(o.last).Round(time.Millisecond), timeout)
+		}
+		expired = o.session
+	}
+	ss.owner[source] = &sessionState{session: session, last: now}
+	return expired, nil
+}
+
+// leave frees source if session holds it, and reports whether it did.
+func (ss *sessions) leave(source, session string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if o := ss.owner[source]; o != nil && o.session == session {
+		delete(ss.owner, source)
+		return true
+	}
+	return false
+}
+
+// silent returns the sources whose owner has been silent longer than timeout.
+func (ss *sessions) silent(now time.Time, timeout time.Duration) map[string]string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := map[string]string{}
+	for src, o := range ss.owner {
+		if now.Sub(o.last) >= timeout {
+			out[src] = o.session
+		}
+	}
+	return out
+}
+
+// expireSilent, run by the leader, frees through the log every source
+// whose publisher has been silent for SourceActivityTimeout.
+func (s *Store) expireSilent(now time.Time) {
+	for src, session := range s.sessions.silent(now, s.cfg.SourceActivityTimeout) {
+		s.proposeExpiry(src, session, "silent for longer than the source activity timeout")
+	}
+}
+
+// proposeExpiry frees a source through the log, so every store agrees a
+// new publisher may take it over.
+func (s *Store) proposeExpiry(source, session, why string) {
+	r := s.raftNode()
+	if r == nil {
+		return
+	}
+	cmd := repository.EncodeExpireSession(repository.ExpireSession{Source: source, Session: session, UnixNano: time.Now().UnixNano()})
+	if err := r.Apply(cmd, s.cfg.ApplyTimeout).Error(); err != nil {
+		return // not the leader any more; the next leader decides
+	}
+	s.sessions.leave(source, session)
+	s.log.Info("freed a source for a new publisher", "source", source, "session", session, "why", why)
+}
+
+// recordedOwners reads which session holds each source, from the log.
+func (s *Store) recordedOwners() map[string]string {
+	out := map[string]string{}
+	infos, err := s.repo.Sources()
+	if err != nil {
+		return out
+	}
+	for _, in := range infos {
+		if in.Session != "" {
+			out[in.Name] = in.Session
+		}
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package storegroup_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"umstore/internal/clustertest"
+	"umstore/internal/groupclient"
+	"umstore/publisher"
+	"umstore/storegroup"
+	"umstore/wire"
+)
+
+func newPub(ctx context.Context, c *clustertest.Cluster, source string) (*publisher.Publisher, error) {
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.RegisterTimeout = source, c.Addrs(), 300*time.Millisecond
+	return publisher.New(ctx, cfg)
+}
+
+// A second live publisher on a source is refused; the first one's goodbye
+// frees the source at once.
+func TestSecondLivePublisherIsRefused(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p1, err := newPub(ctx, c, "owned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	_, err = newPub(short, c, "owned")
+	cancelShort()
+	if !errors.Is(err, publisher.ErrSourceBusy) {
+		t.Fatalf("second publisher while the first is alive: %v, want ErrSourceBusy", err)
+	}
+	p1.Close()
+	p2, err := newPub(ctx, c, "owned")
+	if err != nil {
+		t.Fatalf("after the first publisher closed: %v", err)
+	}
+	p2.Close()
+}
+
+// A publisher that dies without a goodbye holds its source until the
+// source-activity-timeout passes, then the leader expires its session
+// through the log and a new publisher takes over: not before, and not much
+// after.
+func TestSilentPublisherExpires(t *testing.T) {
+	const timeout = 2 * time.Second
+	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = timeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A publisher registers in both groups and then vanishes (no goodbye,
+	// no keep-alive): what a kill -9 leaves behind.
+	d := &wire.Dialer{Client: "doomed publisher"}
+	for g, addrs := range c.Addrs() {
+		gc := groupclient.New(g+1, addrs, d)
+		if _, err := gc.Call(ctx, &wire.Register{Source: "orphan", Session: "doomed"}); err != nil {
+			t.Fatal(err)
+		}
+		gc.Close()
+	}
+	died := time.Now()
+	early, cancelEarly := context.WithTimeout(ctx, timeout/2)
+	_, err := newPub(early, c, "orphan")
+	cancelEarly()
+	if !errors.Is(err, publisher.ErrSourceBusy) {
+		t.Fatalf("a new publisher before the timeout: %v, want ErrSourceBusy", err)
+	}
+	p, err := newPub(ctx, c, "orphan")
+	took := time.Since(died)
+	if err != nil {
+		t.Fatalf("a new publisher after the timeout: %v", err)
+	}
+	p.Close()
+	if took < timeout || took > timeout+5*time.Second {
+		t.Fatalf("the source was taken over %v after the publisher died; the timeout is %v", took, timeout)
+	}
+	// The expiry went through the log: every store of group 1 records it.
+	for _, m := range c.Members(1) {
+		info, _, _ := c.Store(m.Name).Repository().Source("orphan")
+		if info.ExpiredSession != "doomed" {
+			t.Fatalf("%s does not record the expired session: %+v", m.Name, info)
+		}
+	}
+}
