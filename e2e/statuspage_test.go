@@ -222,7 +222,7 @@ func (b *browser) run(url string, extra ...string) string {
 	args := []string{
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--hide-scrollbars",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
 		"--user-data-dir=" + filepath.Join(b.t.TempDir(), fmt.Sprintf("profile-%d", b.runs)),
 		"--virtual-time-budget=3000",
 	}
@@ -235,6 +235,12 @@ func (b *browser) run(url string, extra ...string) string {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		b.t.Fatalf("chromium %s: %v\n%s", url, err, tailString(stderr.String(), 20))
+	}
+	// The page's console: a script error or a blocked resource is a bug.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, ":CONSOLE") && (strings.Contains(line, "Uncaught") || strings.Contains(line, "Content Security Policy")) {
+			b.t.Errorf("the page at %s logged: %s", url, line)
+		}
 	}
 	return stdout.String()
 }

@@ -41,27 +41,59 @@ func Start(t testing.TB, groups int, tune func(*storegroup.Config)) *Cluster {
 	c := &Cluster{t: t, dir: t.TempDir(), tune: tune, stores: map[string]*storegroup.Store{}, Admission: storegroup.NewHostAdmission()}
 	c.logs = &testWriter{t: t}
 	t.Cleanup(func() { c.logs.done.Store(true) }) // runs last: stray logs after the test are dropped
-	for g := 1; g <= groups; g++ {
-		var ms []storegroup.Member
-		for s := 1; s <= 3; s++ {
-			ms = append(ms, storegroup.Member{
-				Name:       fmt.Sprintf("G%dS%d", g, s),
-				RaftAddr:   freeAddr(t),
-				ClientAddr: freeAddr(t),
-			})
-		}
-		c.members = append(c.members, ms)
-	}
 	t.Cleanup(c.Close)
-	for g := range c.members {
-		for _, m := range c.members[g] {
-			c.StartStore(m.Name)
+	// A port found free can be taken by another test process before the
+	// store binds it: start again on fresh ports a few times.
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		c.pickAddrs(groups)
+		if err = c.startAll(); err == nil {
+			break
 		}
+		c.Close()
+		for _, ms := range c.members {
+			for _, m := range ms {
+				os.RemoveAll(c.DataDir(m.Name))
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("start the cluster: %v", err)
 	}
 	for g := 1; g <= groups; g++ {
 		c.WaitLeader(g, 30*time.Second)
 	}
 	return c
+}
+
+func (c *Cluster) pickAddrs(groups int) {
+	c.members = nil
+	for g := 1; g <= groups; g++ {
+		var ms []storegroup.Member
+		for s := 1; s <= 3; s++ {
+			ms = append(ms, storegroup.Member{
+				Name:       fmt.Sprintf("G%dS%d", g, s),
+				RaftAddr:   freeAddr(c.t),
+				ClientAddr: freeAddr(c.t),
+			})
+		}
+		c.members = append(c.members, ms)
+	}
+}
+
+func (c *Cluster) startAll() error {
+	for g := range c.members {
+		for _, m := range c.members[g] {
+			s, err := storegroup.Open(c.Config(m.Name))
+			if err != nil {
+				return fmt.Errorf("start store %s: %w", m.Name, err)
+			}
+			c.mu.Lock()
+			c.stores[m.Name] = s
+			c.mu.Unlock()
+		}
+	}
+	return nil
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
