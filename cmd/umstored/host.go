@@ -86,6 +86,7 @@ type storeOptions struct {
 	retentionMaxAge      time.Duration
 	// sourceActivityTimeout: 0 keeps the store's default.
 	sourceActivityTimeout time.Duration
+	repairBytesPerSecond  int
 }
 
 // addRetentionFlags declares the retention flags shared by run and dev.
@@ -94,6 +95,7 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storeOptions) {
 	fs.Uint64Var(&o.retentionMaxBytes, "retention-max-bytes", def.RetentionMaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
 	fs.Uint64Var(&o.retentionMaxMessages, "retention-max-messages", def.RetentionMaxMessages, "per source: keep at most this many messages (0: no limit)")
 	fs.DurationVar(&o.retentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
+	fs.IntVar(&o.repairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
 	fs.DurationVar(&o.sourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
 }
 
@@ -119,6 +121,9 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	cfg.LocalIP = localIP
 	cfg.Lock = lock
 	cfg.RetentionMaxBytes, cfg.RetentionMaxMessages, cfg.RetentionMaxAge = opts.retentionMaxBytes, opts.retentionMaxMessages, opts.retentionMaxAge
+	if opts.repairBytesPerSecond > 0 {
+		cfg.RepairBytesPerSecond = opts.repairBytesPerSecond
+	}
 	if opts.sourceActivityTimeout > 0 {
 		cfg.SourceActivityTimeout = opts.sourceActivityTimeout
 	}
