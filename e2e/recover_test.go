@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,27 +17,9 @@ func TestRecoverPromotesABackup(t *testing.T) {
 		t.Skip("long end-to-end test")
 	}
 	bin := binaries(t)
-	dir := t.TempDir()
-	base := basePortOn(t, "127.0.0.2", "127.0.0.3")
-	deploy := filepath.Join(dir, "deployment.yaml")
-	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(base), "--out", deploy); code != 0 {
-		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
-	}
-	a := &host{t: t, bin: bin, name: "A", addr: "127.0.0.2", dataDir: filepath.Join(dir, "A"), admin: fmt.Sprintf("127.0.0.2:%d", base+2000), deploy: deploy}
-	b := &host{t: t, bin: bin, name: "B", addr: "127.0.0.3", dataDir: filepath.Join(dir, "B"), admin: fmt.Sprintf("127.0.0.3:%d", base+2000), deploy: deploy}
-	t.Cleanup(func() {
-		a.stop()
-		b.stop()
-		if t.Failed() {
-			t.Logf("host A log:\n%s", tail(a.stderr, 50))
-		}
-	})
-	a.start()
-	b.start()
-	waitFor(t, 60*time.Second, "all six stores are up", func() bool {
-		g, _, _ := deploymentStatus(t, bin, deploy)
-		return allUp(g)
-	})
+	d := planTwoHosts(t, bin)
+	a, b, deploy := d.a, d.b, d.deploy
+	d.startAll(t)
 	publishJSON(t, bin, deploy, "r", 200)
 	waitFor(t, 30*time.Second, "group 2 remembers group 1's identity", func() bool {
 		sts, err := b.status()
@@ -83,10 +64,7 @@ func TestRecoverPromotesABackup(t *testing.T) {
 		t.Fatalf("recover --promote: exit %d\n%s\n%s", code, out, errOut)
 	}
 	a.start()
-	waitFor(t, 60*time.Second, "all six stores are up after the promotion", func() bool {
-		g, _, _ := deploymentStatus(t, bin, deploy)
-		return allUp(g)
-	})
+	d.waitAllUp(t, "all six stores are up after the promotion")
 	out, errOut, code = runTool(t, bin, "umrcv", "--deployment", deploy, "--source", "r", "--group", "1")
 	if code != 0 || strings.Count(out, "\n") != 200 {
 		t.Fatalf("group 1 after recovery: exit %d, %d lines, %s", code, strings.Count(out, "\n"), errOut)

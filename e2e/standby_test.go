@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,32 +15,16 @@ func TestStandbyTakesOverTheStores(t *testing.T) {
 		t.Skip("long end-to-end test")
 	}
 	bin := binaries(t)
-	dir := t.TempDir()
-	base := basePortOn(t, "127.0.0.2", "127.0.0.3")
-	deploy := filepath.Join(dir, "deployment.yaml")
-	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(base), "--out", deploy); code != 0 {
-		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
-	}
-	mk := func(name, addr, dataDir string, adminPort int, extra ...string) *host {
-		return &host{t: t, bin: bin, name: name, addr: addr, dataDir: dataDir, admin: fmt.Sprintf("%s:%d", addr, adminPort), deploy: deploy, extra: extra}
-	}
-	a := mk("A", "127.0.0.2", filepath.Join(dir, "A"), base+2000)
-	b := mk("B", "127.0.0.3", filepath.Join(dir, "B"), base+2000)
-	standby := mk("A", "127.0.0.2", filepath.Join(dir, "A"), base+2001, "--standby")
+	d := planTwoHosts(t, bin)
+	a, deploy, base := d.a, d.deploy, d.base
+	standby := d.host(t, "A", "127.0.0.2", base+2001, "--standby")
 	t.Cleanup(func() {
-		a.stop()
-		b.stop()
 		standby.stop()
 		if t.Failed() {
 			t.Logf("standby log:\n%s", tail(standby.stderr, 40))
 		}
 	})
-	a.start()
-	b.start()
-	waitFor(t, 60*time.Second, "all six stores are up", func() bool {
-		g, _, _ := deploymentStatus(t, bin, deploy)
-		return allUp(g)
-	})
+	d.startAll(t)
 
 	// A second process without --standby is refused at once.
 	_, errOut, code := runTool(t, bin, "umstored", "run", "--deployment", deploy, "--host", "A", "--data-dir", a.dataDir, "--admin-addr", fmt.Sprintf("127.0.0.2:%d", base+2002))
@@ -58,10 +41,7 @@ func TestStandbyTakesOverTheStores(t *testing.T) {
 	publishJSON(t, bin, deploy, "standby", 500)
 	a.kill9()
 	killed := time.Now()
-	waitFor(t, 60*time.Second, "the standby has taken host A's stores over and all six are up", func() bool {
-		g, _, _ := deploymentStatus(t, bin, deploy)
-		return allUp(g)
-	})
+	d.waitAllUp(t, "the standby has taken host A's stores over and all six are up")
 	t.Logf("standby took over and the deployment recovered in %v", time.Since(killed).Round(time.Millisecond))
 	sum := publishJSON(t, bin, deploy, "standby", 500)
 	if sum.FirstSeq != 501 {

@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,21 +13,9 @@ func TestStopIsClean(t *testing.T) {
 		t.Skip("long end-to-end test")
 	}
 	bin := binaries(t)
-	dir := t.TempDir()
-	base := basePortOn(t, "127.0.0.2", "127.0.0.3")
-	deploy := filepath.Join(dir, "deployment.yaml")
-	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(base), "--out", deploy); code != 0 {
-		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
-	}
-	a := &host{t: t, bin: bin, name: "A", addr: "127.0.0.2", dataDir: filepath.Join(dir, "A"), admin: fmt.Sprintf("127.0.0.2:%d", base+2000), deploy: deploy}
-	b := &host{t: t, bin: bin, name: "B", addr: "127.0.0.3", dataDir: filepath.Join(dir, "B"), admin: fmt.Sprintf("127.0.0.3:%d", base+2000), deploy: deploy}
-	t.Cleanup(func() { a.stop(); b.stop() })
-	a.start()
-	b.start()
-	waitFor(t, 60*time.Second, "all six stores are up", func() bool {
-		g, _, _ := deploymentStatus(t, bin, deploy)
-		return allUp(g)
-	})
+	d := planTwoHosts(t, bin)
+	a, b, deploy := d.a, d.b, d.deploy
+	d.startAll(t)
 	publishJSON(t, bin, deploy, "s", 100)
 	out, errOut, code := runTool(t, bin, "umstored", "stop", "--deployment", deploy)
 	if code != 0 || strings.Count(out, "stopped ") != 6 {

@@ -133,21 +133,8 @@ func (r *Receiver) Close() error {
 // none holds the source).
 func (r *Receiver) High(ctx context.Context) (uint64, error) {
 	var high uint64
-	reached := 0
-	var lastErr error
-	for _, g := range r.groups {
-		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		reached++
-		high = max(high, rep.HighSeq)
-	}
-	if reached == 0 {
-		return 0, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
-	}
-	return high, nil
+	err := r.eachGroupMeta(ctx, func(rep *wire.FetchReply) { high = max(high, rep.HighSeq) })
+	return high, err
 }
 
 // Oldest returns the oldest sequence number any reachable group still
@@ -155,6 +142,17 @@ func (r *Receiver) High(ctx context.Context) (uint64, error) {
 // wants everything retained starts.
 func (r *Receiver) Oldest(ctx context.Context) (uint64, error) {
 	var low uint64
+	err := r.eachGroupMeta(ctx, func(rep *wire.FetchReply) {
+		if rep.LowSeq > 0 && (low == 0 || rep.LowSeq < low) {
+			low = rep.LowSeq
+		}
+	})
+	return low, err
+}
+
+// eachGroupMeta asks every group for the source's bounds (a fetch of no
+// messages) and passes each answer to fn; it fails only if no group answers.
+func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply)) error {
 	reached := 0
 	var lastErr error
 	for _, g := range r.groups {
@@ -164,14 +162,12 @@ func (r *Receiver) Oldest(ctx context.Context) (uint64, error) {
 			continue
 		}
 		reached++
-		if rep.LowSeq > 0 && (low == 0 || rep.LowSeq < low) {
-			low = rep.LowSeq
-		}
+		fn(rep)
 	}
 	if reached == 0 {
-		return 0, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
+		return fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
 	}
-	return low, nil
+	return nil
 }
 
 // Read calls fn for every message in [from, to], in order, each once. When
