@@ -1,0 +1,391 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Violation is one broken invariant, with the evidence that shows it.
+type Violation struct {
+	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "receiver"
+	// for what a following receiver must see, "liveness" for problems the
+	// harness saw (a deployment that did not come back, and the like).
+	Rule   string `json:"rule"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string { return v.Rule + ": " + v.Detail }
+
+// Result is the checker's verdict on one history.
+type Result struct {
+	Acknowledged int         `json:"acknowledged"`
+	Lost         int         `json:"lost"`
+	Delivered    int         `json:"delivered"`
+	Violations   []Violation `json:"violations"`
+	// LongestStall is the longest time a publisher incarnation went without
+	// a new stable range (from its registration on), and StallWhere says
+	// which and when. Not a violation: a measure of availability under the
+	// faults (publishing should go on while one host is lost or hung).
+	LongestStall time.Duration `json:"longest_stall"`
+	StallWhere   string        `json:"stall_where,omitempty"`
+}
+
+// maxExamples bounds how many examples one violation lists.
+const maxExamples = 5
+
+// Check verifies every invariant over a finished history. It is pure: the
+// same history always gives the same result.
+func Check(h *History) Result {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var res Result
+	acks := ackIndex(h.Acks)
+	for _, m := range acks {
+		res.Acknowledged += len(m)
+	}
+	for _, ds := range h.Deliveries {
+		res.Delivered += len(ds)
+	}
+	add := func(rule, format string, args ...any) {
+		res.Violations = append(res.Violations, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	}
+	res.Lost = checkLoss(h, acks, add)
+	checkResume(h, add)
+	checkPayloads(h, add)
+	checkGroupIDs(h, add)
+	checkCatchUp(h, add)
+	checkReceiver(h, acks, add)
+	for _, p := range h.Problems {
+		add("liveness", "%s: %s", p.Kind, p.Detail)
+	}
+	res.LongestStall, res.StallWhere = longestStall(h)
+	return res
+}
+
+// longestStall finds the longest wait between a publisher incarnation's
+// registration or stable report and its next stable report or its end
+// (a publisher publishes all the time, so a stable report is due every few
+// milliseconds).
+func longestStall(h *History) (time.Duration, string) {
+	type key struct {
+		src string
+		inc int
+	}
+	last := map[key]time.Time{}
+	for _, r := range h.Registrations {
+		last[key{r.Source, r.Incarnation}] = r.At
+	}
+	var longest time.Duration
+	where := ""
+	for _, st := range h.StableTimes {
+		k := key{st.Source, st.Incarnation}
+		if prev, ok := last[k]; ok && st.At.Sub(prev) > longest {
+			longest = st.At.Sub(prev)
+			where = fmt.Sprintf("source %s incarnation %d: nothing became stable from %s to %s (then up to %d)", st.Source, st.Incarnation, prev.Format("15:04:05.000"), st.At.Format("15:04:05.000"), st.Last)
+		}
+		last[k] = st.At
+	}
+	for _, e := range h.Ends {
+		k := key{e.Source, e.Incarnation}
+		if prev, ok := last[k]; ok && e.At.Sub(prev) > longest {
+			longest = e.At.Sub(prev)
+			where = fmt.Sprintf("source %s incarnation %d: nothing became stable from %s until it stopped at %s", e.Source, e.Incarnation, prev.Format("15:04:05.000"), e.At.Format("15:04:05.000"))
+		}
+	}
+	return longest, where
+}
+
+type addFunc func(rule, format string, args ...any)
+
+// ackIndex maps source -> seq -> the first acknowledged hash.
+func ackIndex(acks []Ack) map[string]map[uint64]string {
+	out := map[string]map[uint64]string{}
+	for _, a := range acks {
+		m := out[a.Source]
+		if m == nil {
+			m = map[uint64]string{}
+			out[a.Source] = m
+		}
+		if _, ok := m[a.Seq]; !ok {
+			m[a.Seq] = a.Hash
+		}
+	}
+	return out
+}
+
+func sortedSources[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedSeqs[V any](m map[uint64]V) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// toRanges compresses sorted sequence numbers into ranges.
+func toRanges(seqs []uint64) []Range {
+	var out []Range
+	for _, s := range seqs {
+		if n := len(out); n > 0 && out[n-1].To+1 == s {
+			out[n-1].To = s
+			continue
+		}
+		out = append(out, Range{From: s, To: s})
+	}
+	return out
+}
+
+func rangesString(rs []Range) string {
+	parts := make([]string, 0, min(len(rs), 20))
+	for i, r := range rs {
+		if i == 20 {
+			parts = append(parts, fmt.Sprintf("... (%d ranges)", len(rs)))
+			break
+		}
+		parts = append(parts, r.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkLoss is rule 1: every acknowledged message is readable at the end.
+func checkLoss(h *History, acks map[string]map[uint64]string, add addFunc) int {
+	lost := 0
+	for _, src := range sortedSources(acks) {
+		f := h.Final[src]
+		if f == nil {
+			add("rule1", "source %s: no final read was made, so %d acknowledged messages are unverified", src, len(acks[src]))
+			lost += len(acks[src])
+			continue
+		}
+		if f.Err != "" {
+			add("rule1", "source %s: the final read failed: %s", src, f.Err)
+		}
+		var missing []uint64
+		for _, seq := range sortedSeqs(acks[src]) {
+			if _, ok := f.Hashes[seq]; !ok {
+				missing = append(missing, seq)
+			}
+		}
+		if len(missing) > 0 {
+			lost += len(missing)
+			add("rule1", "source %s: %d acknowledged messages are not readable from any group after restoration: %s", src, len(missing), rangesString(toRanges(missing)))
+		}
+	}
+	return lost
+}
+
+// checkResume is rule 2's resume half: a publisher incarnation must resume
+// above every sequence number some earlier incarnation was told was stable.
+func checkResume(h *History, add addFunc) {
+	regs := slices.Clone(h.Registrations)
+	sort.SliceStable(regs, func(i, j int) bool { return regs[i].Event < regs[j].Event })
+	for _, r := range regs {
+		var high uint64
+		highInc := 0
+		for _, a := range h.Acks {
+			if a.Source == r.Source && a.Event < r.Event && a.Seq > high {
+				high, highInc = a.Seq, a.Incarnation
+			}
+		}
+		if high > 0 && r.FirstSeq <= high {
+			add("rule2", "source %s: publisher incarnation %d resumed at %d, but incarnation %d had been told %d was stable", r.Source, r.Incarnation, r.FirstSeq, highInc, high)
+		}
+	}
+}
+
+// checkPayloads is rule 2's other half: no sequence number ever carried
+// two payloads, whoever saw them (the publisher's acknowledgements, the
+// follower's deliveries, the final read).
+func checkPayloads(h *History, add addFunc) {
+	type seen struct {
+		hash, where string
+	}
+	bySrc := map[string]map[uint64][]seen{}
+	note := func(src string, seq uint64, hash, where string) {
+		m := bySrc[src]
+		if m == nil {
+			m = map[uint64][]seen{}
+			bySrc[src] = m
+		}
+		for _, s := range m[seq] {
+			if s.hash == hash {
+				return
+			}
+		}
+		m[seq] = append(m[seq], seen{hash, where})
+	}
+	for _, a := range h.Acks {
+		note(a.Source, a.Seq, a.Hash, fmt.Sprintf("acknowledged to incarnation %d", a.Incarnation))
+	}
+	for _, src := range sortedSources(h.Deliveries) {
+		for _, d := range h.Deliveries[src] {
+			note(src, d.Seq, d.Hash, fmt.Sprintf("delivered to the follower (payload of incarnation %d)", d.Incarnation))
+		}
+	}
+	for _, src := range sortedSources(h.Final) {
+		f := h.Final[src]
+		for _, seq := range sortedSeqs(f.Hashes) {
+			note(src, seq, f.Hashes[seq], fmt.Sprintf("read at the end (payload of incarnation %d)", f.Incs[seq]))
+		}
+	}
+	for _, src := range sortedSources(bySrc) {
+		var bad []uint64
+		for _, seq := range sortedSeqs(bySrc[src]) {
+			if len(bySrc[src][seq]) > 1 {
+				bad = append(bad, seq)
+			}
+		}
+		if len(bad) == 0 {
+			continue
+		}
+		var ex []string
+		for _, seq := range bad[:min(len(bad), maxExamples)] {
+			var ws []string
+			for _, s := range bySrc[src][seq] {
+				ws = append(ws, s.hash+" "+s.where)
+			}
+			ex = append(ex, fmt.Sprintf("seq %d: %s", seq, strings.Join(ws, " / ")))
+		}
+		add("rule2", "source %s: %d sequence numbers carried two payloads (%s); e.g. %s", src, len(bad), rangesString(toRanges(bad)), strings.Join(ex, "; "))
+	}
+}
+
+// checkGroupIDs is rule 3: a group keeps one identity for its whole life,
+// shared by all its stores, and is bootstrapped once.
+func checkGroupIDs(h *History, add addFunc) {
+	perStore := map[string]string{}
+	perGroup := map[int]string{}
+	groupWho := map[int]string{}
+	for _, o := range h.GroupIDs {
+		if o.GroupID == "" {
+			continue // a wiped store reports no identity until it catches up
+		}
+		if prev, ok := perStore[o.Store]; ok && prev != o.GroupID {
+			add("rule3", "store %s (host %s) changed its group identity from %s to %s at %s: group %d was bootstrapped over existing state", o.Store, o.Host, prev, o.GroupID, o.At.Format("15:04:05.000"), o.Group)
+		}
+		perStore[o.Store] = o.GroupID
+		if prev, ok := perGroup[o.Group]; ok && prev != o.GroupID {
+			add("rule3", "group %d has two identities: %s (store %s) and %s (store %s)", o.Group, prev, groupWho[o.Group], o.GroupID, o.Store)
+			continue
+		}
+		perGroup[o.Group], groupWho[o.Group] = o.GroupID, o.Store
+	}
+	boots := map[int][]string{}
+	idents := map[int][]string{}
+	for _, b := range h.Bootstraps {
+		where := fmt.Sprintf("%s on host %s (incarnation %d)", b.Store, b.Host, b.Incarnation)
+		switch b.Kind {
+		case "bootstrap":
+			boots[b.Group] = append(boots[b.Group], where)
+		case "identity":
+			idents[b.Group] = append(idents[b.Group], where+" id "+b.GroupID)
+		}
+	}
+	for _, g := range sortedInts(boots) {
+		if len(boots[g]) > 1 {
+			add("rule3", "group %d was bootstrapped %d times: %s", g, len(boots[g]), strings.Join(boots[g], "; "))
+		}
+	}
+	for _, g := range sortedInts(idents) {
+		if len(idents[g]) > 1 {
+			add("rule3", "group %d was given an identity %d times: %s", g, len(idents[g]), strings.Join(idents[g], "; "))
+		}
+	}
+}
+
+func sortedInts[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkCatchUp is rule 4: never two empty stores of one group catching up
+// together on one host.
+func checkCatchUp(h *History, add addFunc) {
+	reported := map[string]bool{}
+	for _, o := range h.CatchUps {
+		if len(o.Stores) < 2 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d/%s/%s", o.Host, o.Group, strings.Join(o.Stores, ","), o.Via)
+		if reported[key] {
+			continue
+		}
+		reported[key] = true
+		add("rule4", "host %s: %d empty stores of group %d were catching up together (%s), seen in the %s at %s", o.Host, len(o.Stores), o.Group, strings.Join(o.Stores, ", "), o.Via, o.At.Format("15:04:05.000"))
+	}
+}
+
+// checkReceiver checks what the follower was handed: every sequence number
+// once, in order, gaps only where it was told no group held them, no
+// acknowledged message among those gaps, and every acknowledged message
+// handed over by the end.
+func checkReceiver(h *History, acks map[string]map[uint64]string, add addFunc) {
+	for _, src := range h.Sources {
+		ds := h.Deliveries[src]
+		missing := h.FollowMissing[src]
+		covered := func(seq uint64) bool {
+			for _, r := range missing {
+				if r.contains(seq) {
+					return true
+				}
+			}
+			return false
+		}
+		var prev uint64
+		var disorder, silent []string
+		delivered := map[uint64]bool{}
+		for _, d := range ds {
+			if d.Seq <= prev {
+				disorder = append(disorder, fmt.Sprintf("%d after %d", d.Seq, prev))
+			} else {
+				for s := prev + 1; s < d.Seq; s++ {
+					if !covered(s) {
+						silent = append(silent, fmt.Sprintf("%d-%d before %d", s, d.Seq-1, d.Seq))
+						break
+					}
+				}
+				prev = d.Seq
+			}
+			delivered[d.Seq] = true
+		}
+		if len(disorder) > 0 {
+			add("receiver", "source %s: the follower was handed %d messages twice or out of order, e.g. %s", src, len(disorder), strings.Join(disorder[:min(len(disorder), maxExamples)], ", "))
+		}
+		if len(silent) > 0 {
+			add("receiver", "source %s: the follower skipped sequence numbers without being told, e.g. %s", src, strings.Join(silent[:min(len(silent), maxExamples)], ", "))
+		}
+		var skipped, undelivered []uint64
+		for _, seq := range sortedSeqs(acks[src]) {
+			if delivered[seq] {
+				continue
+			}
+			if covered(seq) {
+				skipped = append(skipped, seq)
+			} else {
+				undelivered = append(undelivered, seq)
+			}
+		}
+		if len(skipped) > 0 {
+			add("receiver", "source %s: the follower was told %d acknowledged messages were held by no group: %s", src, len(skipped), rangesString(toRanges(skipped)))
+		}
+		if len(undelivered) > 0 {
+			add("receiver", "source %s: %d acknowledged messages never reached the follower: %s", src, len(undelivered), rangesString(toRanges(undelivered)))
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// healthy builds a synthetic history of one source in which the publisher
+// acknowledged 1..n, the follower was handed 1..n and the final read found
+// 1..n, all with incarnation 1's payloads: every check passes on it.
+func healthy(n uint64) *History {
+	h := NewHistory(0, 1, []string{"s1"})
+	h.Registered("s1", 1, 1)
+	var hashes []string
+	final := &FinalRead{High: n, Hashes: map[uint64]string{}, Incs: map[uint64]int{}}
+	for seq := uint64(1); seq <= n; seq++ {
+		p := makePayload("s1", seq, 1, 64)
+		hashes = append(hashes, payloadHash(p))
+		h.Delivered("s1", seq, p)
+		final.Hashes[seq], final.Incs[seq] = payloadHash(p), 1
+	}
+	if err := h.Stable("s1", 1, 1, n, hashes); err != nil {
+		panic(err)
+	}
+	h.SetFinal("s1", final)
+	for _, s := range []struct {
+		host, name string
+		group      int
+	}{{"A", "G1S1", 1}, {"A", "G1S2", 1}, {"B", "G1S3", 1}, {"A", "G2S1", 2}, {"B", "G2S2", 2}, {"B", "G2S3", 2}} {
+		h.ObserveGroupID(s.host, s.name, s.group, "")
+		h.ObserveGroupID(s.host, s.name, s.group, map[int]string{1: "id-one", 2: "id-two"}[s.group])
+	}
+	h.AddBootstraps([]Bootstrap{
+		{Host: "A", Incarnation: 1, Store: "G1S1", Group: 1, Kind: "bootstrap"},
+		{Host: "A", Incarnation: 1, Store: "G2S1", Group: 2, Kind: "bootstrap"},
+		{Host: "A", Incarnation: 1, Store: "G1S1", Group: 1, Kind: "identity", GroupID: "id-one"},
+		{Host: "B", Incarnation: 1, Store: "G2S2", Group: 2, Kind: "identity", GroupID: "id-two"},
+	})
+	return h
+}
+
+// restartPublisher appends a second incarnation that resumed at first and
+// had first..last acknowledged, delivered and read back.
+func restartPublisher(h *History, first, last uint64) {
+	h.Registered("s1", 2, first)
+	var hashes []string
+	for seq := first; seq <= last; seq++ {
+		p := makePayload("s1", seq, 2, 64)
+		hashes = append(hashes, payloadHash(p))
+		h.Delivered("s1", seq, p)
+		h.Final["s1"].Hashes[seq], h.Final["s1"].Incs[seq] = payloadHash(p), 2
+	}
+	if err := h.Stable("s1", 2, first, last, hashes); err != nil {
+		panic(err)
+	}
+	h.Final["s1"].High = max(h.Final["s1"].High, last)
+}
+
+func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(h *History)
+		rule   string // the rule that must be flagged; "" = none
+		want   string // text the violation must contain
+		lost   int
+	}{
+		{name: "healthy", mutate: func(h *History) {}},
+		{name: "healthy restart", mutate: func(h *History) { restartPublisher(h, 11, 20) }},
+		{
+			name:   "lost acknowledged message",
+			mutate: func(h *History) { delete(h.Final["s1"].Hashes, 4); delete(h.Final["s1"].Hashes, 5) },
+			rule:   "rule1", want: "2 acknowledged messages are not readable", lost: 2,
+		},
+		{
+			name:   "final read missing entirely",
+			mutate: func(h *History) { delete(h.Final, "s1") },
+			rule:   "rule1", want: "no final read", lost: 10,
+		},
+		{
+			name:   "final read failed",
+			mutate: func(h *History) { h.Final["s1"].Err = "no store group reachable" },
+			rule:   "rule1", want: "final read failed",
+		},
+		{
+			name:   "resumed at a stable sequence number",
+			mutate: func(h *History) { restartPublisher(h, 10, 20) },
+			rule:   "rule2", want: "resumed at 10",
+		},
+		{
+			name:   "resumed below a stable sequence number",
+			mutate: func(h *History) { restartPublisher(h, 3, 20) },
+			rule:   "rule2", want: "had been told 10 was stable",
+		},
+		{
+			name: "sequence number read back with another payload",
+			mutate: func(h *History) {
+				h.Final["s1"].Hashes[7] = payloadHash(makePayload("s1", 7, 2, 64))
+			},
+			rule: "rule2", want: "carried two payloads",
+		},
+		{
+			name: "follower handed another payload",
+			mutate: func(h *History) {
+				h.Deliveries["s1"][2] = Delivery{Seq: 3, Hash: "0000", Incarnation: 3}
+			},
+			rule: "rule2", want: "seq 3",
+		},
+		{
+			name: "group identity changed",
+			mutate: func(h *History) {
+				h.ObserveGroupID("A", "G1S1", 1, "")
+				h.ObserveGroupID("A", "G1S1", 1, "id-new")
+			},
+			rule: "rule3", want: "changed its group identity",
+		},
+		{
+			name:   "stores of a group disagree",
+			mutate: func(h *History) { h.GroupIDs[len(h.GroupIDs)-1].GroupID = "id-other" },
+			rule:   "rule3", want: "two identities",
+		},
+		{
+			name: "group bootstrapped twice",
+			mutate: func(h *History) {
+				h.AddBootstraps([]Bootstrap{{Host: "A", Incarnation: 3, Store: "G1S1", Group: 1, Kind: "bootstrap"}})
+			},
+			rule: "rule3", want: "bootstrapped 2 times",
+		},
+		{
+			name: "group identity created twice",
+			mutate: func(h *History) {
+				h.AddBootstraps([]Bootstrap{{Host: "A", Incarnation: 2, Store: "G1S2", Group: 1, Kind: "identity", GroupID: "id-one"}})
+			},
+			rule: "rule3", want: "given an identity 2 times",
+		},
+		{
+			name: "two empty stores of a group catching up",
+			mutate: func(h *History) {
+				h.ObserveCatchUp(CatchUpObs{Host: "A", Group: 1, Stores: []string{"G1S1", "G1S2"}, Via: "status", At: time.Now()})
+			},
+			rule: "rule4", want: "2 empty stores of group 1",
+		},
+		{
+			name: "one empty store catching up is fine",
+			mutate: func(h *History) {
+				h.ObserveCatchUp(CatchUpObs{Host: "A", Group: 1, Stores: []string{"G1S1"}, Via: "status"})
+			},
+		},
+		{
+			name: "follower handed a message twice",
+			mutate: func(h *History) {
+				h.Deliveries["s1"] = append(h.Deliveries["s1"], h.Deliveries["s1"][9])
+			},
+			rule: "receiver", want: "twice or out of order",
+		},
+		{
+			name:   "follower skipped silently",
+			mutate: func(h *History) { h.Deliveries["s1"] = append(h.Deliveries["s1"][:4:4], h.Deliveries["s1"][6:]...) },
+			rule:   "receiver", want: "without being told",
+		},
+		{
+			name: "follower told an acknowledged message was missing",
+			mutate: func(h *History) {
+				h.Deliveries["s1"] = append(h.Deliveries["s1"][:4:4], h.Deliveries["s1"][6:]...)
+				h.Missed("s1", Range{From: 5, To: 6})
+			},
+			rule: "receiver", want: "were held by no group: 5-6",
+		},
+		{
+			name: "unacknowledged gap reported to the follower is fine",
+			mutate: func(h *History) {
+				p := makePayload("s1", 13, 1, 64)
+				h.Missed("s1", Range{From: 11, To: 12})
+				h.Delivered("s1", 13, p)
+				h.Final["s1"].Hashes[13] = payloadHash(p)
+				h.Final["s1"].Incs[13] = 1
+			},
+		},
+		{
+			name:   "follower never got there",
+			mutate: func(h *History) { h.Deliveries["s1"] = h.Deliveries["s1"][:8] },
+			rule:   "receiver", want: "never reached the follower: 9-10",
+		},
+		{
+			name:   "harness problem",
+			mutate: func(h *History) { h.Problemf("not-restored", "group 1 has no leader") },
+			rule:   "liveness", want: "group 1 has no leader",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := healthy(10)
+			tc.mutate(h)
+			res := Check(h)
+			if res.Lost != tc.lost {
+				t.Errorf("lost = %d, want %d", res.Lost, tc.lost)
+			}
+			if tc.rule == "" {
+				if len(res.Violations) != 0 {
+					t.Fatalf("want no violation, got %v", res.Violations)
+				}
+				return
+			}
+			for _, v := range res.Violations {
+				if v.Rule == tc.rule && strings.Contains(v.Detail, tc.want) {
+					return
+				}
+			}
+			t.Fatalf("want a %s violation containing %q, got %v", tc.rule, tc.want, res.Violations)
+		})
+	}
+}
+
+func TestCheckCounts(t *testing.T) {
+	h := healthy(10)
+	restartPublisher(h, 12, 15)
+	res := Check(h)
+	if res.Acknowledged != 14 || res.Delivered != 14 || res.Lost != 0 {
+		t.Fatalf("acknowledged %d delivered %d lost %d, want 14 14 0", res.Acknowledged, res.Delivered, res.Lost)
+	}
+	// 11 was never acknowledged and never delivered nor reported: the
+	// follower skipped it without being told.
+	if len(res.Violations) != 1 || !strings.Contains(res.Violations[0].Detail, "11-11 before 12") {
+		t.Fatalf("violations = %v", res.Violations)
+	}
+}
+
+func TestPayloadRoundTrip(t *testing.T) {
+	p := makePayload("orders", 12345, 7, 100)
+	if len(p) != 100 {
+		t.Fatalf("payload is %d bytes, want 100", len(p))
+	}
+	info, ok := parsePayload(p)
+	if !ok || info != (payloadInfo{Source: "orders", Seq: 12345, Incarnation: 7}) {
+		t.Fatalf("parsePayload = %+v %v", info, ok)
+	}
+	if payloadHash(p) == payloadHash(makePayload("orders", 12345, 8, 100)) {
+		t.Fatal("two incarnations' payloads for one sequence number hash alike")
+	}
+	if _, ok := parsePayload([]byte("hello")); ok {
+		t.Fatal("parsePayload accepted a foreign payload")
+	}
+}
+
+func TestHistoryRecordsOnlyGroupIDChanges(t *testing.T) {
+	h := NewHistory(0, 1, nil)
+	for _, id := range []string{"", "", "x", "x", "", "x"} {
+		h.ObserveGroupID("A", "G1S1", 1, id)
+	}
+	if len(h.GroupIDs) != 4 {
+		t.Fatalf("recorded %d observations, want 4 (changes only): %+v", len(h.GroupIDs), h.GroupIDs)
+	}
+	if err := h.Stable("s1", 1, 5, 7, []string{"a"}); err == nil {
+		t.Fatal("a stable range with too few hashes was accepted")
+	}
+}
+
+func TestLongestStall(t *testing.T) {
+	h := NewHistory(0, 1, []string{"s1"})
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	h.Registrations = []Registration{{Source: "s1", Incarnation: 1, FirstSeq: 1, At: t0}, {Source: "s1", Incarnation: 2, FirstSeq: 50, At: t0.Add(20 * time.Second)}}
+	h.StableTimes = []StableTime{
+		{Source: "s1", Incarnation: 1, Last: 10, At: t0.Add(time.Second)},
+		{Source: "s1", Incarnation: 1, Last: 40, At: t0.Add(5 * time.Second)}, // 4 s stall
+		{Source: "s1", Incarnation: 2, Last: 60, At: t0.Add(22 * time.Second)},
+	}
+	got, where := longestStall(h)
+	if got != 4*time.Second || !strings.Contains(where, "incarnation 1") {
+		t.Fatalf("longestStall = %v %q, want 4s in incarnation 1 (the gap between incarnations does not count)", got, where)
+	}
+	// Incarnation 2 was killed 7 s after its last stable report.
+	h.Ends = []StableTime{{Source: "s1", Incarnation: 1, At: t0.Add(6 * time.Second)}, {Source: "s1", Incarnation: 2, At: t0.Add(29 * time.Second)}}
+	got, where = longestStall(h)
+	if got != 7*time.Second || !strings.Contains(where, "until it stopped") {
+		t.Fatalf("longestStall = %v %q, want 7s before incarnation 2 stopped", got, where)
+	}
+}

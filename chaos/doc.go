@@ -1,0 +1,86 @@
+// Command chaos is umstore's fault-injection suite: it runs the real
+// binaries as two "hosts" on loopback, injects faults from a random but
+// reproducible schedule, and checks the safety rules of SPEC §4 on what it
+// recorded.
+//
+// Each schedule plans a fresh deployment for host A (127.0.0.2) and host B
+// (127.0.0.3) with `umstored plan` (two groups of three stores, laid out
+// 2+1/1+2), runs one `umstored run` process per host, starts one publisher
+// child process per source (this program re-executed, publishing through
+// the publisher SDK, with a state file kept across its incarnations unless
+// --publisher-state=false) and one following receiver per source (the
+// receiver SDK), then injects faults one at a time:
+//
+//   - kill-host: kill -9 a host's daemon, restart it with its state;
+//   - wipe-host: kill -9 it, move its data directory aside, restart it
+//     empty (its stores must rejoin one per group at a time);
+//   - wipe-crash: as wipe-host, then kill -9 again while the empty stores
+//     catch up, and restart with what they had;
+//   - pause-host: SIGSTOP then SIGCONT the daemon;
+//   - partition: drop every packet between 127.0.0.2 and 127.0.0.3 with
+//     iptables rules (tagged with a comment; exactly those are deleted on
+//     heal, on exit and on Ctrl-C), then heal;
+//   - slow-disk: throttle a host's disk to a few writes per second, then
+//     lift the limit (each host's data lives on its own ext4 image on a
+//     loop device; the daemon is moved into a blkio cgroup with a write
+//     IOPS limit on that device);
+//   - kill-publisher: kill -9 a publisher child and start its next
+//     incarnation (alone, or in the middle of a host fault); the stores
+//     free the dead publisher's source after source-activity-timeout (30 s
+//     by default), so the new incarnation typically registers then.
+//
+// Only one host is ever down, paused, wiped or cut off at a time, and after
+// each host fault the harness waits until every store is up, every group
+// has a leader and `umstored status` says publishing is possible: the
+// layout survives the loss of one host, not of both. All stores of a host
+// run in one process, so there is no single store process to kill.
+//
+// The history records every message a publisher reported stable (source,
+// sequence number, payload hash), every registration's resume point, every
+// message the followers were handed and every range they were told no group
+// holds, every store's group identity as /v1/status reports it, stores
+// catching up together (from /v1/status samples and the daemons' logs), and
+// every bootstrap the daemons logged. After the final heal and restoration
+// the publishers flush and exit, the followers catch up, every source is
+// read back from 1 to its highest sequence number, and the checker (pure,
+// see Check) verifies:
+//
+//   - rule 1: every acknowledged message is readable, with the
+//     acknowledged payload;
+//   - rule 2: no sequence number carried two payloads, and no publisher
+//     incarnation resumed at or below a sequence number an earlier one had
+//     been told was stable;
+//   - rule 3: no store's group identity ever changed, the stores of a group
+//     agree on it, and each group was bootstrapped once;
+//   - rule 4: never two empty stores of one group catching up together on
+//     one host;
+//   - the followers were handed every acknowledged message exactly once, in
+//     order;
+//   - liveness: the deployment came back within --restore-timeout after
+//     every fault, publishers registered and flushed.
+//
+// A schedule with a violation keeps its directory (host and publisher logs,
+// data directories, wiped directories, history.json, verdict.txt) and
+// prints the command that replays it.
+//
+// The short variant runs inside the normal test command (go test ./...):
+// TestChaosShort runs a few schedules with a fixed seed in a few minutes
+// and fails on any violation or lost message (it is skipped under -short
+// and under the race detector). The long variant is run by hand:
+//
+//	go run ./chaos --schedules 50 --seed 1 --json
+//
+// The last line with --json is one JSON object with the totals: schedules,
+// faults, acknowledged, lost, violations and more. Replay one schedule of a
+// seed with --seed S --start N --schedules 1 --keep (the faults and their
+// timing are replayed; the processes' own timing is not, so a race may take
+// a few replays); draw only some faults with --kinds, e.g.
+// --kinds pause-host,kill-publisher.
+//
+// Partitions need iptables and root; slow disks need root, loop devices,
+// mkfs.ext4 and the cgroup v1 blkio controller. Without them run with
+// --partitions=false or --slow-disks=false. The iptables rules, mounts,
+// loop devices and cgroups the harness creates carry its process id; it
+// removes them on exit and on Ctrl-C, and a later run removes those left by
+// a harness that was killed.
+package main

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Range is an inclusive range of sequence numbers.
+type Range struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}
+
+func (r Range) String() string {
+	if r.From == r.To {
+		return fmt.Sprint(r.From)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// contains reports whether seq lies in r.
+func (r Range) contains(seq uint64) bool { return seq >= r.From && seq <= r.To }
+
+// FaultRecord is one fault as it was injected.
+type FaultRecord struct {
+	Kind   FaultKind `json:"kind"`
+	Target string    `json:"target"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+	Note   string    `json:"note,omitempty"`
+}
+
+// Registration is one publisher incarnation's registration: where it
+// resumed. Event orders it against the acknowledgements.
+type Registration struct {
+	Source      string    `json:"source"`
+	Incarnation int       `json:"incarnation"`
+	FirstSeq    uint64    `json:"first_seq"`
+	Event       int       `json:"event"`
+	At          time.Time `json:"at"`
+}
+
+// Ack is one message the publisher reported stable.
+type Ack struct {
+	Source      string `json:"source"`
+	Seq         uint64 `json:"seq"`
+	Hash        string `json:"hash"`
+	Incarnation int    `json:"incarnation"`
+	Event       int    `json:"event"`
+}
+
+// StableTime is when a publisher incarnation reported a stable range.
+type StableTime struct {
+	Source      string    `json:"source"`
+	Incarnation int       `json:"incarnation"`
+	Last        uint64    `json:"last"`
+	At          time.Time `json:"at"`
+}
+
+// Delivery is one message a following receiver was handed.
+type Delivery struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
+	// Incarnation is the publisher incarnation named in the payload (0 if
+	// the payload was not one of ours).
+	Incarnation int `json:"incarnation"`
+}
+
+// FinalRead is what the last read of 1..High found for one source, once
+// everything was healed.
+type FinalRead struct {
+	High    uint64            `json:"high"`
+	Hashes  map[uint64]string `json:"-"`
+	Incs    map[uint64]int    `json:"-"`
+	Missing []Range           `json:"missing,omitempty"`
+	Err     string            `json:"err,omitempty"`
+}
+
+// GroupIDObs records that a store reported a group identity (only changes
+// are recorded, including to and from empty).
+type GroupIDObs struct {
+	Host    string    `json:"host"`
+	Store   string    `json:"store"`
+	Group   int       `json:"group"`
+	GroupID string    `json:"group_id"`
+	At      time.Time `json:"at"`
+}
+
+// CatchUpObs records the empty stores of one group catching up together on
+// one host, seen in a status sample ("status") or reconstructed from the
+// daemon's log ("log").
+type CatchUpObs struct {
+	Host   string    `json:"host"`
+	Group  int       `json:"group"`
+	Stores []string  `json:"stores"`
+	Via    string    `json:"via"`
+	At     time.Time `json:"at"`
+}
+
+// Bootstrap is a store bootstrapping a brand-new group, or a leader
+// creating a group identity, as the daemon logged it.
+type Bootstrap struct {
+	Host        string `json:"host"`
+	Incarnation int    `json:"incarnation"`
+	Store       string `json:"store"`
+	Group       int    `json:"group"`
+	// Kind is "bootstrap" (raft BootstrapCluster) or "identity" (InitGroup).
+	Kind    string `json:"kind"`
+	GroupID string `json:"group_id,omitempty"`
+}
+
+// Problem is something the harness saw go wrong that is not one of the
+// recorded facts above: a deployment that did not come back, a publisher
+// that could not register, a receiver that never caught up.
+type Problem struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// History is everything one schedule recorded. The recording methods are
+// safe for concurrent use; the checker reads it once recording is over.
+type History struct {
+	mu sync.Mutex
+
+	Schedule int     `json:"schedule"`
+	Seed     int64   `json:"seed"`
+	Plan     []Fault `json:"plan"`
+	Sources  []string
+
+	event         int
+	Faults        []FaultRecord         `json:"faults"`
+	Registrations []Registration        `json:"registrations"`
+	Acks          []Ack                 `json:"acks"`
+	StableTimes   []StableTime          `json:"stable_times"`
+	Ends          []StableTime          `json:"ends"` // when each publisher incarnation stopped (Last unused)
+	Deliveries    map[string][]Delivery `json:"deliveries"`
+	FollowMissing map[string][]Range    `json:"follow_missing"`
+	Final         map[string]*FinalRead `json:"final"`
+	GroupIDs      []GroupIDObs          `json:"group_ids"`
+	CatchUps      []CatchUpObs          `json:"catch_ups"`
+	Bootstraps    []Bootstrap           `json:"bootstraps"`
+	Problems      []Problem             `json:"problems"`
+	lastGroupID   map[string]string     // store -> last reported identity
+}
+
+// NewHistory returns an empty history for one schedule.
+func NewHistory(schedule int, seed int64, sources []string) *History {
+	return &History{
+		Schedule:      schedule,
+		Seed:          seed,
+		Sources:       sources,
+		Deliveries:    map[string][]Delivery{},
+		FollowMissing: map[string][]Range{},
+		Final:         map[string]*FinalRead{},
+		lastGroupID:   map[string]string{},
+	}
+}
+
+func (h *History) nextEvent() int {
+	h.event++
+	return h.event
+}
+
+// Fault records an injected fault.
+func (h *History) Fault(f FaultRecord) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Faults = append(h.Faults, f)
+}
+
+// Registered records a publisher incarnation's resume point.
+func (h *History) Registered(source string, inc int, firstSeq uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Registrations = append(h.Registrations, Registration{Source: source, Incarnation: inc, FirstSeq: firstSeq, Event: h.nextEvent(), At: time.Now()})
+}
+
+// Stable records that the publisher reported first..last stable, with the
+// payload hash of each.
+func (h *History) Stable(source string, inc int, first, last uint64, hashes []string) error {
+	if last < first || uint64(len(hashes)) != last-first+1 {
+		return fmt.Errorf("stable range %d-%d of %s came with %d hashes", first, last, source, len(hashes))
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ev := h.nextEvent()
+	h.StableTimes = append(h.StableTimes, StableTime{Source: source, Incarnation: inc, Last: last, At: time.Now()})
+	for i, hash := range hashes {
+		h.Acks = append(h.Acks, Ack{Source: source, Seq: first + uint64(i), Hash: hash, Incarnation: inc, Event: ev})
+	}
+	return nil
+}
+
+// Ended records that a publisher incarnation stopped (killed, or exited).
+func (h *History) Ended(source string, inc int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Ends = append(h.Ends, StableTime{Source: source, Incarnation: inc, At: time.Now()})
+}
+
+// Delivered records a message handed to a following receiver.
+func (h *History) Delivered(source string, seq uint64, payload []byte) {
+	d := Delivery{Seq: seq, Hash: payloadHash(payload)}
+	if p, ok := parsePayload(payload); ok {
+		d.Incarnation = p.Incarnation
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Deliveries[source] = append(h.Deliveries[source], d)
+}
+
+// Missed records a range a following receiver was told no group holds.
+func (h *History) Missed(source string, r Range) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.FollowMissing[source] = append(h.FollowMissing[source], r)
+}
+
+// SetFinal records the final read of a source.
+func (h *History) SetFinal(source string, f *FinalRead) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Final[source] = f
+}
+
+// ObserveGroupID records a store's reported group identity if it changed.
+func (h *History) ObserveGroupID(host, store string, group int, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if last, ok := h.lastGroupID[store]; ok && last == id {
+		return
+	}
+	h.lastGroupID[store] = id
+	h.GroupIDs = append(h.GroupIDs, GroupIDObs{Host: host, Store: store, Group: group, GroupID: id, At: time.Now()})
+}
+
+// ObserveCatchUp records stores of one group catching up together.
+func (h *History) ObserveCatchUp(o CatchUpObs) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.CatchUps = append(h.CatchUps, o)
+}
+
+// AddBootstraps records bootstrap and identity events found in the logs.
+func (h *History) AddBootstraps(b []Bootstrap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Bootstraps = append(h.Bootstraps, b...)
+}
+
+// Problemf records a problem the harness saw.
+func (h *History) Problemf(kind, format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Problems = append(h.Problems, Problem{Kind: kind, Detail: fmt.Sprintf(format, args...)})
+}
+
+// MaxAcked returns the highest sequence number acknowledged for source.
+func (h *History) MaxAcked(source string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var m uint64
+	for _, a := range h.Acks {
+		if a.Source == source {
+			m = max(m, a.Seq)
+		}
+	}
+	return m
+}
+
+// LastDelivered returns the highest sequence number the follower of source
+// has been handed or told is missing.
+func (h *History) LastDelivered(source string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var m uint64
+	if ds := h.Deliveries[source]; len(ds) > 0 {
+		m = ds[len(ds)-1].Seq
+	}
+	for _, r := range h.FollowMissing[source] {
+		m = max(m, r.To)
+	}
+	return m
+}
+
+// AckCount returns how many acknowledgements were recorded.
+func (h *History) AckCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.Acks)
+}
+
+// payloadHash is the short hash the history keeps of a payload.
+func payloadHash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:8])
+}
+
+// payloadInfo is what a chaos payload says about itself.
+type payloadInfo struct {
+	Source      string
+	Seq         uint64
+	Incarnation int
+}
+
+// makePayload builds the payload of one message: it names the source, the
+// sequence number and the publisher incarnation, so two incarnations never
+// send the same bytes for one sequence number, padded to size bytes.
+func makePayload(source string, seq uint64, inc, size int) []byte {
+	s := fmt.Sprintf("chaos source=%s seq=%d inc=%d ", source, seq, inc)
+	if len(s) < size {
+		s += strings.Repeat(".", size-len(s))
+	}
+	return []byte(s)
+}
+
+// parsePayload reads back what makePayload wrote.
+func parsePayload(b []byte) (payloadInfo, bool) {
+	var p payloadInfo
+	s := strings.TrimRight(string(b), ".")
+	if _, err := fmt.Sscanf(s, "chaos source=%s seq=%d inc=%d", &p.Source, &p.Seq, &p.Incarnation); err != nil {
+		return payloadInfo{}, false
+	}
+	return p, true
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// incarnationMarker starts the line the harness writes into a host's (or
+// publisher's) log before each incarnation.
+const incarnationMarker = "### chaos:"
+
+// Messages of the store daemon's log that the scan looks for.
+const (
+	logBootstrap = "bootstrapping a brand-new group"
+	logIdentity  = "group identity created"
+	logJoining   = "joining the group empty"
+	logCaughtUp  = "caught up with the group"
+)
+
+var logField = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
+
+// logFields parses one slog text line into its key=value fields.
+func logFields(line string) map[string]string {
+	out := map[string]string{}
+	for _, m := range logField.FindAllStringSubmatch(line, -1) {
+		v := m[2]
+		if strings.HasPrefix(v, `"`) {
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+		}
+		if _, ok := out[m[1]]; !ok {
+			out[m[1]] = v
+		}
+	}
+	return out
+}
+
+// scanHostLog reads one host daemon's log (all incarnations) and returns
+// every bootstrap and identity creation, and every moment at which two
+// empty stores of a group were catching up together: between a store's
+// "joining the group empty" and its "caught up with the group" lines,
+// within one incarnation of the daemon.
+func scanHostLog(host string, r io.Reader) ([]Bootstrap, []CatchUpObs, error) {
+	var boots []Bootstrap
+	var overlaps []CatchUpObs
+	inc := 0
+	catching := map[int][]string{} // group -> stores catching up
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, incarnationMarker) {
+			f := logFields(line)
+			if n, err := strconv.Atoi(f["incarnation"]); err == nil {
+				inc = n
+			} else {
+				inc++
+			}
+			clear(catching) // the process died: nothing of it catches up any more
+			continue
+		}
+		if !strings.Contains(line, "msg=") {
+			continue
+		}
+		f := logFields(line)
+		msg := f["msg"]
+		group, _ := strconv.Atoi(f["group"])
+		store := f["store"]
+		switch {
+		case strings.HasPrefix(msg, logBootstrap):
+			boots = append(boots, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "bootstrap"})
+		case strings.HasPrefix(msg, logIdentity):
+			boots = append(boots, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "identity", GroupID: f["group_id"]})
+		case strings.HasPrefix(msg, logJoining):
+			if !slices.Contains(catching[group], store) {
+				catching[group] = append(catching[group], store)
+			}
+			if len(catching[group]) > 1 {
+				at, _ := time.Parse(time.RFC3339Nano, f["time"])
+				overlaps = append(overlaps, CatchUpObs{Host: host, Group: group, Stores: slices.Clone(catching[group]), Via: fmt.Sprintf("log of incarnation %d", inc), At: at})
+			}
+		case strings.HasPrefix(msg, logCaughtUp):
+			catching[group] = slices.DeleteFunc(catching[group], func(s string) bool { return s == store })
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read host %s log: %w", host, err)
+	}
+	return boots, overlaps, nil
+}
+
+// scanHostLogFile is scanHostLog on a file.
+func scanHostLogFile(host, path string) ([]Bootstrap, []CatchUpObs, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open host %s log: %w", host, err)
+	}
+	defer f.Close()
+	return scanHostLog(host, f)
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestPlanIsReproducible(t *testing.T) {
+	cfg := planConfig{Faults: 6, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}}
+	a := planSchedule(scheduleRand(42, 3), cfg)
+	b := planSchedule(scheduleRand(42, 3), cfg)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("one seed gave two plans:\n%v\n%v", a, b)
+	}
+	c := planSchedule(scheduleRand(42, 4), cfg)
+	if reflect.DeepEqual(a, c) {
+		t.Fatal("two schedules of a seed got the same plan")
+	}
+}
+
+func TestPlanStaysWithinTheDesign(t *testing.T) {
+	kinds := map[FaultKind]int{}
+	for seed := int64(0); seed < 200; seed++ {
+		for _, partitions := range []bool{true, false} {
+			plan := planSchedule(scheduleRand(seed, 0), planConfig{Faults: 5, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1", "s2"}})
+			if len(plan) != 5 {
+				t.Fatalf("seed %d: %d faults planned, want 5", seed, len(plan))
+			}
+			for _, f := range plan {
+				kinds[f.Kind]++
+				switch {
+				case (f.Kind == Partition || f.Kind == SlowDisk) && !partitions:
+					t.Fatalf("seed %d: %s was planned with it off", seed, f.Kind)
+				case f.Kind == SlowDisk && (f.IOPS < 5 || f.IOPS > 50):
+					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
+				case f.Kind == KillPublisher && (f.Source == "" || f.Host != ""):
+					t.Fatalf("seed %d: publisher fault %+v", seed, f)
+				case f.hostFault() && f.Kind != Partition && f.Host != "A" && f.Host != "B":
+					t.Fatalf("seed %d: host fault without one host: %+v", seed, f)
+				case f.AlsoKillPublisher != "" && (!f.hostFault() || f.PublisherAt > f.Hold):
+					t.Fatalf("seed %d: nested publisher kill out of its host fault: %+v", seed, f)
+				case f.Hold < 0 || f.Quiet <= 0:
+					t.Fatalf("seed %d: bad durations: %+v", seed, f)
+				}
+			}
+		}
+	}
+	for _, k := range []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, Partition, KillPublisher, SlowDisk} {
+		if kinds[k] == 0 {
+			t.Errorf("fault %s never planned in 400 schedules", k)
+		}
+	}
+}
+
+func TestLongOutages(t *testing.T) {
+	cfg := planConfig{Faults: 6, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}}
+	long := 0
+	for seed := int64(0); seed < 50; seed++ {
+		for _, f := range planSchedule(scheduleRand(seed, 0), cfg) {
+			if f.Hold >= 35*time.Second {
+				t.Fatalf("seed %d: a long outage without --long-outages: %v", seed, f)
+			}
+		}
+		cfg := cfg
+		cfg.LongOutages = true
+		for _, f := range planSchedule(scheduleRand(seed, 0), cfg) {
+			if f.Hold >= 35*time.Second {
+				long++
+				if f.Kind != KillHost && f.Kind != PauseHost {
+					t.Fatalf("seed %d: long %s", seed, f.Kind)
+				}
+			}
+		}
+	}
+	if long == 0 {
+		t.Fatal("no long outage drawn in 50 schedules")
+	}
+}
+
+func TestPlanOnlyKinds(t *testing.T) {
+	only := []FaultKind{PauseHost, KillPublisher}
+	for seed := int64(0); seed < 50; seed++ {
+		for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: true, SlowDisks: true, Sources: []string{"s1"}, Only: only}) {
+			if f.Kind != PauseHost && f.Kind != KillPublisher {
+				t.Fatalf("seed %d: drew %s outside %v", seed, f.Kind, only)
+			}
+		}
+	}
+}
+
+func TestProcessAlive(t *testing.T) {
+	if !processAlive(os.Getpid()) {
+		t.Fatal("this process is not alive")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // exited but not reaped: a zombie
+	}
+	if processAlive(pid) {
+		t.Fatal("an exited, unreaped child counts as alive")
+	}
+	_ = cmd.Wait()
+}
+
+func TestTagPid(t *testing.T) {
+	for name, want := range map[string]int{
+		"/tmp/x/schedule-000/umstore-chaos-disk-1234-A": 1234,
+		"umstore-chaos-disk-77-B":                       77,
+		"umstore-chaos-disk-x-B":                        -1,
+		"/mnt/other":                                    -1,
+	} {
+		pid, ok := tagPid(name)
+		if (want < 0 && ok) || (want >= 0 && (!ok || pid != want)) {
+			t.Errorf("tagPid(%q) = %d %v, want %d", name, pid, ok, want)
+		}
+	}
+}
+
+// TestShortVariantPlan pins the short variant's plan: it was chosen to draw
+// every kind of fault, and a change to the planner that changes it must
+// choose the seed again.
+func TestShortVariantPlan(t *testing.T) {
+	want := []string{
+		"kill-host host A for 1.1s",
+		"wipe-crash host B for 4.1s (+ kill-publisher s2 at 3.6s)",
+		"wipe-host host A for 1.7s",
+		"wipe-host host A for 4.2s",
+		"partition A|B for 6.1s",
+		"kill-publisher source s1 for 300ms",
+		"kill-host host B for 2.2s (+ kill-publisher s1 at 2.1s)",
+		"partition A|B for 7.9s",
+		"kill-host host A for 1.1s (+ kill-publisher s2 at 800ms)",
+		"pause-host host A for 3.2s (+ kill-publisher s2 at 0s)",
+		"wipe-crash host A for 1.1s",
+		"slow-disk host B to 31 writes/s for 5.7s",
+	}
+	var got []string
+	for i := range 3 {
+		for _, f := range planSchedule(scheduleRand(shortSeed, i), planConfig{Faults: 4, Partitions: true, SlowDisks: true, Sources: sourceNames(2)}) {
+			got = append(got, f.String())
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the short variant's plan changed:\n%q", got)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"umstore/receiver"
+)
+
+// follow runs a receiver that follows source from its first message until
+// ctx ends, recording every message it is handed and every range it is
+// told no group holds.
+func follow(ctx context.Context, groups [][]string, source string, hist *History, log *slog.Logger) error {
+	cfg := receiver.DefaultConfig()
+	cfg.Source, cfg.Groups = source, groups
+	cfg.Logger = log.With("receiver", "follow")
+	r, err := receiver.New(cfg)
+	if err != nil {
+		return fmt.Errorf("follower of %s: %w", source, err)
+	}
+	defer r.Close()
+	err = r.Follow(ctx, 1, func(m receiver.Message) error {
+		hist.Delivered(source, m.Seq, m.Payload)
+		return nil
+	}, func(rg receiver.Range) {
+		hist.Missed(source, Range{From: rg.From, To: rg.To})
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("follower of %s: %w", source, err)
+	}
+	return nil
+}
+
+// waitFollower waits until the follower of source has got past every
+// acknowledged message, at most timeout.
+func waitFollower(ctx context.Context, hist *History, source string, timeout time.Duration) error {
+	want := hist.MaxAcked(source)
+	deadline := time.Now().Add(timeout)
+	for hist.LastDelivered(source) < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the follower of %s reached %d of %d within %v", source, hist.LastDelivered(source), want, timeout)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalRead reads every message of source from 1 to the highest any group
+// (or any acknowledgement) names, across all groups, retrying a bounded
+// time when no group answers.
+func finalRead(ctx context.Context, groups [][]string, source string, atLeast uint64, log *slog.Logger) *FinalRead {
+	cfg := receiver.DefaultConfig()
+	cfg.Source, cfg.Groups = source, groups
+	cfg.Logger = log.With("receiver", "final")
+	f := &FinalRead{Hashes: map[uint64]string{}, Incs: map[uint64]int{}}
+	r, err := receiver.New(cfg)
+	if err != nil {
+		f.Err = err.Error()
+		return f
+	}
+	defer r.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := readAll(ctx, r, atLeast, f)
+		var me *receiver.MissingError
+		switch {
+		case err == nil:
+			return f
+		case errors.As(err, &me):
+			for _, m := range me.Ranges {
+				f.Missing = append(f.Missing, Range{From: m.From, To: m.To})
+			}
+			return f
+		case time.Now().After(deadline) || ctx.Err() != nil:
+			f.Err = err.Error()
+			return f
+		}
+		log.Warn("final read failed; retrying", "source", source, "err", err)
+		_ = sleepCtx(ctx, time.Second)
+	}
+}
+
+// readAll is one attempt of the final read.
+func readAll(ctx context.Context, r *receiver.Receiver, atLeast uint64, f *FinalRead) error {
+	high, err := r.High(ctx)
+	if err != nil {
+		return err
+	}
+	f.High = max(high, atLeast)
+	clear(f.Hashes)
+	clear(f.Incs)
+	if f.High == 0 {
+		return nil
+	}
+	return r.Read(ctx, 1, f.High, func(m receiver.Message) error {
+		if _, dup := f.Hashes[m.Seq]; dup {
+			return fmt.Errorf("the final read was handed %d twice", m.Seq)
+		}
+		f.Hashes[m.Seq] = payloadHash(m.Payload)
+		if p, ok := parsePayload(m.Payload); ok {
+			f.Incs[m.Seq] = p.Incarnation
+		}
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Totals sums up a run; with --json it is the last line printed.
+type Totals struct {
+	Seed         int64          `json:"seed"`
+	Schedules    int            `json:"schedules"`
+	Faults       int            `json:"faults"`
+	FaultKinds   map[string]int `json:"fault_kinds"`
+	Acknowledged int            `json:"acknowledged"`
+	Delivered    int            `json:"delivered"`
+	Lost         int            `json:"lost"`
+	Violations   int            `json:"violations"`
+	Failed       []int          `json:"failed_schedules"`
+	Kept         []string       `json:"kept"`
+	Seconds      float64        `json:"seconds"`
+	// LongestStallS is the longest a publisher went without a new stable
+	// message, in seconds, over all schedules (availability, not safety).
+	LongestStallS float64 `json:"longest_stall_s"`
+	StallWhere    string  `json:"stall_where,omitempty"`
+	Partitions    bool    `json:"partitions"`
+	SlowDisks     bool    `json:"slow_disks"`
+	// PublisherState says whether publishers kept a state file.
+	PublisherState bool `json:"publisher_state"`
+}
+
+func newTotals(opts options) *Totals {
+	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, PublisherState: opts.PublisherState}
+}
+
+// add counts one schedule.
+func (t *Totals) add(r scheduleResult) {
+	if r.Interrupted {
+		if r.Kept {
+			t.Kept = append(t.Kept, r.Dir)
+		}
+		return
+	}
+	t.Schedules++
+	t.Faults += r.Faults
+	for k, n := range r.Kinds {
+		t.FaultKinds[k] += n
+	}
+	if s := r.LongestStall.Seconds(); s > t.LongestStallS {
+		t.LongestStallS, t.StallWhere = s, fmt.Sprintf("schedule %d: %s", r.Index, r.StallWhere)
+	}
+	t.Acknowledged += r.Acknowledged
+	t.Delivered += r.Delivered
+	t.Lost += r.Lost
+	t.Violations += len(r.Violations)
+	if len(r.Violations) > 0 || r.Lost > 0 {
+		t.Failed = append(t.Failed, r.Index)
+	}
+	if r.Kept {
+		t.Kept = append(t.Kept, r.Dir)
+	}
+}
+
+// reproduceCommand is the command line that replays one schedule.
+func reproduceCommand(opts options, index int) string {
+	args := []string{"go run ./chaos", fmt.Sprintf("--seed %d", opts.Seed), fmt.Sprintf("--start %d", index), "--schedules 1", "--keep"}
+	if opts.FaultsPerSchedule != 4 {
+		args = append(args, fmt.Sprintf("--faults-per-schedule %d", opts.FaultsPerSchedule))
+	}
+	if opts.Sources != 2 {
+		args = append(args, fmt.Sprintf("--sources %d", opts.Sources))
+	}
+	if !opts.Partitions {
+		args = append(args, "--partitions=false")
+	}
+	if !opts.SlowDisks {
+		args = append(args, "--slow-disks=false")
+	}
+	if !opts.PublisherState {
+		args = append(args, "--publisher-state=false")
+	}
+	if opts.LongOutages {
+		args = append(args, "--long-outages")
+	}
+	if opts.Rate != 200 {
+		args = append(args, fmt.Sprintf("--rate %d", opts.Rate))
+	}
+	if len(opts.Kinds) > 0 {
+		var ks []string
+		for _, k := range opts.Kinds {
+			ks = append(ks, string(k))
+		}
+		args = append(args, "--kinds "+strings.Join(ks, ","))
+	}
+	if opts.Messages != 100000 {
+		args = append(args, fmt.Sprintf("--messages %d", opts.Messages))
+	}
+	return strings.Join(args, " ")
+}
+
+// printSchedule prints one schedule's outcome, and on a violation the
+// evidence and how to replay it.
+func printSchedule(w io.Writer, opts options, r scheduleResult) {
+	verdict := "ok"
+	switch {
+	case r.Interrupted:
+		verdict = "interrupted (not counted)"
+	case len(r.Violations) > 0 || r.Lost > 0:
+		verdict = "VIOLATION"
+	}
+	var kinds []string
+	for k, n := range r.Kinds {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(w, "schedule %d: %s: faults %d (%s), acknowledged %d, delivered %d, lost %d, violations %d, longest stall %v, %v\n",
+		r.Index, verdict, r.Faults, strings.Join(kinds, " "), r.Acknowledged, r.Delivered, r.Lost, len(r.Violations), r.LongestStall.Round(100*time.Millisecond), r.Duration.Round(time.Second))
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "  violation %s\n", v)
+	}
+	if verdict == "VIOLATION" {
+		fmt.Fprintf(w, "  logs, data directories and history kept in %s\n  reproduce: %s\n", r.Dir, reproduceCommand(opts, r.Index))
+	} else if r.Kept {
+		fmt.Fprintf(w, "  kept in %s\n", r.Dir)
+	}
+}
+
+// printTotals prints the run's totals: a summary line, and with --json one
+// JSON object as the last line.
+func printTotals(w io.Writer, opts options, t *Totals) {
+	fmt.Fprintf(w, "chaos: seed %d: %d schedules, %d faults, %d acknowledged, %d lost, %d violations in %.0fs\n",
+		t.Seed, t.Schedules, t.Faults, t.Acknowledged, t.Lost, t.Violations, t.Seconds)
+	if opts.JSON {
+		js, _ := json.Marshal(t)
+		fmt.Fprintln(w, string(js))
+	}
+}

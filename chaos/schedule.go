@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// runEnv is what every schedule of one run shares.
+type runEnv struct {
+	opts    options
+	bin     string // directory holding umstored
+	exe     string // executable that runs a publisher child (this program)
+	workDir string
+	part    *partitioner // nil when partitions are off
+	log     *slog.Logger
+}
+
+// scheduleResult is the outcome of one schedule.
+type scheduleResult struct {
+	Index    int            `json:"index"`
+	Plan     []Fault        `json:"plan"`
+	Faults   int            `json:"faults"`
+	Kinds    map[string]int `json:"fault_kinds"`
+	Result                  // the checker's verdict
+	Duration time.Duration  `json:"duration"`
+	Dir      string         `json:"dir,omitempty"`
+	Kept     bool           `json:"kept"`
+	// Interrupted is set when the run was stopped during the schedule; its
+	// checks are then not counted.
+	Interrupted bool `json:"interrupted"`
+}
+
+// scheduleRand is the random source of schedule index of a run with seed:
+// a schedule can be replayed alone (--start index --schedules 1).
+func scheduleRand(seed int64, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(index)))
+}
+
+// sourceNames names the sources a schedule publishes on.
+func sourceNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("s%d", i+1)
+	}
+	return out
+}
+
+// runSchedule runs one schedule: a fresh deployment, publishers and
+// followers, the planned faults (each healed, and the deployment restored
+// after each host fault), a final heal and restoration, the final reads,
+// the checks, and the teardown. Whatever happens, every process it started
+// is stopped and every rule it added removed before it returns.
+func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleResult) {
+	start := time.Now()
+	opts := env.opts
+	rng := scheduleRand(opts.Seed, index)
+	sources := sourceNames(opts.Sources)
+	plan := planSchedule(rng, planConfig{Faults: opts.FaultsPerSchedule, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, Sources: sources, Only: opts.Kinds, LongOutages: opts.LongOutages})
+	res := scheduleResult{Index: index, Plan: plan, Kinds: map[string]int{}}
+	log := env.log.With("schedule", index)
+	hist := NewHistory(index, opts.Seed, sources)
+	hist.Plan = plan
+
+	// ctx bounds the set-up and the faults; the final phase (heal, restore,
+	// flush, read back) has its own bound, so a schedule that ran out of
+	// time is still checked.
+	ctx, cancel := context.WithTimeout(parent, opts.ScheduleTimeout)
+	defer cancel()
+	dir := filepath.Join(env.workDir, fmt.Sprintf("schedule-%03d", index))
+	res.Dir = dir
+	var c *cluster
+	// Runs last, after every process is stopped: the hosts' disks go
+	// (their contents copied beside the logs when the schedule is kept),
+	// then the schedule's directory unless it is kept.
+	defer func() {
+		if c != nil {
+			if err := c.closeDisks(out.Kept); err != nil {
+				log.Error("could not remove the hosts' disks", "err", err)
+			}
+		}
+		if !out.Kept {
+			if err := os.RemoveAll(dir); err != nil {
+				log.Warn("could not remove the schedule's directory", "dir", dir, "err", err)
+			}
+			out.Dir = ""
+		}
+	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		hist.Problemf("harness", "create %s: %v", dir, err)
+		return finish(parent, env, hist, res, start, log)
+	}
+	var planText []string
+	for _, f := range plan {
+		planText = append(planText, f.String())
+	}
+	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "dir", dir)
+
+	base, err := freeBasePort(rng.IntN(1000) + index*3)
+	if err != nil {
+		hist.Problemf("harness", "%v", err)
+		return finish(parent, env, hist, res, start, log)
+	}
+	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, log)
+	if err != nil {
+		hist.Problemf("harness", "%v", err)
+		return finish(parent, env, hist, res, start, log)
+	}
+	pubs := map[string]*pubProc{}
+	for _, s := range sources {
+		pubs[s] = &pubProc{
+			exe: env.exe, hist: hist, log: log,
+			logPath: filepath.Join(dir, "publisher-"+s+".log"),
+			base: childConfig{Source: s, Deployment: c.deploy, Rate: opts.Rate, Count: opts.Messages,
+				Size: 100, RegisterFor: 90 * time.Second},
+		}
+		if opts.PublisherState {
+			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
+		}
+	}
+	nem := &nemesis{c: c, pubs: pubs, part: env.part, hist: hist, log: log}
+
+	// Background work (monitor, followers) ends with watchCancel.
+	watchCtx, watchCancel := context.WithCancel(parent)
+	var bg sync.WaitGroup
+	stopAll := func() {
+		for _, p := range pubs {
+			p.kill9()
+		}
+		watchCancel()
+		bg.Wait()
+		if env.part != nil {
+			if err := env.part.heal(); err != nil {
+				hist.Problemf("harness", "heal the link: %v", err)
+			}
+		}
+		for _, h := range c.hosts {
+			h.stop()
+		}
+	}
+	defer stopAll()
+
+	body := func() {
+		for _, h := range c.hosts {
+			if err := h.start("first start"); err != nil {
+				hist.Problemf("harness", "%v", err)
+				return
+			}
+		}
+		if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
+			hist.Problemf("not-restored", "the new deployment did not come up: %v", err)
+			return
+		}
+		bg.Add(1)
+		go func() { defer bg.Done(); c.monitor(watchCtx, hist) }()
+		for _, s := range sources {
+			bg.Add(1)
+			go func() {
+				defer bg.Done()
+				if err := follow(watchCtx, c.groups, s, hist, quietLogger(log)); err != nil {
+					hist.Problemf("receiver", "%v", err)
+				}
+			}()
+			if err := pubs[s].start(); err != nil {
+				hist.Problemf("harness", "%v", err)
+				return
+			}
+		}
+		// Publishing is under way before the first fault.
+		for _, s := range sources {
+			deadline := time.Now().Add(30 * time.Second)
+			for hist.MaxAcked(s) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+				_ = sleepCtx(ctx, 100*time.Millisecond)
+			}
+			if hist.MaxAcked(s) == 0 {
+				hist.Problemf("publisher", "source %s had nothing acknowledged 30s after it started", s)
+				return
+			}
+		}
+		for i, f := range plan {
+			if ctx.Err() != nil {
+				hist.Problemf("timeout", "the schedule ran out of time before fault %d: %v", i+1, ctx.Err())
+				return
+			}
+			if err := nem.inject(ctx, f); err != nil {
+				hist.Problemf("harness", "fault %d (%s): %v", i+1, f, err)
+				return
+			}
+			if f.hostFault() {
+				t0 := time.Now()
+				if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
+					hist.Problemf("not-restored", "after fault %d (%s): %v", i+1, f, err)
+					return
+				}
+				log.Info("restored", "after", f.String(), "took", time.Since(t0).Round(100*time.Millisecond))
+			}
+			_ = sleepCtx(ctx, f.Quiet)
+		}
+	}
+	body()
+
+	// Heal everything and wait for full restoration.
+	endStart := time.Now()
+	ctx, cancelEnd := context.WithTimeout(parent, 4*time.Minute)
+	defer cancelEnd()
+	if err := nem.healAll(); err != nil {
+		hist.Problemf("harness", "heal: %v", err)
+	}
+	if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
+		hist.Problemf("not-restored", "after the final heal: %v", err)
+	}
+	// Publishers finish: register if a restarted one has not yet (the
+	// stores free a killed publisher's source after source-activity-timeout),
+	// stop sending, flush, exit.
+	var pw sync.WaitGroup
+	for _, p := range pubs {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			if err := p.waitRegistered(75 * time.Second); err != nil {
+				hist.Problemf("publisher", "%v", err)
+			}
+			p.stop(45 * time.Second)
+		}()
+	}
+	pw.Wait()
+	log.Info("publishers finished", "took", time.Since(endStart).Round(100*time.Millisecond))
+	for _, s := range sources {
+		if err := waitFollower(ctx, hist, s, 30*time.Second); err != nil {
+			hist.Problemf("receiver", "%v", err)
+		}
+	}
+	watchCancel()
+	bg.Wait()
+	log.Info("followers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
+	for _, s := range sources {
+		hist.SetFinal(s, finalRead(ctx, c.groups, s, hist.MaxAcked(s), quietLogger(log)))
+	}
+	log.Info("final reads done", "took", time.Since(endStart).Round(100*time.Millisecond))
+	stopAll()
+	log.Info("deployment stopped", "took", time.Since(endStart).Round(100*time.Millisecond))
+	for _, h := range c.hosts {
+		boots, overlaps, err := scanHostLogFile(h.name, h.logPath)
+		if err != nil {
+			hist.Problemf("harness", "%v", err)
+			continue
+		}
+		hist.AddBootstraps(boots)
+		for _, o := range overlaps {
+			hist.ObserveCatchUp(o)
+		}
+	}
+	return finish(parent, env, hist, res, start, log)
+}
+
+// finish checks the history, keeps or removes the schedule's directory,
+// and fills in the result.
+func finish(parent context.Context, env *runEnv, hist *History, res scheduleResult, start time.Time, log *slog.Logger) scheduleResult {
+	res.Result = Check(hist)
+	if parent.Err() != nil {
+		// Interrupted (Ctrl-C or the run's --timeout): what was cut short
+		// proves nothing either way.
+		res.Interrupted = true
+		res.Result = Result{Acknowledged: res.Acknowledged, Delivered: res.Delivered}
+	}
+	hist.mu.Lock()
+	for _, f := range hist.Faults {
+		res.Faults++
+		res.Kinds[string(f.Kind)]++
+	}
+	hist.mu.Unlock()
+	res.Duration = time.Since(start)
+	bad := len(res.Violations) > 0 || res.Lost > 0
+	if bad || env.opts.Keep {
+		res.Kept = true
+		if err := writeEvidence(hist, res, env.opts); err != nil {
+			log.Error("could not write the evidence", "err", err)
+		}
+	}
+	return res
+}
+
+// writeEvidence writes the history, the verdict and how to reproduce the
+// schedule into its directory.
+func writeEvidence(hist *History, res scheduleResult, opts options) error {
+	if res.Dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
+		return err
+	}
+	hist.mu.Lock()
+	js, err := json.MarshalIndent(hist, "", " ")
+	hist.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("encode history: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(res.Dir, "history.json"), js, 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index))
+	for i, f := range res.Plan {
+		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
+	}
+	fmt.Fprintf(&b, "\nacknowledged %d, lost %d, delivered %d, violations %d\n", res.Acknowledged, res.Lost, res.Delivered, len(res.Violations))
+	for _, v := range res.Violations {
+		fmt.Fprintf(&b, "  - %s\n", v)
+	}
+	return os.WriteFile(filepath.Join(res.Dir, "verdict.txt"), []byte(b.String()), 0o644)
+}
+
+// quietLogger is the SDKs' logger: warnings and errors only.
+func quietLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+}
+
+// levelFilter drops records below a level.
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+
+func (f levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(n), f.min}
+}
