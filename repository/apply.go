@@ -279,6 +279,8 @@ func (a *applier) apply(e *Entry, res *Result) error {
 		return a.trim(c, res)
 	case ExpireSession:
 		return a.expireSession(c, res)
+	case PublishAs:
+		return a.publishAs(c, res)
 	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
@@ -427,6 +429,23 @@ func (a *applier) register(c Register, res *Result) error {
 		Created: created,
 	}
 	return nil
+}
+
+// publishAs applies a Publish only if its session still holds the source.
+func (a *applier) publishAs(c PublishAs, res *Result) error {
+	if err := validSourceName(c.Source); err != nil {
+		res.Err = err
+		return nil
+	}
+	src, _, err := a.existingSource(c.Source)
+	if err != nil {
+		return err
+	}
+	if src != nil && src.state.Session != c.Session {
+		res.Err = fmt.Errorf("%w: source %q is held by session %q, not %q (expired or replaced): messages from %d refused", ErrStaleSession, c.Source, src.state.Session, c.Session, c.FirstSeq)
+		return nil
+	}
+	return a.publish(c.Publish, res)
 }
 
 func (a *applier) publish(c Publish, res *Result) error {
@@ -616,6 +635,15 @@ func (a *applier) source(name string) (src *openSource, created bool, err error)
 	a.open[name] = src
 	a.order = append(a.order, src)
 	return src, created, nil
+}
+
+// existingSource is source for a source the repository already holds; nil
+// (and nothing created) for one it does not.
+func (a *applier) existingSource(name string) (*openSource, bool, error) {
+	if a.open[name] == nil && a.sources.Bucket([]byte(name)) == nil {
+		return nil, false, nil
+	}
+	return a.source(name)
 }
 
 // flush writes back the state of every source the batch touched.

@@ -26,6 +26,9 @@ const (
 	CmdTrim CommandType = 6
 	// CmdExpireSession frees a source whose publisher session went silent.
 	CmdExpireSession CommandType = 7
+	// CmdPublishAs is Publish on behalf of a registered publisher session:
+	// it is refused unless that session still holds the source.
+	CmdPublishAs CommandType = 8
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -53,6 +56,8 @@ func (t CommandType) String() string {
 		name = "Trim"
 	case CmdExpireSession:
 		name = "ExpireSession"
+	case CmdPublishAs:
+		name = "PublishAs"
 	default:
 		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 	}
@@ -183,6 +188,7 @@ const (
 	consumedFields      = 4
 	trimFields          = 4
 	expireSessionFields = 3
+	publishAsFields     = 4
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -308,6 +314,8 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodeTrim(&r)
 	case CmdExpireSession:
 		cmd = decodeExpireSession(&r)
+	case CmdPublishAs:
+		cmd = decodePublishAs(&r)
 	default:
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
@@ -362,6 +370,55 @@ func decodeRegister(r *mpReader) Register {
 	c.Source = r.str()
 	c.Session = r.str()
 	c.UnixNano = r.int()
+	return c
+}
+
+// PublishAs is Publish sent by the publisher session that registered the
+// source. Applying it checks that the session still holds the source: the
+// messages of a publisher whose session expired, or that another publisher
+// replaced, arriving late (queued in a socket, or from a frozen leader) are
+// refused rather than stored under sequence numbers the new publisher
+// reuses.
+//
+//	PublishAs: [Source str, Session str, FirstSeq uint, Payloads [bin, ...]]
+type PublishAs struct {
+	Session string
+	Publish
+}
+
+// EncodePublishAs returns the replicated form of c.
+func EncodePublishAs(c PublishAs) []byte {
+	n := 1 + sizeArrayLen(publishAsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizeArrayLen(len(c.Payloads))
+	for _, p := range c.Payloads {
+		n += sizeBin(len(p))
+	}
+	b := make([]byte, 0, n)
+	b = append(b, byte(CmdPublishAs))
+	b = appendArrayLen(b, publishAsFields)
+	b = appendString(b, c.Source)
+	b = appendString(b, c.Session)
+	b = appendUint(b, c.FirstSeq)
+	b = appendArrayLen(b, len(c.Payloads))
+	for _, p := range c.Payloads {
+		b = appendBin(b, p)
+	}
+	return b
+}
+
+func decodePublishAs(r *mpReader) PublishAs {
+	var c PublishAs
+	expectFields(r, CmdPublishAs, publishAsFields)
+	c.Source = r.str()
+	c.Session = r.str()
+	c.FirstSeq = r.uint()
+	n := r.arrayLen()
+	if r.err != nil {
+		return c
+	}
+	c.Payloads = make([][]byte, n)
+	for i := range c.Payloads {
+		c.Payloads[i] = r.raw()
+	}
 	return c
 }
 

@@ -30,6 +30,7 @@ var goldenCommands = []struct {
 	{"publish-bin16-v1.hex", Publish{Source: "big", FirstSeq: 1 << 40, Payloads: [][]byte{bytes.Repeat([]byte{0xab}, 300)}}},
 	{"peergroup-v1.hex", PeerGroup{Index: 2, GroupID: "0c7a4d1e-93b2-4f58-a6e1-2b3c4d5e6f70", UnixNano: 1735689700987654321}},
 	{"peergroup-index300-v1.hex", PeerGroup{Index: 300, GroupID: "g", UnixNano: -5}},
+	{"publishas-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}}}},
 	{"consumed-v1.hex", Consumed{Source: "orders", Receiver: "billing-7", Seq: 1001, UnixNano: 1735689800123456789}},
 	{"consumed-wide-v1.hex", Consumed{Source: "s", Receiver: "dashboard/eu-west-1/replica-0001/consumer", Seq: 1 << 40, UnixNano: -1}},
 	{"trim-v1.hex", Trim{Source: "orders", Through: 1000, Reason: "bytes", UnixNano: 1735689900123456789}},
@@ -120,6 +121,14 @@ type libPublish struct {
 	Payloads [][]byte
 }
 
+type libPublishAs struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+	FirstSeq uint64
+	Payloads [][]byte
+}
+
 type libPeerGroup struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Index    int
@@ -180,6 +189,14 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Publish{v.Source, v.FirstSeq, v.Payloads}, c
 				body, _ := msgpack.Marshal(&libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads})
 				checkDecodes(t, append([]byte{byte(CmdPublish)}, body...), c)
+			case PublishAs:
+				var v libPublishAs
+				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+					t.Fatal(err)
+				}
+				lib, back = PublishAs{v.Session, Publish{v.Source, v.FirstSeq, v.Payloads}}, c
+				body, _ := msgpack.Marshal(&libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads})
+				checkDecodes(t, append([]byte{byte(CmdPublishAs)}, body...), c)
 			case PeerGroup:
 				var v libPeerGroup
 				if err := msgpack.Unmarshal(data[1:], &v); err != nil {

@@ -5,6 +5,9 @@ import "errors"
 // Sentinel errors returned by this package. Test for them with errors.Is;
 // the wrapping error says which source, entry or file was involved.
 var (
+	// ErrStaleSession refuses a PublishAs whose session no longer holds
+	// its source (it expired, or another publisher registered since).
+	ErrStaleSession = errors.New("publisher session no longer holds the source")
 	// ErrClosed is returned by every method of a Repo after Close, or after a
 	// Restore that could not reopen the database. Reopen the repository (or
 	// restart the store) to continue.

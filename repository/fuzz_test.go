@@ -71,6 +71,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		case Publish:
 			var v libPublish
 			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{v.Source, v.FirstSeq, v.Payloads}
+		case PublishAs:
+			var v libPublishAs
+			err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{v.Source, v.FirstSeq, v.Payloads}}
 		case PeerGroup:
 			var v libPeerGroup
 			err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}

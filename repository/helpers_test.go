@@ -47,6 +47,8 @@ func encode(cmd any) []byte {
 		return EncodeTrim(c)
 	case ExpireSession:
 		return EncodeExpireSession(c)
+	case PublishAs:
+		return EncodePublishAs(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

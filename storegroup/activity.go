@@ -14,8 +14,9 @@ import (
 // in memory on the leader; a new leader starts by treating every recorded
 // owner as just heard from, so it never frees a source early.
 type sessions struct {
-	mu    sync.Mutex
-	owner map[string]*sessionState
+	mu        sync.Mutex
+	owner     map[string]*sessionState
+	lastCheck time.Time // when the leader last looked for silent owners
 }
 
 type sessionState struct {
@@ -77,10 +78,21 @@ func (ss *sessions) leave(source, session string) bool {
 }
 
 // silent returns the sources whose owner has been silent longer than timeout.
+// If the leader itself was not looking for a while (paused, frozen, starved
+// of CPU), it could not have heard the publishers' keep-alives either: it
+// gives every owner a fresh start instead of expiring live publishers.
 func (ss *sessions) silent(now time.Time, timeout time.Duration) map[string]string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	out := map[string]string{}
+	gap := now.Sub(ss.lastCheck)
+	ss.lastCheck = now
+	if gap > 2*time.Second {
+		for _, o := range ss.owner {
+			o.last = now
+		}
+		return out
+	}
 	for src, o := range ss.owner {
 		if now.Sub(o.last) >= timeout {
 			out[src] = o.session

@@ -3,6 +3,7 @@ package storegroup_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,43 @@ func TestSilentPublisherExpires(t *testing.T) {
 		if info.ExpiredSession != "doomed" {
 			t.Fatalf("%s does not record the expired session: %+v", m.Name, info)
 		}
+	}
+}
+
+// The late messages of a replaced publisher (queued on its old connection)
+// are refused, never stored under sequence numbers the new publisher uses.
+func TestReplacedPublishersLateMessagesAreRefused(t *testing.T) {
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := &wire.Dialer{Client: "old publisher"}
+	old := groupclient.New(1, c.Addrs()[0], d)
+	defer old.Close()
+	if _, err := old.Call(ctx, &wire.Register{Source: "taken", Session: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Call(ctx, &wire.Publish{Source: "taken", FirstSeq: 1, Payloads: [][]byte{[]byte("old 1")}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the old publisher falls silent
+	p, err := newPub(ctx, c, "taken")
+	if err != nil {
+		t.Fatalf("a new publisher after the old one's silence: %v", err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, []byte("new 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The old publisher's next message arrives late, on its old connection.
+	_, err = old.Call(ctx, &wire.Publish{Source: "taken", FirstSeq: 3, Payloads: [][]byte{[]byte("old 3")}})
+	if err == nil || !strings.Contains(err.Error(), "no longer holds the source") {
+		t.Fatalf("the replaced publisher's late message: %v, want a refusal", err)
+	}
+	msgs, _ := c.WaitLeader(1, 10*time.Second).Repository().Read("taken", 1, 10, 0, 0)
+	if len(msgs) != 2 || string(msgs[1].Payload) != "new 2" {
+		t.Fatalf("held %d messages (%v); want old 1, new 2 and nothing from the replaced publisher after", len(msgs), msgs)
 	}
 }

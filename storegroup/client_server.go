@@ -256,8 +256,16 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
-		s.sessions.touch(m.Source, conn.sessions[m.Source], time.Now())
-		cmd := repository.EncodePublish(repository.Publish{Source: m.Source, FirstSeq: m.FirstSeq, Payloads: m.Payloads})
+		pub := repository.Publish{Source: m.Source, FirstSeq: m.FirstSeq, Payloads: m.Payloads}
+		var cmd []byte
+		if session, ok := conn.sessions[m.Source]; ok {
+			// On behalf of the registered session: refused at apply if the
+			// session no longer holds the source by then.
+			s.sessions.touch(m.Source, session, time.Now())
+			cmd = repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
+		} else {
+			cmd = repository.EncodePublish(pub)
+		}
 		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
 	case *wire.Fetch:
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
@@ -314,6 +322,9 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 	case error:
 		return &wire.Error{ReqID: reqID, Code: wire.CodeInternal, Message: res.Error()}
 	case *repository.Result:
+		if errors.Is(res.Err, repository.ErrStaleSession) {
+			return &wire.Error{ReqID: reqID, Code: wire.CodeBusy, Message: res.Err.Error()}
+		}
 		if res.Err != nil {
 			return &wire.Error{ReqID: reqID, Code: wire.CodeBadRequest, Message: res.Err.Error()}
 		}
