@@ -280,12 +280,19 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 }
 
 func sendOne(ctx context.Context, p *publisher.Publisher, rec *recorder, payload []byte) error {
-	now := time.Now()
-	seq, err := p.Send(ctx, payload)
+	// umpub is its publisher's only sender, so the sequence number Send
+	// will assign is known: record the send time first, or a fast
+	// stability report could find no send time for it.
+	seq := rec.next()
+	rec.sent(seq, time.Now(), len(payload))
+	got, err := p.Send(ctx, payload)
 	if err != nil {
+		rec.unsend(seq, len(payload))
 		return err
 	}
-	rec.sent(seq, now, len(payload))
+	if got != seq {
+		return fmt.Errorf("internal error: sent sequence %d, expected %d", got, seq)
+	}
 	return nil
 }
 

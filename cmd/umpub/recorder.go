@@ -35,6 +35,23 @@ func (r *recorder) sent(seq uint64, at time.Time, size int) {
 	r.bytes += int64(size)
 }
 
+// next is the sequence number the next send gets.
+func (r *recorder) next() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.first + uint64(len(r.sentAt))
+}
+
+// unsend forgets a send that failed.
+func (r *recorder) unsend(seq uint64, size int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := seq - r.first; i == uint64(len(r.sentAt))-1 {
+		r.sentAt = r.sentAt[:i]
+		r.bytes -= int64(size)
+	}
+}
+
 // stable is the publisher's OnStable callback.
 func (r *recorder) stable(first, last uint64) {
 	now := time.Now()
