@@ -11,10 +11,6 @@ import (
 	"umstore/wire"
 )
 
-// missingGrace is how long Follow waits for an unreachable group before it
-// declares messages that no reachable group holds missing.
-const missingGrace = 3 * time.Second
-
 // streamEvent is what a group's subscription tells the merger.
 type streamEvent struct {
 	group     int // index into Receiver.groups
@@ -30,7 +26,9 @@ type streamEvent struct {
 // reachable group has passed without holding it (retention released it, or
 // it was never stored anywhere reachable) is reported to onMissing, if not
 // nil, and skipped: an unrecoverable-loss event, raised only when no
-// reachable group holds the range.
+// reachable group holds the range. While some group is unreachable Follow
+// waits for it rather than skip (it may hold the message), unless
+// Config.MissingGrace says how long to wait.
 func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) error, onMissing func(Range)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -47,6 +45,7 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 		go r.acknowledge(ctx, from, &next)
 	}
 	m := merger{
+		grace:     r.cfg.MissingGrace,
 		next:      from,
 		pending:   map[uint64][]byte{},
 		through:   make([]uint64, len(r.groups)),
@@ -76,6 +75,7 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 
 // merger merges the groups' streams into one ordered delivery.
 type merger struct {
+	grace     time.Duration // see Config.MissingGrace
 	next      uint64
 	pending   map[uint64][]byte // messages above next, waiting for next
 	through   []uint64          // per group: every held message up to here was streamed
@@ -140,7 +140,9 @@ func (m *merger) missingEnd() (uint64, bool) {
 	anyConnected := false
 	for g := range m.through {
 		if !m.connected[g] {
-			if time.Since(m.downSince[g]) < missingGrace {
+			// An unreachable group may hold the message (a paused host's
+			// group, stable there only): wait for it, unless told otherwise.
+			if m.grace == 0 || time.Since(m.downSince[g]) < m.grace {
 				return 0, false
 			}
 			continue

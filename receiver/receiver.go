@@ -30,6 +30,12 @@ type Config struct {
 	FetchBytes int
 	// Name identifies this receiver to the stores (consumption records).
 	Name string
+	// MissingGrace is how long Follow waits for an unreachable group before
+	// it reports a range the reachable groups do not hold as lost and skips
+	// it. 0 (the default) waits for every group: a message stable only in a
+	// group whose host is down is delivered when the host returns, never
+	// skipped.
+	MissingGrace time.Duration
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
 	// TLS, if set, is used for every connection to the stores.
