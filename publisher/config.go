@@ -51,6 +51,11 @@ type Config struct {
 	// alive while it has nothing to publish (UM keepalive-interval, 3s), so
 	// its source is not expired by source-activity-timeout.
 	KeepAliveInterval time.Duration
+	// AckTimeout is how long a group may leave sent messages unacknowledged
+	// before the publisher gives up on its connection and finds the group's
+	// leader again (a frozen or partitioned leader keeps the TCP connection
+	// open but never answers). Default 10s.
+	AckTimeout time.Duration
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
 	// StateFile, if set, is a file where the publisher keeps the last
@@ -88,6 +93,7 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      1 << 20,
 		ReconnectDelay:     200 * time.Millisecond,
 		KeepAliveInterval:  3 * time.Second,
+		AckTimeout:         10 * time.Second,
 	}
 }
 
@@ -128,8 +134,8 @@ func (c *Config) Validate() error {
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
 	}
-	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 || c.KeepAliveInterval <= 0 {
-		return fmt.Errorf("%w: RegisterTimeout, ReconnectDelay and KeepAliveInterval must be positive", ErrConfig)
+	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 || c.KeepAliveInterval <= 0 || c.AckTimeout <= 0 {
+		return fmt.Errorf("%w: RegisterTimeout, ReconnectDelay, KeepAliveInterval and AckTimeout must be positive", ErrConfig)
 	}
 	return nil
 }

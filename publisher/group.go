@@ -24,6 +24,7 @@ type group struct {
 	wake  chan struct{}
 
 	mu         sync.Mutex
+	lastAck    time.Time // when the group last acknowledged anything on this connection
 	conn       *wire.Conn
 	leaderHint string
 	sessions   int // registered connections so far
@@ -235,6 +236,20 @@ func (g *group) stream(c *wire.Conn) error {
 	payloads := make([][]byte, 0, p.cfg.MaxBatch)
 	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
 	defer keepAlive.Stop()
+	g.mu.Lock()
+	g.lastAck = time.Now()
+	g.mu.Unlock()
+	// stalled reports whether sent messages have waited too long for an
+	// acknowledgement: the leader is frozen or cut off behind a live socket.
+	stalled := func() bool {
+		p.mu.Lock()
+		waiting := next-1 > p.tracker.Confirmed(g.index)
+		p.mu.Unlock()
+		g.mu.Lock()
+		quiet := time.Since(g.lastAck)
+		g.mu.Unlock()
+		return waiting && quiet > p.cfg.AckTimeout
+	}
 	for {
 		p.mu.Lock()
 		if next < p.retained.first {
@@ -255,6 +270,7 @@ func (g *group) stream(c *wire.Conn) error {
 		p.mu.Unlock()
 
 		if len(payloads) == 0 {
+			_ = c.NetConn().SetWriteDeadline(time.Now().Add(p.cfg.AckTimeout))
 			if err := c.Flush(); err != nil {
 				return err
 			}
@@ -265,6 +281,9 @@ func (g *group) stream(c *wire.Conn) error {
 			case <-p.ctx.Done():
 				return p.ctx.Err()
 			case <-keepAlive.C:
+				if stalled() {
+					return fmt.Errorf("group %d acknowledged nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
+				}
 				if err := c.Send(&wire.KeepAlive{Source: p.cfg.Source, Session: p.cfg.Session}); err != nil {
 					return err
 				}
@@ -276,6 +295,8 @@ func (g *group) stream(c *wire.Conn) error {
 			return err
 		}
 		if c.Buffered() > 256<<10 {
+			// A frozen leader stops reading: do not block on it for ever.
+			_ = c.NetConn().SetWriteDeadline(time.Now().Add(p.cfg.AckTimeout))
 			if err := c.Flush(); err != nil {
 				return err
 			}
@@ -303,6 +324,9 @@ func (g *group) readAcks(c *wire.Conn) error {
 		}
 		switch m := m.(type) {
 		case *wire.Ack:
+			g.mu.Lock()
+			g.lastAck = time.Now()
+			g.mu.Unlock()
 			if m.Conflicts > 0 {
 				g.p.conflict(g.index, m)
 			}
