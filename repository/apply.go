@@ -437,7 +437,7 @@ func (a *applier) publishAs(c PublishAs, res *Result) error {
 		res.Err = err
 		return nil
 	}
-	src, _, err := a.existingSource(c.Source)
+	src, err := a.existingSource(c.Source)
 	if err != nil {
 		return err
 	}
@@ -529,15 +529,14 @@ func (a *applier) trim(c Trim, res *Result) error {
 		res.Err = fmt.Errorf("%w: Trim of %q through sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
 		return nil
 	}
-	// Sees sources created earlier in this transaction. A Trim never creates
-	// a source.
-	if a.sources.Bucket([]byte(c.Source)) == nil {
-		res.Err = fmt.Errorf("%w %q: Trim through %d; only sources the group holds are trimmed", ErrUnknownSource, c.Source, c.Through)
-		return nil
-	}
-	src, _, err := a.source(c.Source)
+	// A Trim never creates a source.
+	src, err := a.existingSource(c.Source)
 	if err != nil {
 		return err
+	}
+	if src == nil {
+		res.Err = fmt.Errorf("%w %q: Trim through %d; only sources the group holds are trimmed", ErrUnknownSource, c.Source, c.Through)
+		return nil
 	}
 	st := &src.state
 	tr := &TrimResult{Source: c.Source, Through: st.TrimmedThrough, LowSeq: st.LowSeq}
@@ -585,15 +584,14 @@ func (a *applier) expireSession(c ExpireSession, res *Result) error {
 		res.Err = fmt.Errorf("%w: ExpireSession on %q with an empty session", ErrBadCommand, c.Source)
 		return nil
 	}
-	// Sees sources created earlier in this transaction. An ExpireSession
-	// never creates a source.
-	if a.sources.Bucket([]byte(c.Source)) == nil {
-		res.Err = fmt.Errorf("%w %q: ExpireSession of session %q; only sources the group holds have sessions", ErrUnknownSource, c.Source, c.Session)
-		return nil
-	}
-	src, _, err := a.source(c.Source)
+	// An ExpireSession never creates a source.
+	src, err := a.existingSource(c.Source)
 	if err != nil {
 		return err
+	}
+	if src == nil {
+		res.Err = fmt.Errorf("%w %q: ExpireSession of session %q; only sources the group holds have sessions", ErrUnknownSource, c.Source, c.Session)
+		return nil
 	}
 	er := &ExpireResult{Source: c.Source, Session: c.Session}
 	res.Expire = er
@@ -637,13 +635,15 @@ func (a *applier) source(name string) (src *openSource, created bool, err error)
 	return src, created, nil
 }
 
-// existingSource is source for a source the repository already holds; nil
-// (and nothing created) for one it does not.
-func (a *applier) existingSource(name string) (*openSource, bool, error) {
+// existingSource is source for a source the repository already holds
+// (sources created earlier in this transaction included); nil, and nothing
+// created, for one it does not.
+func (a *applier) existingSource(name string) (*openSource, error) {
 	if a.open[name] == nil && a.sources.Bucket([]byte(name)) == nil {
-		return nil, false, nil
+		return nil, nil
 	}
-	return a.source(name)
+	src, _, err := a.source(name)
+	return src, err
 }
 
 // flush writes back the state of every source the batch touched.

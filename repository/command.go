@@ -217,17 +217,28 @@ func EncodeRegister(c Register) []byte {
 // path: it computes the exact size first and allocates once, copying each
 // payload exactly once.
 func EncodePublish(c Publish) []byte {
-	n := 1 + sizeArrayLen(publishFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizeArrayLen(len(c.Payloads))
-	for _, p := range c.Payloads {
-		n += sizeBin(len(p))
-	}
+	n := 1 + sizeArrayLen(publishFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
 	b := make([]byte, 0, n)
 	b = append(b, byte(CmdPublish))
 	b = appendArrayLen(b, publishFields)
 	b = appendString(b, c.Source)
 	b = appendUint(b, c.FirstSeq)
-	b = appendArrayLen(b, len(c.Payloads))
-	for _, p := range c.Payloads {
+	return appendPayloads(b, c.Payloads)
+}
+
+// sizePayloads and appendPayloads encode a Publish's payloads: an array of
+// bin values.
+func sizePayloads(payloads [][]byte) int {
+	n := sizeArrayLen(len(payloads))
+	for _, p := range payloads {
+		n += sizeBin(len(p))
+	}
+	return n
+}
+
+func appendPayloads(b []byte, payloads [][]byte) []byte {
+	b = appendArrayLen(b, len(payloads))
+	for _, p := range payloads {
 		b = appendBin(b, p)
 	}
 	return b
@@ -388,21 +399,14 @@ type PublishAs struct {
 
 // EncodePublishAs returns the replicated form of c.
 func EncodePublishAs(c PublishAs) []byte {
-	n := 1 + sizeArrayLen(publishAsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizeArrayLen(len(c.Payloads))
-	for _, p := range c.Payloads {
-		n += sizeBin(len(p))
-	}
+	n := 1 + sizeArrayLen(publishAsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
 	b := make([]byte, 0, n)
 	b = append(b, byte(CmdPublishAs))
 	b = appendArrayLen(b, publishAsFields)
 	b = appendString(b, c.Source)
 	b = appendString(b, c.Session)
 	b = appendUint(b, c.FirstSeq)
-	b = appendArrayLen(b, len(c.Payloads))
-	for _, p := range c.Payloads {
-		b = appendBin(b, p)
-	}
-	return b
+	return appendPayloads(b, c.Payloads)
 }
 
 func decodePublishAs(r *mpReader) PublishAs {
@@ -411,14 +415,7 @@ func decodePublishAs(r *mpReader) PublishAs {
 	c.Source = r.str()
 	c.Session = r.str()
 	c.FirstSeq = r.uint()
-	n := r.arrayLen()
-	if r.err != nil {
-		return c
-	}
-	c.Payloads = make([][]byte, n)
-	for i := range c.Payloads {
-		c.Payloads[i] = r.raw()
-	}
+	c.Payloads = readPayloads(r)
 	return c
 }
 
@@ -427,15 +424,21 @@ func decodePublish(r *mpReader) Publish {
 	expectFields(r, CmdPublish, publishFields)
 	c.Source = r.str()
 	c.FirstSeq = r.uint()
+	c.Payloads = readPayloads(r)
+	return c
+}
+
+// readPayloads reads a Publish's payloads; they point into the entry.
+func readPayloads(r *mpReader) [][]byte {
 	n := r.arrayLen()
 	if r.err != nil {
-		return c
+		return nil
 	}
-	c.Payloads = make([][]byte, n)
-	for i := range c.Payloads {
-		c.Payloads[i] = r.raw()
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = r.raw()
 	}
-	return c
+	return payloads
 }
 
 func decodeConsumed(r *mpReader) Consumed {
