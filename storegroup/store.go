@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"umstore/dirlock"
 	"umstore/repository"
@@ -191,7 +192,16 @@ func (s *Store) openFiles() error {
 	if err != nil {
 		return fmt.Errorf("open repository of store %s: %w", s.cfg.Name, err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(dir, "raft.db"),
+		// As the repository: the freelist is rebuilt at open instead of
+		// written by every commit, and kept as a map. Commits stay fsynced.
+		BoltOptions: &bbolt.Options{
+			Timeout:        10 * time.Second,
+			NoFreelistSync: true,
+			FreelistType:   bbolt.FreelistMapType,
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
 	}
@@ -345,6 +355,11 @@ func (s *Store) hasLocalState() (bool, error) {
 	return raft.HasExistingState(s.logStore, s.logStore, s.snaps)
 }
 
+// logCacheEntries is how many of the latest raft log entries a store keeps
+// in memory for replication. An entry is one client frame (at most 512
+// messages), so this bounds the cache at a few MiB in the common case.
+const logCacheEntries = 32
+
 func (s *Store) startRaft(bootstrap bool) error {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(s.cfg.Name)
@@ -356,8 +371,20 @@ func (s *Store) startRaft(bootstrap bool) error {
 	rc.SnapshotInterval = s.cfg.SnapshotInterval
 	rc.TrailingLogs = s.cfg.TrailingLogs
 	rc.NoSnapshotRestoreOnStart = true
+	// Buffer proposals while the leader writes its log: without it each
+	// client frame waits for the previous fsync and every raft batch holds a
+	// single entry. Measured on the dev topology: 64 B 82k → 139k msgs/s,
+	// 1 KiB 21k → 31k (BENCH.md). The cost is that ApplyTimeout bounds only
+	// the enqueueing; a future still resolves when leadership is lost.
+	rc.BatchApplyCh = true
 	rc.Logger = s.hlog
-	r, err := raft.NewRaft(rc, s.fsm, s.logStore, s.logStore, s.snaps, s.rtrans)
+	// The leader reads back every entry it sends to a follower; recent ones
+	// come from memory instead of being read and decoded from raft.db.
+	logs, err := raft.NewLogCache(logCacheEntries, s.logStore)
+	if err != nil {
+		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
+	}
+	r, err := raft.NewRaft(rc, s.fsm, logs, s.logStore, s.snaps, s.rtrans)
 	if err != nil {
 		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
 	}
