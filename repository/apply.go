@@ -2,7 +2,6 @@ package repository
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,9 +9,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// msgsFillPercent packs message pages nearly full: sequence numbers are
-// mostly appended in order, so pages are never split in the middle except by
-// a gap fill.
+// msgsFillPercent packs message pages nearly full: runs are keyed by their
+// first sequence number, mostly appended in order, so pages are never split
+// in the middle except by a gap fill.
 const msgsFillPercent = 0.95
 
 // Entry is one committed raft log entry as the repository sees it.
@@ -466,7 +465,7 @@ func (a *applier) publish(c Publish, res *Result) error {
 		return nil
 	}
 	for _, p := range c.Payloads {
-		if int64(len(p)) > bolt.MaxValueSize {
+		if len(p) > maxPayloadSize {
 			res.Err = fmt.Errorf("%w: message of %d bytes on %q is too large", ErrBadCommand, len(p), c.Source)
 			return nil
 		}
@@ -476,41 +475,58 @@ func (a *applier) publish(c Publish, res *Result) error {
 		return err
 	}
 	pr := &PublishResult{Source: c.Source, FirstSeq: c.FirstSeq, LastSeq: c.FirstSeq + n - 1}
+	// c.Payloads[run:i] are newly stored and not Put yet: they go into the
+	// store as one run (or several, past maxRunSize) when a message that is
+	// not stored, or the end of the command, ends them.
+	run := 0
+	var held *msgCursor // for the duplicates' conflict check; nil after a Put, which invalidates it
 	for i, p := range c.Payloads {
 		seq := c.FirstSeq + uint64(i)
+		// At or below TrimmedThrough, a message was released by retention:
+		// admit would take it for a duplicate (it is neither held nor in a
+		// gap), but it is reported apart and never compared with a held
+		// payload.
+		if seq > src.state.TrimmedThrough {
+			store, gap := src.state.admit(seq, len(p))
+			if gap != nil {
+				pr.NewGap = gap
+			}
+			if store {
+				pr.Stored++
+				continue
+			}
+		}
+		if i > run {
+			if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:i]); err != nil {
+				return fmt.Errorf("source %q: %w", c.Source, err)
+			}
+			held = nil
+		}
+		run = i + 1
 		if seq <= src.state.TrimmedThrough {
-			// Released by retention: admit would take it for a duplicate
-			// (it is neither held nor in a gap), but it is reported apart
-			// and never compared with a held payload.
 			pr.BelowRetention++
 			continue
 		}
-		store, gap := src.state.admit(seq, len(p))
-		if gap != nil {
-			pr.NewGap = gap
+		pr.Duplicates++
+		// A held sequence number is never overwritten; a different payload
+		// for it means a sequence number was reused (or a repair copied from
+		// an inconsistent group): report it.
+		if held == nil {
+			held = newMsgCursor(src.msgs)
 		}
-		if !store {
-			pr.Duplicates++
-			// A held sequence number is never overwritten; a different
-			// payload for it means a sequence number was reused (or a
-			// repair copied from an inconsistent group): report it.
-			binary.BigEndian.PutUint64(a.key[:], seq)
-			if held := src.msgs.Get(a.key[:]); held != nil && !bytes.Equal(held, p) {
-				if pr.Conflicts == 0 {
-					pr.FirstConflict = seq
-				}
-				pr.Conflicts++
+		if got, ok, err := held.at(seq); err != nil {
+			return fmt.Errorf("source %q: %w", c.Source, err)
+		} else if ok && !bytes.Equal(got, p) {
+			if pr.Conflicts == 0 {
+				pr.FirstConflict = seq
 			}
-			continue
+			pr.Conflicts++
 		}
-		binary.BigEndian.PutUint64(a.key[:], seq) // Put copies the key
-		if p == nil {
-			p = []byte{}
+	}
+	if run < len(c.Payloads) {
+		if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:]); err != nil {
+			return fmt.Errorf("source %q: %w", c.Source, err)
 		}
-		if err := src.msgs.Put(a.key[:], p); err != nil {
-			return err
-		}
-		pr.Stored++
 	}
 	pr.HighSeq = src.state.HighSeq
 	res.Publish = pr
@@ -545,17 +561,9 @@ func (a *applier) trim(c Trim, res *Result) error {
 	if through <= st.TrimmedThrough {
 		return nil
 	}
-	// Held messages are all above TrimmedThrough, so the oldest ones are the
-	// ones to drop: delete from the front, bounded by what exists. The
-	// cursor is positioned afresh after each delete.
-	cur := src.msgs.Cursor()
-	k, v := cur.First()
-	for ; k != nil && binary.BigEndian.Uint64(k) <= through; k, v = cur.First() {
-		tr.Dropped++
-		tr.DroppedBytes += uint64(len(v))
-		if err := cur.Delete(); err != nil {
-			return err
-		}
+	low, err := a.dropThrough(src.msgs, through, tr)
+	if err != nil {
+		return fmt.Errorf("source %q: %w", c.Source, err)
 	}
 	if tr.Dropped > st.Count || tr.DroppedBytes > st.Bytes {
 		return fmt.Errorf("%w: source %q: trimming through %d drops %d messages of %d bytes, its bookkeeping counts only %d of %d bytes",
@@ -563,10 +571,7 @@ func (a *applier) trim(c Trim, res *Result) error {
 	}
 	st.Count -= tr.Dropped
 	st.Bytes -= tr.DroppedBytes
-	st.LowSeq = 0
-	if k != nil {
-		st.LowSeq = binary.BigEndian.Uint64(k)
-	}
+	st.LowSeq = low
 	st.releaseGaps(through)
 	tr.Through, tr.Advanced, tr.LowSeq = through, true, st.LowSeq
 	return nil

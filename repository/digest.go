@@ -71,11 +71,24 @@ func (r *Repo) Digest() (string, error) {
 				d.u64(uint64(st.ExpiredUnixNano))
 			}
 
+			// Message by message, each as its 8-byte key then its payload,
+			// as when every message had a key of its own: how messages are
+			// cut into runs is no part of the state.
 			b := tx.Bucket(bucketSources).Bucket(k)
-			mc := b.Bucket(bucketMsgs).Cursor()
-			for mk, mv := mc.First(); mk != nil; mk, mv = mc.Next() {
-				d.bytes(mk)
-				d.bytes(mv)
+			msgs := b.Bucket(bucketMsgs)
+			if msgs == nil {
+				return fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, name)
+			}
+			var key [8]byte
+			mc := newMsgCursor(msgs)
+			seq, p, ok, err := mc.first()
+			for ; ok; seq, p, ok, err = mc.next() {
+				binary.BigEndian.PutUint64(key[:], seq)
+				d.bytes(key[:])
+				d.bytes(p)
+			}
+			if err != nil {
+				return fmt.Errorf("source %q: %w", name, err)
 			}
 
 			// Only when there are any, so that a repository without receiver

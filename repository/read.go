@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -87,23 +86,24 @@ func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]M
 		if msgs == nil {
 			return fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, source)
 		}
-		var start [8]byte
-		binary.BigEndian.PutUint64(start[:], from)
 		total := 0
-		c := msgs.Cursor()
-		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-			seq := binary.BigEndian.Uint64(k)
+		mc := newMsgCursor(msgs)
+		seq, p, ok, err := mc.seek(from)
+		for ; ok; seq, p, ok, err = mc.next() {
 			if seq > to {
 				break
 			}
 			if maxCount > 0 && len(out) >= maxCount {
 				break
 			}
-			if maxBytes > 0 && len(out) > 0 && total+len(v) > maxBytes {
+			if maxBytes > 0 && len(out) > 0 && total+len(p) > maxBytes {
 				break
 			}
-			total += len(v)
-			out = append(out, Message{Seq: seq, Payload: append([]byte(nil), v...)})
+			total += len(p)
+			out = append(out, Message{Seq: seq, Payload: append([]byte(nil), p...)}) // out of the transaction's memory
+		}
+		if err != nil {
+			return fmt.Errorf("source %q: %w", source, err)
 		}
 		return nil
 	})

@@ -46,7 +46,16 @@ import (
 // first ExpireSession entry; one that opens a file where a session expired
 // ignores the two keys and forgets them when it rewrites that source's state,
 // which changes SourceInfo and Digest on that store but nothing it applies.
-const FormatVersion = 1
+//
+// Version 2 stores messages in runs: the value under sources/<name>/msgs/<seq>
+// is no longer one payload but an encoded run of consecutive messages
+// starting at seq (see runs.go), so that a Publish of many messages costs one
+// bbolt Put instead of one per message. A version 1 binary would take a run
+// for a payload, so the version changed: version 1 files are refused (nothing
+// using them was ever released, so there is no migration), and a version 1
+// binary refuses version 2 files. Digest still hashes message by message, so
+// it is the same for the same messages in either version.
+const FormatVersion = 2
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
 type Options struct {
@@ -95,7 +104,7 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 	}
 }
 
-// Bucket and key names of the file layout (FormatVersion 1):
+// Bucket and key names of the file layout (FormatVersion 2):
 //
 //	meta/format         uint64 big-endian FormatVersion
 //	meta/applied-index  uint64 big-endian: last raft index applied
@@ -110,7 +119,11 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	                            "t", TrimmedThrough, only once trimmed; "es"
 //	                            and "et", ExpiredSession and ExpiredUnixNano,
 //	                            only once a session expired)
-//	sources/<name>/msgs/<seq>   payload, seq as uint64 big-endian
+//	sources/<name>/msgs/<seq>   run of the messages seq, seq+1, ..., seq+n-1
+//	                            (all held), seq as uint64 big-endian: uvarint
+//	                            n ≥ 1, n uvarint payload lengths, the n
+//	                            payloads back to back (see runs.go); runs never
+//	                            overlap, each message held is in exactly one
 //	sources/<name>/receivers/<receiver>
 //	                            msgpack receiverRecord {s: seq, t: unix nano}:
 //	                            how far the receiver consumed the source, keyed

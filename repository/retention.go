@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -44,7 +43,10 @@ func (r *Repo) RetentionPlan(source string, maxBytes, maxMessages uint64) (throu
 		if msgs == nil {
 			return fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, source)
 		}
-		through, reason = planRetention(st.Count, st.Bytes, maxBytes, maxMessages, msgs.Cursor())
+		through, reason, err = planRetention(st.Count, st.Bytes, maxBytes, maxMessages, newMsgCursor(msgs))
+		if err != nil {
+			return fmt.Errorf("source %q: %w", source, err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -53,9 +55,9 @@ func (r *Repo) RetentionPlan(source string, maxBytes, maxMessages uint64) (throu
 	return through, reason, nil
 }
 
-// planRetention walks the messages of c from the oldest, dropping until
+// planRetention walks the messages of mc from the oldest, dropping until
 // count messages of size bytes fit the limits (0: none).
-func planRetention(count, size, maxBytes, maxMessages uint64, c *bolt.Cursor) (through uint64, reason string) {
+func planRetention(count, size, maxBytes, maxMessages uint64, mc *msgCursor) (through uint64, reason string, err error) {
 	over := func() string {
 		switch {
 		case maxBytes > 0 && size > maxBytes:
@@ -65,14 +67,18 @@ func planRetention(count, size, maxBytes, maxMessages uint64, c *bolt.Cursor) (t
 		}
 		return ""
 	}
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	seq, p, ok, err := mc.first()
+	for ; ok; seq, p, ok, err = mc.next() {
 		why := over()
 		if why == "" {
 			break
 		}
-		through, reason = binary.BigEndian.Uint64(k), why
+		through, reason = seq, why
 		count -= min(count, 1)
-		size -= min(size, uint64(len(v)))
+		size -= min(size, uint64(len(p)))
 	}
-	return through, reason
+	if err != nil {
+		return 0, "", err
+	}
+	return through, reason, nil
 }
