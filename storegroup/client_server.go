@@ -100,6 +100,9 @@ type reply struct {
 	msg    wire.Message
 	future raft.ApplyFuture
 	req    wire.Message
+	// release, if set, is the connection's proposal slots: one is freed
+	// once this reply is answered (see proposePublish).
+	release chan struct{}
 }
 
 // handle serves one connection: a reader that turns requests into raft
@@ -141,8 +144,21 @@ func (cs *clientServer) handle(nc net.Conn) {
 		nc.Close()   // unblocks subscriptions stuck writing
 		subs.Wait()
 	}()
+	frames := make(chan frame, readAhead)
+	go readFrames(connCtx, c, frames)
+	slots := make(chan struct{}, maxProposalsInFlight)
+	var next *frame // read but not yet handled
 	for {
-		m, err := c.Read()
+		var f frame
+		if next != nil {
+			f, next = *next, nil
+		} else {
+			var open bool
+			if f, open = <-frames; !open {
+				return // the reader stopped: the store is closing
+			}
+		}
+		m, err := f.m, f.err
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				cs.s.metrics.refused(refusedTooLarge)
@@ -176,21 +192,52 @@ func (cs *clientServer) handle(nc net.Conn) {
 			cs.keepAlive(ka)
 			continue
 		}
+		if p, ok := m.(*wire.Publish); ok && checkPublish(p) == nil {
+			select {
+			case slots <- struct{}{}:
+			case <-connCtx.Done():
+				return
+			}
+			var batch []*wire.Publish
+			batch, next = gather([]*wire.Publish{p}, frames)
+			for _, r := range cs.proposePublish(batch, conn, slots) {
+				replies <- r
+			}
+			continue
+		}
 		replies <- cs.dispatch(m, conn)
 	}
 }
 
 // writeReplies answers in request order. On a write error it closes the
-// connection, which ends the reader too.
+// connection, which ends the reader too. Answers are flushed whenever the
+// writer has caught up, and before it waits for a proposal: an answer
+// already written must not wait in the buffer for a later proposal to
+// commit (at a steady rate there is always a later one).
 func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
 	broken := false
+	var waited raft.ApplyFuture // the last proposal waited for
 	for r := range replies {
 		if broken {
+			if r.release != nil {
+				_ = r.future.Error() // the slot is free once the proposal is decided
+				<-r.release
+			}
 			continue // drain so the reader never blocks
 		}
 		msg := r.msg
 		if r.future != nil {
+			if r.future != waited && c.Buffered() > 0 {
+				if err := c.Flush(); err != nil {
+					broken = true
+					c.Close()
+				}
+			}
+			waited = r.future
 			msg = cs.applied(r.req, r.future)
+		}
+		if r.release != nil {
+			<-r.release
 		}
 		if msg == nil {
 			cs.s.log.Error("internal error: a request produced no reply; closing the connection so the client retries")
@@ -331,11 +378,11 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 		switch {
 		case res.Publish != nil:
 			p := res.Publish
-			if p.Conflicts > 0 {
+			if p.Conflicts > 0 && ackConflicts(req, p) > 0 {
 				cs.s.log.Error("CONSISTENCY VIOLATION: a publisher sent a different payload for sequence numbers the group already holds (sequence reuse); the held payloads were kept",
 					"source", p.Source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
 			}
-			return &wire.Ack{ReqID: reqID, Source: p.Source, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, HighSeq: p.HighSeq, Conflicts: p.Conflicts}
+			return publishAck(req, p)
 		case res.Consumed != nil:
 			return &wire.OK{ReqID: reqID}
 		case res.Register != nil:

@@ -14,6 +14,7 @@ type storeMetrics struct {
 	applyEntries  prometheus.Histogram
 	applySeconds  prometheus.Histogram
 	snapshotSecs  prometheus.Histogram
+	mergedFrames  prometheus.Histogram
 	snapshots     atomic.Uint64
 	stored        atomic.Uint64
 	duplicates    atomic.Uint64
@@ -54,6 +55,12 @@ func newStoreMetrics(name string, group int) *storeMetrics {
 			Name:        "umstore_snapshot_duration_seconds",
 			Help:        "Time to write one repository snapshot.",
 			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		mergedFrames: prometheus.NewHistogram(prometheus.HistogramOpts{
+			ConstLabels: labels,
+			Name:        "umstore_publish_frames_per_entry",
+			Help:        "Client Publish frames proposed together as one raft entry (more than one when a connection's frames queued behind its proposals in flight).",
+			Buckets:     prometheus.ExponentialBuckets(1, 2, 10),
 		}),
 	}
 }
@@ -138,7 +145,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, name := range refusedReasonNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)
 	}
-	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs} {
+	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
 		h.Collect(ch)
 	}
 }

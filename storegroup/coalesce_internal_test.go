@@ -1,0 +1,98 @@
+package storegroup
+
+import (
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"umstore/repository"
+	"umstore/wire"
+)
+
+// future is a raft.ApplyFuture the test decides: it resolves when done is
+// closed.
+type future struct {
+	done chan struct{}
+	resp any
+}
+
+func (f *future) Error() error  { <-f.done; return nil }
+func (f *future) Response() any { return f.resp }
+func (f *future) Index() uint64 { return 0 }
+
+func resolved(resp any) *future {
+	f := &future{done: make(chan struct{}), resp: resp}
+	close(f.done)
+	return f
+}
+
+func publishResult(first, last uint64) *repository.Result {
+	return &repository.Result{Publish: &repository.PublishResult{Source: "s", FirstSeq: first, LastSeq: last, HighSeq: last}}
+}
+
+// An answer already written goes out while the writer waits for a later
+// proposal: at a steady publishing rate there is always a later one, and
+// holding answers until the buffer fills made acknowledgements wait for
+// seconds at light load.
+func TestAnswerIsNotHeldBehindALaterProposal(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	cs := &clientServer{s: &Store{log: slog.New(slog.DiscardHandler)}}
+	replies := make(chan reply, 2)
+	later := &future{done: make(chan struct{}), resp: publishResult(2, 2)}
+	replies <- reply{req: &wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{{1}}}, future: resolved(publishResult(1, 1))}
+	replies <- reply{req: &wire.Publish{ReqID: 2, Source: "s", FirstSeq: 2, Payloads: [][]byte{{2}}}, future: later}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cs.writeReplies(wire.NewConn(server, 1<<20), replies)
+	}()
+	c := wire.NewConn(client, 1<<20)
+	read := func() wire.Message {
+		t.Helper()
+		_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		m, err := c.Read()
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		return m
+	}
+	if ack, ok := read().(*wire.Ack); !ok || ack.ReqID != 1 {
+		t.Fatalf("first answer %+v, want the Ack of request 1", ack)
+	}
+	close(later.done)
+	if ack, ok := read().(*wire.Ack); !ok || ack.ReqID != 2 {
+		t.Fatalf("second answer %+v, want the Ack of request 2", ack)
+	}
+	close(replies)
+	<-done
+}
+
+// Frames proposed together are each acknowledged for their own range, and
+// an entry's conflicts are counted once, on the frame holding the first.
+func TestPublishAckOfAMergedFrame(t *testing.T) {
+	entry := &repository.PublishResult{Source: "s", FirstSeq: 1, LastSeq: 30, HighSeq: 30, Conflicts: 3, FirstConflict: 12}
+	frame := func(first uint64, n int) *wire.Publish {
+		return &wire.Publish{ReqID: first, Source: "s", FirstSeq: first, Payloads: make([][]byte, n)}
+	}
+	tests := []struct {
+		name        string
+		req         *wire.Publish
+		first, last uint64
+		conflicts   int
+	}{
+		{"frame before the conflicts", frame(1, 10), 1, 10, 0},
+		{"frame holding the first conflict", frame(11, 10), 11, 20, 3},
+		{"frame after it", frame(21, 10), 21, 30, 0},
+		{"first conflict at the frame's start", frame(12, 1), 12, 12, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ack := publishAck(tt.req, entry)
+			if ack.ReqID != tt.req.ReqID || ack.FirstSeq != tt.first || ack.LastSeq != tt.last || ack.Conflicts != tt.conflicts || ack.HighSeq != 30 {
+				t.Fatalf("ack %+v, want range %d..%d with %d conflicts", ack, tt.first, tt.last, tt.conflicts)
+			}
+		})
+	}
+}
