@@ -61,9 +61,9 @@ func TestStoreOfAnotherGroupIdentityIsBackedUp(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", other.DataDir(victim), c.DataDir(victim)).CombinedOutput(); err != nil {
 		t.Fatalf("copy: %v %s", err, out)
 	}
-	wantID := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	wantID := c.GroupID(1, 30*time.Second)
 	s := c.StartStore(victim)
-	if got := s.Repository().GroupID(); got == other.WaitLeader(1, 10*time.Second).Repository().GroupID() {
+	if got := s.Repository().GroupID(); got == other.GroupID(1, 30*time.Second) {
 		t.Fatalf("%s kept the other group's identity", victim)
 	}
 	backups, _ := storegroup.ListBackups(c.DataDir(victim))

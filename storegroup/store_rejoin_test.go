@@ -40,7 +40,7 @@ func highSeq(t *testing.T, s *storegroup.Store, source string) uint64 {
 func TestWipedBootstrapperRejoinsInsteadOfBootstrapping(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	publishRange(t, c, "w", 500, 10)
-	id := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	id := c.GroupID(1, 30*time.Second)
 	first := c.Members(1)[0].Name
 	c.Kill(first)
 	c.Wipe(first)
@@ -59,7 +59,10 @@ func TestWipedBootstrapperRejoinsInsteadOfBootstrapping(t *testing.T) {
 // identity: group 1 must refuse to start rather than begin again empty.
 func TestWipedGroupIsRefused(t *testing.T) {
 	c := clustertest.Start(t, 2, nil)
-	id1 := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	// Not just the leader's: until it records the identity, group 2 would
+	// "record" an empty one, and group 1 would rightly start again as a new
+	// group once wiped.
+	id1 := c.GroupID(1, 30*time.Second)
 	c.Eventually(30*time.Second, "group 2 records group 1's identity", func() bool {
 		for _, m := range c.Members(2) {
 			s := c.Store(m.Name)
@@ -187,7 +190,7 @@ func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
 // empty under a new identity, and the other group learns the new identity.
 func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
 	c := clustertest.Start(t, 2, nil)
-	old := c.WaitLeader(1, 10*time.Second).Repository().GroupID()
+	old := c.GroupID(1, 30*time.Second)
 	c.Eventually(30*time.Second, "group 2 records group 1's identity", func() bool {
 		peers, err := c.WaitLeader(2, 10*time.Second).Repository().PeerGroups()
 		return err == nil && peers[1] == old

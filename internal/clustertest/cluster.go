@@ -231,6 +231,21 @@ func (c *Cluster) WaitLeader(group int, timeout time.Duration) *storegroup.Store
 	return l
 }
 
+// GroupID waits for the group's leader to have recorded the group's
+// identity, which a new leader proposes right after its election, and
+// returns it.
+func (c *Cluster) GroupID(group int, timeout time.Duration) string {
+	c.t.Helper()
+	var id string
+	c.Eventually(timeout, fmt.Sprintf("group %d has an identity", group), func() bool {
+		if l := c.Leader(group); l != nil {
+			id = l.Repository().GroupID()
+		}
+		return id != ""
+	})
+	return id
+}
+
 // Eventually polls cond until it holds or the timeout passes.
 func (c *Cluster) Eventually(timeout time.Duration, what string, cond func() bool) {
 	c.t.Helper()
