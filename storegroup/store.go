@@ -356,9 +356,11 @@ func (s *Store) hasLocalState() (bool, error) {
 }
 
 // logCacheEntries is how many of the latest raft log entries a store keeps
-// in memory for replication. An entry is one client frame (at most 512
-// messages), so this bounds the cache at a few MiB in the common case.
-const logCacheEntries = 32
+// in memory for replication. An entry is at most about 1 MiB (merged client
+// frames), so this bounds the cache at 8 MiB per store; 32 entries held
+// 150 MB of heap over six stores at 1 KiB flat out, for no measurable gain
+// in throughput.
+const logCacheEntries = 8
 
 func (s *Store) startRaft(bootstrap bool) error {
 	rc := raft.DefaultConfig()
