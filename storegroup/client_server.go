@@ -297,23 +297,13 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
 	case *wire.Publish:
-		if err := checkPublish(m); err != nil {
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		// Valid frames are proposed by handle (proposePublish), merged with
+		// the frames queued behind them; only refusals come here.
+		err := checkPublish(m)
+		if err == nil {
+			err = errors.New("internal error: a valid Publish frame reached dispatch")
 		}
-		if rep, ok := cs.notLeader(m.ReqID); !ok {
-			return rep
-		}
-		pub := repository.Publish{Source: m.Source, FirstSeq: m.FirstSeq, Payloads: m.Payloads}
-		var cmd []byte
-		if session, ok := conn.sessions[m.Source]; ok {
-			// On behalf of the registered session: refused at apply if the
-			// session no longer holds the source by then.
-			s.sessions.touch(m.Source, session, time.Now())
-			cmd = repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
-		} else {
-			cmd = repository.EncodePublish(pub)
-		}
-		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
 	case *wire.Fetch:
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
