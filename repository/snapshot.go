@@ -29,8 +29,9 @@ type Snapshot struct {
 	released bool
 }
 
-// Snapshot captures the current state. Call it from the goroutine that calls
-// Apply, so that the view sits exactly between two batches.
+// Snapshot captures the current state. It may be called from any goroutine:
+// a batch is committed together with its applied index, so the view always
+// sits between two batches, and Index says which.
 func (r *Repo) Snapshot() (*Snapshot, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

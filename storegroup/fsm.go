@@ -100,8 +100,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 // Apply implements raft.FSM for single entries.
 func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
-// Snapshot captures a consistent view of the repository cheaply; the copy
-// is streamed later by Persist.
+// Snapshot records the applied index and term: the repository file holds
+// that state durably (each batch was committed before ApplyBatch returned),
+// so the snapshot refers to it instead of copying it (see snapstore.go).
+// Raft calls it between batches, so the repository is exactly at the index
+// raft records for the snapshot.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	failed := f.failed
@@ -110,11 +113,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		// A snapshot now would claim an index the repository never reached.
 		return nil, failed
 	}
-	s, err := f.repo.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return &fsmSnapshot{s: s, metrics: f.metrics}, nil
+	return &refSnapshot{index: f.repo.AppliedIndex(), term: f.repo.AppliedTerm(), metrics: f.metrics}, nil
 }
 
 // Restore replaces the repository with a snapshot's copy.
@@ -122,23 +121,3 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	return f.repo.Restore(rc)
 }
-
-type fsmSnapshot struct {
-	s       *repository.Snapshot
-	metrics *storeMetrics
-}
-
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	start := time.Now()
-	if _, err := s.s.WriteTo(sink); err != nil {
-		_ = sink.Cancel()
-		return fmt.Errorf("write repository snapshot: %w", err)
-	}
-	if s.metrics != nil {
-		s.metrics.snapshots.Add(1)
-		s.metrics.snapshotSecs.Observe(time.Since(start).Seconds())
-	}
-	return sink.Close()
-}
-
-func (s *fsmSnapshot) Release() { s.s.Release() }

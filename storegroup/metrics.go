@@ -53,7 +53,7 @@ func newStoreMetrics(name string, group int) *storeMetrics {
 		snapshotSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
 			ConstLabels: labels,
 			Name:        "umstore_snapshot_duration_seconds",
-			Help:        "Time to write one repository snapshot.",
+			Help:        "Time to stream one full copy of the repository to a member too far behind for the log (own snapshots only refer to the repository file).",
 			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 		mergedFrames: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -140,7 +140,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_consistency_violations_total", "Sequence numbers offered with a payload different from the one held (kept, never overwritten).", m.conflicts.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
-	counter("umstore_snapshots_total", "Repository snapshots written.", m.snapshots.Load())
+	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
 	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))
 	for i, name := range refusedReasonNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)

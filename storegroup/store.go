@@ -32,7 +32,7 @@ type Store struct {
 	repo     *repository.Repo
 	logStore *guardedLogStore
 	lock     dirlock.Lock
-	snaps    *raft.FileSnapshotStore
+	snaps    *snapshotStore
 	trans    *raft.NetworkTransport
 	rtrans   *gatedTransport // what raft uses: trans behind the vote gate
 	gate     *voteGate
@@ -208,10 +208,11 @@ func (s *Store) openFiles() error {
 	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock, onWriteError: func(err error) {
 		s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
 	}}
-	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
+	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
 	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, metrics: s.metrics, lock: s.lock}
 	return s.catchUpFromSnapshot()
 }
@@ -230,12 +231,19 @@ func (s *Store) catchUpFromSnapshot() error {
 	if latest.Index <= s.repo.AppliedIndex() {
 		return nil
 	}
-	s.log.Warn("repository is behind the latest snapshot; restoring it", "applied", s.repo.AppliedIndex(), "snapshot", latest.Index)
-	_, rc, err := s.snaps.Open(latest.ID)
+	_, rc, ref, refIndex, err := s.snaps.open(latest.ID)
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %w", latest.ID, err)
 	}
 	defer rc.Close()
+	if ref {
+		// The store's own snapshot: the repository itself.
+		if refIndex > s.repo.AppliedIndex() {
+			return fmt.Errorf("store %s: %w (snapshot %s at %d, repository at %d)", s.cfg.Name, errBehindSnapshot, latest.ID, refIndex, s.repo.AppliedIndex())
+		}
+		return nil
+	}
+	s.log.Warn("repository is behind the latest snapshot; restoring it", "applied", s.repo.AppliedIndex(), "snapshot", latest.Index)
 	if err := s.repo.Restore(rc); err != nil {
 		return fmt.Errorf("restore snapshot %s: %w", latest.ID, err)
 	}

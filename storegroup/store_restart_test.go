@@ -3,6 +3,8 @@ package storegroup_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -94,6 +96,43 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	sameDigests(t, c)
 	if got := c.Store(follower).Repository().AppliedIndex(); got < 200 {
 		t.Fatalf("follower applied index %d after catching up, want at least 200", got)
+	}
+}
+
+// A wiped member of a group whose log was compacted gets the leader's
+// repository as it is when the snapshot is sent (own snapshots only refer
+// to the repository file), then the log after it, and ends equal.
+func TestWipedFollowerCatchesUpFromACompactedLog(t *testing.T) {
+	c := clustertest.Start(t, 1, smallSnapshots)
+	leader := c.WaitLeader(1, 30*time.Second)
+	var follower string
+	for _, m := range c.Members(1) {
+		if m.Name != leader.Name() {
+			follower = m.Name
+			break
+		}
+	}
+	publishRange(t, c, "w", 1000, 10)
+	c.Kill(follower)
+	c.Wipe(follower)
+	publishRange(t, c, "w", 1000, 10)
+	leader = c.WaitLeader(1, 10*time.Second)
+	c.Eventually(10*time.Second, "the leader compacts its log", func() bool {
+		return leader.Status().SnapshotIndex > 150
+	})
+	snaps, err := filepath.Glob(filepath.Join(c.DataDir(leader.Name()), "snapshots", "*", "state.bin"))
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("leader's snapshots: %v %v", snaps, err)
+	}
+	for _, p := range snaps {
+		if fi, err := os.Stat(p); err != nil || fi.Size() > 64 {
+			t.Fatalf("leader's own snapshot %s: %v, %d bytes; want a reference of a few bytes", p, err, fi.Size())
+		}
+	}
+	c.StartStore(follower)
+	sameDigests(t, c)
+	if info, ok, _ := c.Store(follower).Repository().Source("w"); !ok || info.HighSeq != 2000 || info.Count != 2000 {
+		t.Fatalf("wiped follower after catching up: %+v", info)
 	}
 }
 

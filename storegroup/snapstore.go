@@ -1,0 +1,144 @@
+package storegroup
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/repository"
+)
+
+// A store's own raft snapshots do not copy the repository. The repository
+// is durable by itself (each applied batch is committed with an fsync, and
+// raft runs with NoSnapshotRestoreOnStart), so a snapshot taken to compact
+// the log only records the applied index and term it stands for: a
+// reference to the repository file. Copying the whole file instead cost
+// seconds of CPU and disk per store, every few minutes, in proportion to
+// what the store retains, and stalled publishing while it ran (BENCH.md).
+//
+// The full state is needed only when a leader sends a snapshot to a member
+// that is too far behind for the log: then Open streams a fresh, consistent
+// copy of the repository, taken at that moment. Its applied index is at or
+// above the reference's, and the snapshot's meta says so; that is safe
+// because every entry up to it is committed, and the member replays the log
+// after it. A snapshot a member receives from its leader is the full stream
+// and is stored as it is, so a member that crashes before restoring it
+// restores it at its next start.
+
+// refMagic starts a reference snapshot; a full one starts with the
+// repository stream's own magic.
+var refMagic = []byte("UMSNAPREF1\n")
+
+const refLen = 11 + 8 + 8 // magic, applied index, applied term
+
+// errBehindSnapshot: the repository is behind a reference snapshot of its
+// own, which only a replaced or damaged file can cause.
+var errBehindSnapshot = errors.New("the repository is behind its own snapshot: its file was replaced or lost writes; move the store's data directory aside so that it rejoins its group, or restore a backup")
+
+// snapshotStore is raft's file snapshot store with reference snapshots.
+type snapshotStore struct {
+	*raft.FileSnapshotStore
+	repo    *repository.Repo
+	metrics *storeMetrics
+}
+
+func encodeRef(index, term uint64) []byte {
+	b := make([]byte, 0, refLen)
+	b = append(b, refMagic...)
+	b = binary.BigEndian.AppendUint64(b, index)
+	return binary.BigEndian.AppendUint64(b, term)
+}
+
+// decodeRef reads a reference snapshot from head, which holds at least the
+// first refLen bytes of a snapshot. ok is false for a full snapshot.
+func decodeRef(head []byte) (index, term uint64, ok bool) {
+	if len(head) < refLen || !bytes.Equal(head[:len(refMagic)], refMagic) {
+		return 0, 0, false
+	}
+	head = head[len(refMagic):]
+	return binary.BigEndian.Uint64(head), binary.BigEndian.Uint64(head[8:]), true
+}
+
+// open opens a stored snapshot and tells whether it is a reference, and to
+// which repository index.
+func (s *snapshotStore) open(id string) (meta *raft.SnapshotMeta, r io.ReadCloser, ref bool, refIndex uint64, err error) {
+	meta, rc, err := s.FileSnapshotStore.Open(id)
+	if err != nil {
+		return nil, nil, false, 0, err
+	}
+	br := bufio.NewReader(rc)
+	head, err := br.Peek(refLen)
+	if err != nil && !errors.Is(err, io.EOF) {
+		rc.Close()
+		return nil, nil, false, 0, fmt.Errorf("read snapshot %s: %w", id, err)
+	}
+	refIndex, _, ref = decodeRef(head)
+	return meta, struct {
+		io.Reader
+		io.Closer
+	}{br, rc}, ref, refIndex, nil
+}
+
+// Open implements raft.SnapshotStore. A full snapshot is returned as it is
+// stored; a reference becomes a copy of the repository as it is now.
+func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	meta, rc, ref, refIndex, err := s.open(id)
+	if err != nil || !ref {
+		return meta, rc, err
+	}
+	rc.Close()
+	snap, err := s.repo.Snapshot()
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s refers to the repository: %w", id, err)
+	}
+	if snap.Index() < refIndex {
+		snap.Release()
+		return nil, nil, fmt.Errorf("%w: snapshot %s stands for applied index %d, but the repository is at %d", errBehindSnapshot, id, refIndex, snap.Index())
+	}
+	// The copy stands for the later of the two indexes. Raft's index can be
+	// ahead of the repository's: entries raft does not hand the fsm (a new
+	// leader's no-op) advance it without changing the repository.
+	live := *meta
+	if snap.Index() > meta.Index {
+		live.Index, live.Term = snap.Index(), snap.Term()
+	}
+	live.Size = snap.Size()
+	pr, pw := io.Pipe()
+	go func() {
+		start := time.Now()
+		_, err := snap.WriteTo(pw)
+		snap.Release()
+		if err == nil && s.metrics != nil {
+			s.metrics.snapshotSecs.Observe(time.Since(start).Seconds())
+		}
+		pw.CloseWithError(err)
+	}()
+	return &live, pr, nil
+}
+
+// refSnapshot is what the fsm hands raft to persist: a reference.
+type refSnapshot struct {
+	index, term uint64
+	metrics     *storeMetrics
+}
+
+// Persist implements raft.FSMSnapshot.
+func (r *refSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(encodeRef(r.index, r.term)); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("write snapshot reference: %w", err)
+	}
+	if r.metrics != nil {
+		r.metrics.snapshots.Add(1)
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (r *refSnapshot) Release() {}
