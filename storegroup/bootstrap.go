@@ -82,6 +82,11 @@ func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
 			switch {
 			case a.err != nil:
 				missing = append(missing, a.name)
+			case a.hasState() && a.reply.LastIndex == 0:
+				// A member with state that cannot say how far its log goes
+				// (an older store answering before its raft runs): it could
+				// hold every acknowledged write, so it counts as silent.
+				missing = append(missing, a.name)
 			case a.hasState():
 				if a.reply.State == "Leader" {
 					return startDecision{kind: startJoinExisting, target: a.position(), from: a.name}, nil

@@ -356,6 +356,25 @@ func (s *Store) catchUp(target logPosition, release func()) {
 	}
 }
 
+// diskPosition reads the last entry of the raft log on disk, or of the
+// latest snapshot when that is further, as raft itself does at start.
+func (s *Store) diskPosition() (index, term uint64) {
+	if s.logStore != nil {
+		if last, err := s.logStore.LastIndex(); err == nil && last > 0 {
+			var l raft.Log
+			if err := s.logStore.GetLog(last, &l); err == nil {
+				index, term = l.Index, l.Term
+			}
+		}
+	}
+	if s.snaps != nil {
+		if metas, err := s.snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > index {
+			index, term = metas[0].Index, metas[0].Term
+		}
+	}
+	return index, term
+}
+
 func (s *Store) hasLocalState() (bool, error) {
 	if s.repo.HasState() {
 		return true, nil
@@ -642,6 +661,12 @@ func (s *Store) Status() Status {
 		if m, ok := s.leader(); ok {
 			st.Leader = m.Name
 		}
+	} else if st.HasState {
+		// Raft is not running yet (or any more), but the log on disk says
+		// how far this store got. An empty member deciding whom it may vote
+		// for reads this position: reporting 0 here let it take a stale
+		// member for the most up-to-date one.
+		st.LastIndex, st.LastTerm = s.diskPosition()
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
 	st.Repair = s.repair.Status()

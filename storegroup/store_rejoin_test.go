@@ -227,3 +227,33 @@ func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
 		t.Fatalf("the accept-loss mark outlived its use: %v", err)
 	}
 }
+
+// A member with state reports how far its log goes from the moment it
+// answers, before its raft runs. An empty member chooses its vote gate's
+// target from these answers: a restarting member that reported 0 made a
+// stale member look the most up-to-date, the empty member voted for it, and
+// the group truncated acknowledged writes (TestEmptyStoreNeverElectsAStale
+// Member caught it under load).
+func TestRestartingMemberReportsItsLogBeforeRaftRuns(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	publishRange(t, c, "pos", 500, 10)
+	m := c.Members(1)[1].Name
+	want := c.Store(m).Status()
+	if want.LastIndex == 0 {
+		t.Fatalf("%s reports no log before stopping: %+v", m, want)
+	}
+	c.Stop(m)
+	s := c.StartStore(m)
+	starting := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for st := s.Status(); st.State == "starting" || st.State == ""; st = s.Status() {
+		starting++
+		if st.HasState && (st.LastIndex < want.LastIndex || st.LastTerm < want.LastTerm) {
+			t.Fatalf("%s, starting, reports its log at (term %d, index %d); it holds (term %d, index %d)", m, st.LastTerm, st.LastIndex, want.LastTerm, want.LastIndex)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still starting after 10s", m)
+		}
+	}
+	t.Logf("%d status reads while %s was starting", starting, m)
+}
