@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -561,20 +560,7 @@ func TestRunsRandomized(t *testing.T) {
 }
 
 func TestOpenRefusesFormatVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
-	r.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keyFormat, u64(1))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	_, err = Open(path, Options{})
+	_, err := Open(repoWithFormat(t, 1), Options{})
 	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format version 1") {
 		t.Fatalf("Open of a version 1 file: %v, want ErrFormat naming version 1", err)
 	}

@@ -83,24 +83,29 @@ func TestReplayAfterReopen(t *testing.T) {
 }
 
 func TestOpenRefusesUnknownFormat(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
-	r.Close()
+	path := repoWithFormat(t, FormatVersion+1)
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Open of a future format: %v, want ErrFormat", err)
+	}
+}
 
+// repoWithFormat creates a repository file and rewrites its recorded format
+// version to v, returning its path.
+func repoWithFormat(t *testing.T, v uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "repo.db")
+	openAt(t, path).Close()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(keyFormat, u64(FormatVersion+1))
+		return tx.Bucket(bucketMeta).Put(keyFormat, u64(v))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-
-	if _, err := Open(path, Options{}); !errors.Is(err, ErrFormat) {
-		t.Fatalf("Open of a future format: %v, want ErrFormat", err)
-	}
+	return path
 }
 
 func TestOpenRefusesForeignFiles(t *testing.T) {

@@ -79,13 +79,7 @@ func sameDigests(t *testing.T, c *clustertest.Cluster) string {
 func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 	c := clustertest.Start(t, 1, smallSnapshots)
 	leader := c.WaitLeader(1, 30*time.Second)
-	var follower string
-	for _, m := range c.Members(1) {
-		if m.Name != leader.Name() {
-			follower = m.Name
-			break
-		}
-	}
+	follower := otherMembers(c, 1, leader.Name())[0]
 	c.Kill(follower)
 	publishRange(t, c, "snap", 2000, 10) // ~200 entries, far past TrailingLogs
 	leader = c.WaitLeader(1, 10*time.Second)
@@ -105,13 +99,7 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 func TestWipedFollowerCatchesUpFromACompactedLog(t *testing.T) {
 	c := clustertest.Start(t, 1, smallSnapshots)
 	leader := c.WaitLeader(1, 30*time.Second)
-	var follower string
-	for _, m := range c.Members(1) {
-		if m.Name != leader.Name() {
-			follower = m.Name
-			break
-		}
-	}
+	follower := otherMembers(c, 1, leader.Name())[0]
 	publishRange(t, c, "w", 1000, 10)
 	c.Kill(follower)
 	c.Wipe(follower)
@@ -169,13 +157,7 @@ func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
 func TestStoreStopsRatherThanDiverge(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
-	var victim string
-	for _, m := range c.Members(1) {
-		if m.Name != leader.Name() {
-			victim = m.Name
-			break
-		}
-	}
+	victim := otherMembers(c, 1, leader.Name())[0]
 	publishRange(t, c, "d", 100, 10)
 	sameDigests(t, c)
 	vs := c.Store(victim)
