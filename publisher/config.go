@@ -45,6 +45,8 @@ type Config struct {
 	// before deciding the resume point with the groups that did (default 5s).
 	RegisterTimeout time.Duration
 	// MaxBatch and MaxBatchBytes bound one Publish frame (one raft entry).
+	// Larger frames cost the stores more, not less: their raft log rewrites
+	// recent entries on every write (see storegroup's merge bounds).
 	MaxBatch      int
 	MaxBatchBytes int
 	// KeepAliveInterval is how often the publisher tells each group it is
@@ -90,7 +92,7 @@ func DefaultConfig() Config {
 		RetentionSizeLimit: 24 << 20,
 		RegisterTimeout:    5 * time.Second,
 		MaxBatch:           512,
-		MaxBatchBytes:      1 << 20,
+		MaxBatchBytes:      512 << 10,
 		ReconnectDelay:     200 * time.Millisecond,
 		KeepAliveInterval:  3 * time.Second,
 		AckTimeout:         10 * time.Second,

@@ -25,12 +25,16 @@ import (
 // Digest, RetentionPlan) depends on it.
 
 // maxRunSize bounds the encoded size of a run of several messages; a Publish
-// whose stored messages need more is cut into several runs. Above this size
-// a Put costs its copying, not its lookup, so cutting costs nothing, and the
-// bound keeps small the contiguous pages bbolt must find for one value and
-// what a Trim through a run's middle rewrites. A single message larger than
-// this forms a run of its own.
-const maxRunSize = 1 << 20
+// whose stored messages need more is cut into several runs. Above a few
+// pages a Put costs its copying, not its lookup, so cutting costs little.
+// Small runs matter because bbolt rewrites the whole leaf it appends to, and
+// a leaf keeps at least two values: with 1 MiB runs every transaction wrote
+// its new run plus one to three earlier ones again (measured: 2–4.5 bytes
+// written per byte stored, against 1.1–1.2 with runs of 16–64 KiB). The
+// bound also keeps small the contiguous pages bbolt must find for one value
+// and what a Trim through a run's middle rewrites. A single message larger
+// than this forms a run of its own.
+const maxRunSize = 32 << 10
 
 // maxPayloadSize is the largest payload a message may have: its run of one
 // (a count byte, a length of at most binary.MaxVarintLen32 bytes since
