@@ -192,7 +192,11 @@ func (cs *clientServer) handle(nc net.Conn) {
 			cs.keepAlive(ka)
 			continue
 		}
-		if p, ok := m.(*wire.Publish); ok && checkPublish(p) == nil {
+		if p, ok := m.(*wire.Publish); ok {
+			if err := checkPublish(p); err != nil {
+				replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+				continue
+			}
 			select {
 			case slots <- struct{}{}:
 			case <-connCtx.Done():
@@ -296,14 +300,6 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		conn.sessions[m.Source] = m.Session
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)}
-	case *wire.Publish:
-		// Valid frames are proposed by handle (proposePublish), merged with
-		// the frames queued behind them; only refusals come here.
-		err := checkPublish(m)
-		if err == nil {
-			err = errors.New("internal error: a valid Publish frame reached dispatch")
-		}
-		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
 	case *wire.Fetch:
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
