@@ -131,6 +131,13 @@ type jsResult struct {
 	MsgsPerS  float64 `json:"msgs_per_s"`
 	MBPerS    float64 `json:"mb_per_s"`
 	LatencyUS Latency `json:"latency_us"`
+	// DiskWriteBytes and CPUSeconds are the bench process's, from just
+	// before the first publish until its writes stopped after the last ack
+	// (see settleProcIO): the three servers of both clusters run in it, so
+	// its writes are theirs (the publishers write nothing to disk, and the
+	// other cluster is idle); its CPU time includes the publishers'.
+	DiskWriteBytes int64   `json:"disk_write_bytes"`
+	CPUSeconds     float64 `json:"cpu_s"`
 }
 
 // jsPub is one asynchronous publisher (its own connection) of a run.
@@ -234,6 +241,11 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 		}
 	}
 
+	// Storage writes and CPU are measured here, after the stream is created
+	// and before it is deleted, so that neither is charged to the run; the
+	// writes that follow the last ack (the replica outside the quorum,
+	// applying to the stream's store) are waited for before the deletion.
+	before := readProcIO("self")
 	var wg sync.WaitGroup
 	errs := make([]error, l.sources)
 	for i := range pubs {
@@ -244,6 +256,7 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 		}()
 	}
 	wg.Wait()
+	res.DiskWriteBytes, res.CPUSeconds = settleProcIO(ctx, "self").since(before)
 	var first, last time.Time
 	var all []time.Duration
 	for i, p := range pubs {

@@ -69,21 +69,45 @@ type runResult struct {
 	MBPerS    float64 `json:"mb_per_s"`
 	ElapsedS  float64 `json:"elapsed_s"`
 	LatencyUS Latency `json:"latency_us"`
-	Error     string  `json:"error,omitempty"`
+	// DiskWriteBytes is what the system's servers wrote to storage during
+	// the run, all replicas together (write_bytes in /proc/PID/io, see
+	// procio.go): umstored's for umstore, the bench process's for
+	// JetStream. 0 if /proc could not be read.
+	DiskWriteBytes int64 `json:"disk_write_bytes"`
+	// CPUSeconds is the CPU time of umstored for umstore; for JetStream,
+	// of the whole bench process: the servers and the publishers. 0 if
+	// /proc could not be read.
+	CPUSeconds float64 `json:"cpu_s,omitempty"`
+	// ClientCPUSeconds is umpub's CPU time (umstore only), to add to
+	// CPUSeconds for a figure comparable with JetStream's.
+	ClientCPUSeconds float64 `json:"client_cpu_s,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// writePerPayload is the bytes written to storage per byte of payload
+// acknowledged, or 0 if unknown.
+func (r runResult) writePerPayload() float64 {
+	return ratio(float64(r.DiskWriteBytes), float64(r.Messages)*float64(r.Size))
 }
 
 type row struct {
-	Size     int       `json:"size"`
-	System   string    `json:"system"`
-	Rate     float64   `json:"rate,omitempty"`
-	MsgsPerS float64   `json:"median_msgs_per_s"`
-	MBPerS   float64   `json:"median_mb_per_s"`
-	P50US    float64   `json:"median_p50_us"`
-	P99US    float64   `json:"median_p99_us"`
-	P999US   float64   `json:"median_p999_us"`
-	Runs     []float64 `json:"runs_msgs_per_s"`
-	P99Runs  []float64 `json:"runs_p99_us"`
-	Failed   int       `json:"failed_runs,omitempty"`
+	Size     int     `json:"size"`
+	System   string  `json:"system"`
+	Rate     float64 `json:"rate,omitempty"`
+	MsgsPerS float64 `json:"median_msgs_per_s"`
+	MBPerS   float64 `json:"median_mb_per_s"`
+	P50US    float64 `json:"median_p50_us"`
+	P99US    float64 `json:"median_p99_us"`
+	P999US   float64 `json:"median_p999_us"`
+	// WritePerPayload is the median of the runs' bytes written to storage
+	// per byte of payload (runs without a reading left out; 0: none had one).
+	WritePerPayload float64 `json:"median_disk_bytes_per_payload_byte"`
+	// CPUSeconds and ClientCPUSeconds are medians of the runs' (see runResult).
+	CPUSeconds       float64   `json:"median_cpu_s,omitempty"`
+	ClientCPUSeconds float64   `json:"median_client_cpu_s,omitempty"`
+	Runs             []float64 `json:"runs_msgs_per_s"`
+	P99Runs          []float64 `json:"runs_p99_us"`
+	Failed           int       `json:"failed_runs,omitempty"`
 	// Ratios of umstore's median to this system's (throughput), or this
 	// system's p99 to umstore's (half load: > 1 means umstore is better).
 	Ratio float64 `json:"umstore_ratio,omitempty"`
@@ -301,7 +325,10 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 		r := runResult{System: system, Size: l.size, Run: runNo, Rate: l.rate}
 		switch system {
 		case sysUM:
+			before := readProcIO(dev.p.pid())
 			u, err := runUmpub(ctx, bins, dev.deployment, fmt.Sprintf("b%d", nrun), l, umpubLog)
+			r.DiskWriteBytes, r.CPUSeconds = settleProcIO(ctx, dev.p.pid()).since(before)
+			r.ClientCPUSeconds = u.CPUSeconds
 			r.Messages, r.MsgsPerS, r.MBPerS, r.ElapsedS, r.LatencyUS = u.Stable, u.MsgsPerS, u.MBPerS, u.ElapsedS, u.LatencyUS
 			if err != nil {
 				r.Error = err.Error()
@@ -313,6 +340,7 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 			}
 			j, err := cl.runJS(ctx, l)
 			r.Messages, r.MsgsPerS, r.MBPerS, r.ElapsedS, r.LatencyUS = j.Acked, j.MsgsPerS, j.MBPerS, j.ElapsedS, j.LatencyUS
+			r.DiskWriteBytes, r.CPUSeconds = j.DiskWriteBytes, j.CPUSeconds
 			if err != nil {
 				r.Error = err.Error()
 			}
@@ -321,8 +349,8 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 		if l.rate > 0 {
 			what = fmt.Sprintf("rate %.0f", l.rate)
 		}
-		logf("run %d %-22s %5d B %-10s %8.0f msgs/s %7.2f MB/s  p50 %6.1f ms  p99 %7.1f ms %s",
-			runNo, system, l.size, what, r.MsgsPerS, r.MBPerS, float64(r.LatencyUS.P50)/1e3, float64(r.LatencyUS.P99)/1e3, r.Error)
+		logf("run %d %-22s %5d B %-10s %8.0f msgs/s %7.2f MB/s  p50 %6.1f ms  p99 %7.1f ms  disk %5.2f× payload  CPU %5.2f s %s",
+			runNo, system, l.size, what, r.MsgsPerS, r.MBPerS, float64(r.LatencyUS.P50)/1e3, float64(r.LatencyUS.P99)/1e3, r.writePerPayload(), r.CPUSeconds+r.ClientCPUSeconds, r.Error)
 		return r
 	}
 
@@ -440,7 +468,7 @@ func summarize(runs []runResult, sizes []int, half bool) []row {
 	for _, size := range sizes {
 		for _, sys := range systems {
 			r := row{Size: size, System: sys}
-			var mps, mbs, p50, p99, p999 []float64
+			var mps, mbs, p50, p99, p999, wpp, cpu, ccpu []float64
 			for _, x := range runs {
 				if x.Size != size || x.System != sys {
 					continue
@@ -455,9 +483,13 @@ func summarize(runs []runResult, sizes []int, half bool) []row {
 				p50 = append(p50, float64(x.LatencyUS.P50))
 				p99 = append(p99, float64(x.LatencyUS.P99))
 				p999 = append(p999, float64(x.LatencyUS.P999))
+				wpp = appendKnown(wpp, x.writePerPayload())
+				cpu = appendKnown(cpu, x.CPUSeconds)
+				ccpu = appendKnown(ccpu, x.ClientCPUSeconds)
 			}
 			r.Runs, r.P99Runs = mps, p99
 			r.MsgsPerS, r.MBPerS, r.P50US, r.P99US, r.P999US = median(mps), median(mbs), median(p50), median(p99), median(p999)
+			r.WritePerPayload, r.CPUSeconds, r.ClientCPUSeconds = median(wpp), median(cpu), median(ccpu)
 			rows = append(rows, r)
 		}
 		um := find(rows, size, sysUM)
@@ -473,6 +505,15 @@ func summarize(runs []runResult, sizes []int, half bool) []row {
 		}
 	}
 	return rows
+}
+
+// appendKnown appends v to s unless it is 0, which the runs' /proc readings
+// use for "not read": a median over the runs that have one.
+func appendKnown(s []float64, v float64) []float64 {
+	if v == 0 {
+		return s
+	}
+	return append(s, v)
 }
 
 // loadAvg is the 1, 5 and 15 minute load averages: other work on the
@@ -523,12 +564,13 @@ func printMarkdown(w io.Writer, r *results) {
 	if len(r.Throughput) > 0 {
 		fmt.Fprintln(w, "### Throughput (flat out)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| size | system | msgs/s (median) | MB/s | p50 ms | p99 ms | umstore ÷ this | runs (msgs/s) |")
-		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---|")
+		fmt.Fprintln(w, "| size | system | msgs/s (median) | MB/s | p50 ms | p99 ms | disk bytes ÷ payload | CPU s per run | umstore ÷ this | runs (msgs/s) |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 		for _, x := range r.Throughput {
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.1f | %.1f | %.1f | %s | %s |\n", sizeName(x.Size), x.System, x.MsgsPerS, x.MBPerS, x.P50US/1e3, x.P99US/1e3, ratioCell(x, false), runsCell(x))
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n", sizeName(x.Size), x.System, x.MsgsPerS, x.MBPerS, x.P50US/1e3, x.P99US/1e3, diskCell(x), cpuCell(x), ratioCell(x, false), runsCell(x))
 		}
 		fmt.Fprintln(w)
+		fmt.Fprint(w, diskCPULegend)
 		fmt.Fprintln(w, "| size | umstore msgs/s | ÷ JetStream sync_always | ÷ JetStream default |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|")
 		for _, size := range c.Sizes {
@@ -540,15 +582,17 @@ func printMarkdown(w io.Writer, r *results) {
 	if len(r.HalfLoad) > 0 {
 		fmt.Fprintln(w, "### Latency at half of umstore's maximum rate (same offered rate for all)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| size | system | offered msgs/s | achieved msgs/s | p50 ms | p99 ms | p99.9 ms | p99 this ÷ umstore | runs: achieved msgs/s / p99 ms |")
-		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---|")
+		fmt.Fprintln(w, "| size | system | offered msgs/s | achieved msgs/s | p50 ms | p99 ms | p99.9 ms | disk bytes ÷ payload | CPU s per run | p99 this ÷ umstore | runs: achieved msgs/s / p99 ms |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 		for _, x := range r.HalfLoad {
 			var per []string
 			for i := range x.Runs {
 				per = append(per, fmt.Sprintf("%.0f / %.0f", x.Runs[i], x.P99Runs[i]/1e3))
 			}
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s |\n", sizeName(x.Size), x.System, x.Rate, x.MsgsPerS, x.P50US/1e3, x.P99US/1e3, x.P999US/1e3, ratioCell(x, true), strings.Join(per, ", "))
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n", sizeName(x.Size), x.System, x.Rate, x.MsgsPerS, x.P50US/1e3, x.P99US/1e3, x.P999US/1e3, diskCell(x), cpuCell(x), ratioCell(x, true), strings.Join(per, ", "))
 		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Disk bytes ÷ payload and CPU s: as in the throughput table.")
 		fmt.Fprintln(w)
 	}
 	if cu := r.Catchup; cu != nil {
@@ -617,6 +661,35 @@ func ratioCell(x row, half bool) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", x.Ratio)
+}
+
+// diskCPULegend explains the throughput table's disk and CPU columns.
+const diskCPULegend = `Disk bytes ÷ payload: bytes the servers wrote to storage (write_bytes of /proc/PID/io: page-cache pages dirtied, 4 KiB each time, and direct I/O; not the filesystem's journal), all replicas together, from the start of a run until the writes stopped after it, per byte of payload acknowledged. umstore keeps every message in both groups (6 copies), JetStream R3 in 3. For JetStream default the pages count when they enter the page cache, though they need not be on the device when the ack comes.
+CPU s per run: umstore: umstored (+ umpub, the client). JetStream: the whole bench process, i.e. its three servers (and the idle other cluster) and the publishers, so it includes the client; compare it with umstore's sum.
+
+`
+
+// diskCell is a row's median disk bytes per payload byte, or n/a.
+func diskCell(x row) string {
+	if x.WritePerPayload == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", x.WritePerPayload)
+}
+
+// cpuCell is a row's median CPU seconds per run: umstored's, with umpub's
+// added after "+", or the bench process's (servers and client) for JetStream.
+func cpuCell(x row) string {
+	switch {
+	case x.CPUSeconds == 0:
+		return "n/a"
+	case x.System == sysUM && x.ClientCPUSeconds > 0:
+		return fmt.Sprintf("%.2f + %.2f umpub", x.CPUSeconds, x.ClientCPUSeconds)
+	case x.System == sysUM:
+		return fmt.Sprintf("%.2f", x.CPUSeconds)
+	default:
+		return fmt.Sprintf("%.2f incl. client", x.CPUSeconds)
+	}
 }
 
 func runsCell(x row) string {

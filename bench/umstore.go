@@ -91,6 +91,10 @@ type umpubResult struct {
 	Conflicts      uint64  `json:"conflicts"`
 	Resends        uint64  `json:"resends"`
 	ForcedReleases uint64  `json:"forced_releases"`
+	// CPUSeconds is umpub's own CPU time (user + system), from its exit
+	// status, not from its summary: the client's share of a run, which
+	// JetStream's figure includes (its publishers run in the bench).
+	CPUSeconds float64 `json:"-"`
 }
 
 // load is one publishing run's shape, the same for both systems.
@@ -130,6 +134,9 @@ func runUmpub(ctx context.Context, b umBins, deployment, name string, l load, lo
 	fmt.Fprintf(lf, "=== %s umpub %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
 	cmd.Stderr = lf
 	runErr := cmd.Run()
+	if ps := cmd.ProcessState; ps != nil {
+		r.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+	}
 	fmt.Fprint(lf, stdout.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
