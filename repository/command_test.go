@@ -166,69 +166,37 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 			var lib, back any
 			switch c := g.cmd.(type) {
 			case InitGroup:
-				var v libInitGroup
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libInitGroup](t, data)
 				lib, back = InitGroup{v.GroupID, v.Index, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libInitGroup{GroupID: c.GroupID, Index: c.Index, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdInitGroup)}, body...), c)
+				checkLibEncoded(t, CmdInitGroup, &libInitGroup{GroupID: c.GroupID, Index: c.Index, UnixNano: c.UnixNano}, c)
 			case Register:
-				var v libRegister
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libRegister](t, data)
 				lib, back = Register{v.Source, v.Session, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libRegister{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdRegister)}, body...), c)
+				checkLibEncoded(t, CmdRegister, &libRegister{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
 			case Publish:
-				var v libPublish
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libPublish](t, data)
 				lib, back = Publish{v.Source, v.FirstSeq, v.Payloads}, c
-				body, _ := msgpack.Marshal(&libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads})
-				checkDecodes(t, append([]byte{byte(CmdPublish)}, body...), c)
+				checkLibEncoded(t, CmdPublish, &libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PublishAs:
-				var v libPublishAs
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libPublishAs](t, data)
 				lib, back = PublishAs{v.Session, Publish{v.Source, v.FirstSeq, v.Payloads}}, c
-				body, _ := msgpack.Marshal(&libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads})
-				checkDecodes(t, append([]byte{byte(CmdPublishAs)}, body...), c)
+				checkLibEncoded(t, CmdPublishAs, &libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PeerGroup:
-				var v libPeerGroup
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libPeerGroup](t, data)
 				lib, back = PeerGroup{v.Index, v.GroupID, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libPeerGroup{Index: c.Index, GroupID: c.GroupID, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdPeerGroup)}, body...), c)
+				checkLibEncoded(t, CmdPeerGroup, &libPeerGroup{Index: c.Index, GroupID: c.GroupID, UnixNano: c.UnixNano}, c)
 			case Consumed:
-				var v libConsumed
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libConsumed](t, data)
 				lib, back = Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libConsumed{Source: c.Source, Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdConsumed)}, body...), c)
+				checkLibEncoded(t, CmdConsumed, &libConsumed{Source: c.Source, Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano}, c)
 			case Trim:
-				var v libTrim
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libTrim](t, data)
 				lib, back = Trim{v.Source, v.Through, v.Reason, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libTrim{Source: c.Source, Through: c.Through, Reason: c.Reason, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdTrim)}, body...), c)
+				checkLibEncoded(t, CmdTrim, &libTrim{Source: c.Source, Through: c.Through, Reason: c.Reason, UnixNano: c.UnixNano}, c)
 			case ExpireSession:
-				var v libExpireSession
-				if err := msgpack.Unmarshal(data[1:], &v); err != nil {
-					t.Fatal(err)
-				}
+				v := libDecode[libExpireSession](t, data)
 				lib, back = ExpireSession{v.Source, v.Session, v.UnixNano}, c
-				body, _ := msgpack.Marshal(&libExpireSession{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano})
-				checkDecodes(t, append([]byte{byte(CmdExpireSession)}, body...), c)
+				checkLibEncoded(t, CmdExpireSession, &libExpireSession{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
 			default:
 				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
@@ -239,6 +207,30 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	}
 }
 
+// libDecode reads the body of an encoded command with the msgpack library
+// into a value of L.
+func libDecode[L any](t *testing.T, data []byte) L {
+	t.Helper()
+	var v L
+	if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkLibEncoded encodes body with the msgpack library as a command of type
+// typ and checks that DecodeCommand reads it as want.
+func checkLibEncoded(t *testing.T, typ CommandType, body, want any) {
+	t.Helper()
+	b, err := msgpack.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDecodes(t, append([]byte{byte(typ)}, b...), want)
+}
+
+// checkDecodes checks that DecodeCommand reads data, a command the msgpack
+// library encoded, as want.
 func checkDecodes(t *testing.T, data []byte, want any) {
 	t.Helper()
 	got, err := DecodeCommand(data)

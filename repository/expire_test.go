@@ -2,24 +2,16 @@ package repository
 
 import (
 	"bytes"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
-	bolt "go.etcd.io/bbolt"
 )
 
 func TestApplyExpireSession(t *testing.T) {
 	long := strings.Repeat("s", MaxSourceNameLen+1)
-	tests := []struct {
-		name    string
-		cmds    []any
-		wants   []want
-		sources []SourceInfo        // Sources() afterwards
-		held    map[string][]uint64 // what Read finds afterwards, per source
-	}{
+	runSourceCases(t, []sourceCase{
 		{
 			name: "expire the session recorded",
 			cmds: []any{
@@ -231,40 +223,7 @@ func TestApplyExpireSession(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", CreatedUnixNano: 1, LastRegisterUnixNano: 1, ExpiredSession: "s1", ExpiredUnixNano: 2}},
 			held:    map[string][]uint64{"a": nil},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := logOf(1, tt.cmds...)
-			// In one batch, and one entry per batch: the same results.
-			whole := openTest(t)
-			checkResults(t, mustApply(t, whole, log), tt.wants)
-			single := openTest(t)
-			var got []Result
-			for i := range log {
-				got = append(got, mustApply(t, single, log[i:i+1])...)
-			}
-			checkResults(t, got, tt.wants)
-			if mustDigest(t, whole) != mustDigest(t, single) {
-				t.Error("digest depends on how the log is cut into batches")
-			}
-
-			if got, want := whole.AppliedIndex(), uint64(len(log)); got != want {
-				t.Errorf("AppliedIndex = %d, want %d (refused entries count as applied)", got, want)
-			}
-			sources, err := whole.Sources()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(sources, tt.sources) {
-				t.Errorf("Sources =\n  %+v\nwant\n  %+v", sources, tt.sources)
-			}
-			for _, s := range sources {
-				if got, want := heldSeqs(t, whole, s.Name), tt.held[s.Name]; !reflect.DeepEqual(got, want) {
-					t.Errorf("Read(%q) finds %v, want %v", s.Name, got, want)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestExpireRefusalsSayWhy(t *testing.T) {
@@ -274,16 +233,11 @@ func TestExpireRefusalsSayWhy(t *testing.T) {
 		ExpireSession{Source: "nobody", Session: "s1"},
 		ExpireSession{Source: "a", Session: ""},
 	))
-	for i, text := range map[int]string{1: `unknown source "nobody"`, 2: "empty session"} {
-		if res[i].Err == nil || !strings.Contains(res[i].Err.Error(), text) {
-			t.Errorf("entry %d: Err = %v, want it to say %q", res[i].Index, res[i].Err, text)
-		}
-	}
+	checkRefusalsSay(t, res, map[int]string{1: `unknown source "nobody"`, 2: "empty session"})
 }
 
 func TestExpirySurvivesReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
+	r := openTest(t)
 	log := logOf(1,
 		InitGroup{GroupID: "g-1", Index: 1},
 		Register{Source: "a", Session: "s1", UnixNano: 10},
@@ -291,11 +245,8 @@ func TestExpirySurvivesReopen(t *testing.T) {
 		ExpireSession{Source: "a", Session: "s1", UnixNano: 20},
 	)
 	mustApply(t, r, log)
-	wantDigest := mustDigest(t, r)
 	wantInfo, _, _ := r.Source("a")
-	r.Close()
-
-	r = openAt(t, path)
+	r = reopen(t, r)
 	info, ok, err := r.Source("a")
 	if err != nil || !ok {
 		t.Fatalf("Source after reopen: %v %v", ok, err)
@@ -303,15 +254,8 @@ func TestExpirySurvivesReopen(t *testing.T) {
 	if want := (SourceInfo{Name: "a", HighSeq: 2, LowSeq: 1, Count: 2, Bytes: 6, CreatedUnixNano: 10, LastRegisterUnixNano: 10, ExpiredSession: "s1", ExpiredUnixNano: 20}); !reflect.DeepEqual(info, want) || !reflect.DeepEqual(info, wantInfo) {
 		t.Errorf("after reopen Source = %+v, want %+v", info, want)
 	}
-	if mustDigest(t, r) != wantDigest {
-		t.Error("digest changed across reopen")
-	}
 	// Replaying the entries after a restart changes nothing.
-	for _, x := range mustApply(t, r, log[1:]) {
-		if !x.Skipped || x.Expire != nil || x.Register != nil {
-			t.Errorf("replayed entry %d: %+v", x.Index, x)
-		}
-	}
+	checkAllSkipped(t, mustApply(t, r, log[1:]))
 	// And sessions go on from where they were.
 	res := mustApply(t, r, logOf(5,
 		ExpireSession{Source: "a", Session: "s1", UnixNano: 30},
@@ -331,35 +275,18 @@ func TestExpirySurvivesReopen(t *testing.T) {
 }
 
 func TestSnapshotCarriesExpiries(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1,
+	src := openApplied(t,
 		InitGroup{GroupID: "g-1", Index: 1},
 		Register{Source: "a", Session: "s1", UnixNano: 1},
 		Register{Source: "b", Session: "s1", UnixNano: 2},
 		pub("a", 1, 3),
 		ExpireSession{Source: "a", Session: "s1", UnixNano: 3},
-	))
-	wantDigest := mustDigest(t, src)
+	)
 	wantSources, _ := src.Sources()
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
 
 	// Into an empty store, and over a member of the same group that still
 	// records the session: both end with exactly the snapshot's.
-	empty := openTest(t)
-	member := openTest(t)
-	mustApply(t, member, logOf(1, InitGroup{GroupID: "g-1", Index: 1}, Register{Source: "a", Session: "s1", UnixNano: 1}, pub("a", 1, 3)))
-	for name, r := range map[string]*Repo{"empty": empty, "member": member} {
-		if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("%s: Restore: %v", name, err)
-		}
+	for name, r := range restoredCopies(t, src, InitGroup{GroupID: "g-1", Index: 1}, Register{Source: "a", Session: "s1", UnixNano: 1}, pub("a", 1, 3)) {
 		got, err := r.Sources()
 		if err != nil {
 			t.Fatal(err)
@@ -369,9 +296,6 @@ func TestSnapshotCarriesExpiries(t *testing.T) {
 		}
 		if got[0].Session != "" || got[0].ExpiredSession != "s1" {
 			t.Errorf("%s: restored source a = %+v", name, got[0])
-		}
-		if mustDigest(t, r) != wantDigest {
-			t.Errorf("%s: restored digest differs", name)
 		}
 		// The restored sessions take part in later entries.
 		res := mustApply(t, r, logOf(6,
@@ -386,17 +310,12 @@ func TestSnapshotCarriesExpiries(t *testing.T) {
 }
 
 func TestDigestCoversExpiries(t *testing.T) {
-	digestOf := func(extra ...any) string {
-		r := openTest(t)
-		mustApply(t, r, logOf(1, append(pinnedLog(), extra...)...))
-		return mustDigest(t, r)
-	}
 	// pinnedLog: a registered by session "s" at 200; b registered without a
 	// session at 300.
-	if d := digestOf(); d != pinnedDigest {
+	if d := digestAfter(t, pinnedLog()); d != pinnedDigest {
 		t.Fatalf("digest of a repository without expiries changed: %s, want %s", d, pinnedDigest)
 	}
-	variants := map[string][]any{
+	checkDigestVariants(t, pinnedLog(), "expiries", map[string][]any{
 		"no expiry":                  nil,
 		"refused unknown source":     {ExpireSession{Source: "c", Session: "s", UnixNano: 1}},
 		"refused empty session":      {ExpireSession{Source: "a", Session: "", UnixNano: 1}},
@@ -410,28 +329,13 @@ func TestDigestCoversExpiries(t *testing.T) {
 		"session t registered":       {Register{Source: "a", Session: "t", UnixNano: 200}},
 		"b expired":                  {Register{Source: "b", Session: "s", UnixNano: 300}, ExpireSession{Source: "b", Session: "s", UnixNano: 1}},
 		"b registered":               {Register{Source: "b", Session: "s", UnixNano: 300}},
-	}
-	seen := map[string]string{}
-	for name, extra := range variants {
-		d := digestOf(extra...)
-		if name == "no expiry" || strings.HasPrefix(name, "refused") || strings.HasPrefix(name, "unchanged") {
-			if d != pinnedDigest {
-				t.Errorf("%s: digest differs from the repository without expiries", name)
-			}
-			continue
-		}
-		if other, dup := seen[d]; dup {
-			t.Errorf("digest blind to the difference between %q and %q", name, other)
-		}
-		seen[d] = name
-		if d == pinnedDigest {
-			t.Errorf("digest blind to %s", name)
-		}
-	}
+	}, func(name string) bool {
+		return name == "no expiry" || strings.HasPrefix(name, "refused") || strings.HasPrefix(name, "unchanged")
+	})
 
 	// Canonical: an expiry that changed nothing leaves no trace.
-	a := digestOf(ExpireSession{Source: "a", Session: "s", UnixNano: 1})
-	b := digestOf(ExpireSession{Source: "a", Session: "t", UnixNano: 7}, ExpireSession{Source: "a", Session: "s", UnixNano: 1}, ExpireSession{Source: "a", Session: "s", UnixNano: 9})
+	a := digestAfter(t, pinnedLog(), ExpireSession{Source: "a", Session: "s", UnixNano: 1})
+	b := digestAfter(t, pinnedLog(), ExpireSession{Source: "a", Session: "t", UnixNano: 7}, ExpireSession{Source: "a", Session: "s", UnixNano: 1}, ExpireSession{Source: "a", Session: "s", UnixNano: 9})
 	if a != b {
 		t.Error("digest depends on expiries that changed nothing")
 	}
@@ -441,24 +345,7 @@ func TestDigestCoversExpiries(t *testing.T) {
 		"ExpiredSession":  func(st *sourceState) { st.ExpiredSession = "x" },
 		"ExpiredUnixNano": func(st *sourceState) { st.ExpiredUnixNano = 2 },
 	} {
-		r := openTest(t)
-		mustApply(t, r, logOf(1, append(pinnedLog(), ExpireSession{Source: "a", Session: "s", UnixNano: 1})...))
-		before := mustDigest(t, r)
-		if err := r.db.Update(func(tx *bolt.Tx) error {
-			st, err := loadState(tx, "a")
-			if err != nil {
-				return err
-			}
-			change(&st)
-			v, err := encodeState(&st)
-			if err != nil {
-				return err
-			}
-			return tx.Bucket(bucketSources).Bucket([]byte("a")).Put(keyState, v)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if mustDigest(t, r) == before {
+		if !digestSeesEdit(t, append(pinnedLog(), ExpireSession{Source: "a", Session: "s", UnixNano: 1}), "a", change) {
 			t.Errorf("digest blind to %s", name)
 		}
 	}

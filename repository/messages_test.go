@@ -364,12 +364,7 @@ func TestRetentionPlanAcrossRuns(t *testing.T) {
 func TestReadInsideRun(t *testing.T) {
 	r := openTest(t)
 	mustApply(t, r, logOf(1, sizedBySeq("a", 1, 20), sizedBySeq("a", 25, 3)))
-	tests := []struct {
-		name               string
-		from, to           uint64
-		maxCount, maxBytes int
-		want               []uint64
-	}{
+	runReadCases(t, r, "a", []readCase{
 		{"from the middle", 7, 10, 0, 0, seqRange(7, 10)},
 		{"from the last of a run", 20, 30, 0, 0, []uint64{20, 25, 26, 27}},
 		{"from a gap", 21, 30, 0, 0, seqRange(25, 27)},
@@ -379,25 +374,7 @@ func TestReadInsideRun(t *testing.T) {
 		{"from the middle, first message too big", 7, 20, 0, 1, []uint64{7}},
 		{"into the next run, bytes", 19, 30, 0, 19 + 20 + 25, []uint64{19, 20, 25}},
 		{"past the end", 28, 40, 0, 0, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			msgs, err := r.Read("a", tt.from, tt.to, tt.maxCount, tt.maxBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []uint64
-			for _, m := range msgs {
-				got = append(got, m.Seq)
-				if len(m.Payload) != int(m.Seq) {
-					t.Errorf("message %d has %d bytes", m.Seq, len(m.Payload))
-				}
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Read(%d, %d, %d, %d) = %v, want %v", tt.from, tt.to, tt.maxCount, tt.maxBytes, got, tt.want)
-			}
-		})
-	}
+	}, func(seq uint64) int { return int(seq) })
 	checkReads(t, r, "a", 27)
 }
 

@@ -1,10 +1,7 @@
 package repository
 
 import (
-	"bytes"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -121,12 +118,7 @@ func TestApplyPeerGroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := openTest(t)
-			entries := logOf(1, tt.cmds...)
-			checkResults(t, mustApply(t, r, entries), tt.wants)
-			if got, want := r.AppliedIndex(), uint64(len(entries)); got != want {
-				t.Errorf("AppliedIndex = %d, want %d (refused entries count as applied)", got, want)
-			}
+			r := applyChecked(t, tt.cmds, tt.wants)
 			peers, err := r.PeerGroups()
 			if err != nil {
 				t.Fatal(err)
@@ -148,9 +140,7 @@ func TestApplyPeerGroup(t *testing.T) {
 func TestPeerGroupRefusalsSayWhy(t *testing.T) {
 	r := openTest(t)
 	res := mustApply(t, r, logOf(1, InitGroup{GroupID: "g-1", Index: 1}, PeerGroup{Index: 1, GroupID: "g-1"}))
-	if res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "own group") {
-		t.Errorf("own index: Err = %v, want it to say the group is this repository's own", res[1].Err)
-	}
+	checkRefusalsSay(t, res, map[int]string{1: "own group"})
 }
 
 func TestPeerGroupsEmpty(t *testing.T) {
@@ -182,18 +172,12 @@ func TestPeerGroupsLeaveHasStateAlone(t *testing.T) {
 }
 
 func TestPeerGroupsSurviveReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
-	mustApply(t, r, logOf(1,
+	r := reopen(t, openApplied(t,
 		InitGroup{GroupID: "g-1", Index: 1},
 		PeerGroup{Index: 2, GroupID: "old", UnixNano: 1},
 		PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 2},
 		PeerGroup{Index: 3, GroupID: "g-3", UnixNano: 3},
 	))
-	want := mustDigest(t, r)
-	r.Close()
-
-	r = openAt(t, path)
 	peers, err := r.PeerGroups()
 	if err != nil {
 		t.Fatal(err)
@@ -205,25 +189,13 @@ func TestPeerGroupsSurviveReopen(t *testing.T) {
 	if len(records) != 2 || records[0].Previous != "old" {
 		t.Errorf("after reopen PeerGroupRecords = %+v", records)
 	}
-	if mustDigest(t, r) != want {
-		t.Error("digest changed across reopen")
-	}
 	// Replaying the entries after a restart changes nothing.
-	res := mustApply(t, r, logOf(3, PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 2}, PeerGroup{Index: 3, GroupID: "g-3", UnixNano: 3}))
-	if !res[0].Skipped || !res[1].Skipped {
-		t.Errorf("replayed entries: %+v", res)
-	}
+	checkAllSkipped(t, mustApply(t, r, logOf(3, PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 2}, PeerGroup{Index: 3, GroupID: "g-3", UnixNano: 3})))
 }
 
 func TestDigestCoversPeerGroups(t *testing.T) {
 	base := []any{InitGroup{GroupID: "g", Index: 1}, pub("a", 1, 2)}
-	digestOf := func(extra ...any) string {
-		r := openTest(t)
-		mustApply(t, r, logOf(1, append(append([]any{}, base...), extra...)...))
-		return mustDigest(t, r)
-	}
-	none := digestOf()
-	variants := map[string][]any{
+	checkDigestVariants(t, base, "peer records", map[string][]any{
 		"no record":          nil,
 		"record":             {PeerGroup{Index: 2, GroupID: "h", UnixNano: 1}},
 		"other id":           {PeerGroup{Index: 2, GroupID: "i", UnixNano: 1}},
@@ -233,75 +205,40 @@ func TestDigestCoversPeerGroups(t *testing.T) {
 		"other previous id":  {PeerGroup{Index: 2, GroupID: "y", UnixNano: 0}, PeerGroup{Index: 2, GroupID: "h", UnixNano: 1}},
 		"two records":        {PeerGroup{Index: 2, GroupID: "h", UnixNano: 1}, PeerGroup{Index: 3, GroupID: "h", UnixNano: 1}},
 		"refused own record": {PeerGroup{Index: 1, GroupID: "g", UnixNano: 1}},
-	}
-	seen := map[string]string{}
-	for name, extra := range variants {
-		d := digestOf(extra...)
-		if name == "no record" || name == "refused own record" {
-			if d != none {
-				t.Errorf("%s: digest differs from the repository without peer records", name)
-			}
-			continue
-		}
-		if other, dup := seen[d]; dup {
-			t.Errorf("digest blind to the difference between %q and %q", name, other)
-		}
-		seen[d] = name
-		if d == none {
-			t.Errorf("digest blind to %s", name)
-		}
-	}
+	}, func(name string) bool {
+		return name == "no record" || name == "refused own record"
+	})
 
 	// Canonical: the order in which records were made does not matter, nor
 	// does repeating one.
-	a := digestOf(PeerGroup{Index: 3, GroupID: "c", UnixNano: 1}, PeerGroup{Index: 2, GroupID: "b", UnixNano: 1})
-	b := digestOf(PeerGroup{Index: 2, GroupID: "b", UnixNano: 1}, PeerGroup{Index: 3, GroupID: "c", UnixNano: 1}, PeerGroup{Index: 2, GroupID: "b", UnixNano: 9})
+	a := digestAfter(t, base, PeerGroup{Index: 3, GroupID: "c", UnixNano: 1}, PeerGroup{Index: 2, GroupID: "b", UnixNano: 1})
+	b := digestAfter(t, base, PeerGroup{Index: 2, GroupID: "b", UnixNano: 1}, PeerGroup{Index: 3, GroupID: "c", UnixNano: 1}, PeerGroup{Index: 2, GroupID: "b", UnixNano: 9})
 	if a != b {
 		t.Error("digest depends on the order of peer records")
 	}
 }
 
 func TestSnapshotCarriesPeerGroups(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1,
+	src := openApplied(t,
 		InitGroup{GroupID: "g-1", Index: 1},
 		PeerGroup{Index: 2, GroupID: "old", UnixNano: 1},
 		PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 2},
 		PeerGroup{Index: 3, GroupID: "g-3", UnixNano: 3},
-	))
-	want := mustDigest(t, src)
+	)
 	wantRecords, err := src.PeerGroupRecords()
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
 
 	// Into an empty store, and over a member of the same group that has
 	// other records: both end with exactly the snapshot's.
-	empty := openTest(t)
-	member := openTest(t)
-	mustApply(t, member, logOf(1, InitGroup{GroupID: "g-1", Index: 1}, PeerGroup{Index: 5, GroupID: "g-5"}))
-	for name, r := range map[string]*Repo{"empty": empty, "member": member} {
-		if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("%s: Restore: %v", name, err)
-		}
+	for name, r := range restoredCopies(t, src, InitGroup{GroupID: "g-1", Index: 1}, PeerGroup{Index: 5, GroupID: "g-5"}) {
 		records, err := r.PeerGroupRecords()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(records, wantRecords) {
 			t.Errorf("%s: restored PeerGroupRecords = %+v, want %+v", name, records, wantRecords)
-		}
-		if mustDigest(t, r) != want {
-			t.Errorf("%s: restored digest differs", name)
 		}
 		// The restored records take part in later entries.
 		res := mustApply(t, r, logOf(5, PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 9}))

@@ -2,7 +2,6 @@ package repository
 
 import (
 	"errors"
-	"reflect"
 	"testing"
 )
 
@@ -16,12 +15,7 @@ func TestRead(t *testing.T) {
 	cmds = append(cmds, Register{Source: "empty"})
 	mustApply(t, r, logOf(1, cmds...))
 
-	tests := []struct {
-		name               string
-		from, to           uint64
-		maxCount, maxBytes int
-		want               []uint64
-	}{
+	runReadCases(t, r, "a", []readCase{
 		{"everything", 0, ^uint64(0), 0, 0, []uint64{1, 2, 3, 5, 6, 9, 10}},
 		{"range skips missing seqs", 3, 8, 0, 0, []uint64{3, 5, 6}},
 		{"single seq", 5, 5, 0, 0, []uint64{5}},
@@ -34,25 +28,7 @@ func TestRead(t *testing.T) {
 		{"first message even if too big", 5, 10, 0, 1, []uint64{5}},
 		{"zero-length message fits", 6, 10, 0, 5, []uint64{6, 9}},
 		{"count and bytes: count first", 1, 10, 1, 1000, []uint64{1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			msgs, err := r.Read("a", tt.from, tt.to, tt.maxCount, tt.maxBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []uint64
-			for _, m := range msgs {
-				got = append(got, m.Seq)
-				if len(m.Payload) != sizes[m.Seq] {
-					t.Errorf("seq %d: %d bytes, want %d", m.Seq, len(m.Payload), sizes[m.Seq])
-				}
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Read(%d, %d, %d, %d) = %v, want %v", tt.from, tt.to, tt.maxCount, tt.maxBytes, got, tt.want)
-			}
-		})
-	}
+	}, func(seq uint64) int { return sizes[seq] })
 
 	if msgs, err := r.Read("empty", 0, 100, 0, 0); err != nil || len(msgs) != 0 {
 		t.Errorf("registered source without messages: %v, %v", msgs, err)

@@ -1,9 +1,7 @@
 package repository
 
 import (
-	"bytes"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,12 +147,7 @@ func TestApplyConsumed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := openTest(t)
-			entries := logOf(1, tt.cmds...)
-			checkResults(t, mustApply(t, r, entries), tt.wants)
-			if got, want := r.AppliedIndex(), uint64(len(entries)); got != want {
-				t.Errorf("AppliedIndex = %d, want %d (refused entries count as applied)", got, want)
-			}
+			r := applyChecked(t, tt.cmds, tt.wants)
 			sources, err := r.Sources()
 			if err != nil {
 				t.Fatal(err)
@@ -190,18 +183,7 @@ func TestConsumedWithinABatch(t *testing.T) {
 		{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 2}},
 		{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 3, Advanced: true}},
 	}
-	log := logOf(1, cmds...)
-	whole := openTest(t)
-	checkResults(t, mustApply(t, whole, log), wants)
-	single := openTest(t)
-	var got []Result
-	for i := range log {
-		got = append(got, mustApply(t, single, log[i:i+1])...)
-	}
-	checkResults(t, got, wants)
-	if mustDigest(t, whole) != mustDigest(t, single) {
-		t.Error("digest depends on how the log is cut into batches")
-	}
+	applyBatchedBothWays(t, cmds, wants)
 }
 
 func TestConsumedRefusalsSayWhy(t *testing.T) {
@@ -212,11 +194,7 @@ func TestConsumedRefusalsSayWhy(t *testing.T) {
 		Consumed{Source: "a", Receiver: "", Seq: 1},
 		Consumed{Source: "a", Receiver: "r", Seq: 0},
 	))
-	for i, text := range map[int]string{1: `unknown source "nobody"`, 2: "empty receiver", 3: "sequence number 0"} {
-		if res[i].Err == nil || !strings.Contains(res[i].Err.Error(), text) {
-			t.Errorf("entry %d: Err = %v, want it to say %q", res[i].Index, res[i].Err, text)
-		}
-	}
+	checkRefusalsSay(t, res, map[int]string{1: `unknown source "nobody"`, 2: "empty receiver", 3: "sequence number 0"})
 }
 
 func TestReceiversReads(t *testing.T) {
@@ -244,8 +222,7 @@ func TestReceiversReads(t *testing.T) {
 }
 
 func TestReceiversSurviveReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
+	r := openTest(t)
 	log := logOf(1,
 		InitGroup{GroupID: "g-1", Index: 1},
 		pub("a", 1, 5),
@@ -254,10 +231,7 @@ func TestReceiversSurviveReopen(t *testing.T) {
 		Consumed{Source: "a", Receiver: "r1", Seq: 3, UnixNano: 3},
 	)
 	mustApply(t, r, log)
-	wantDigest := mustDigest(t, r)
-	r.Close()
-
-	r = openAt(t, path)
+	r = reopen(t, r)
 	got, err := r.Receivers("a")
 	if err != nil {
 		t.Fatal(err)
@@ -266,15 +240,8 @@ func TestReceiversSurviveReopen(t *testing.T) {
 	if !reflect.DeepEqual(got, wantPositions) {
 		t.Errorf("after reopen Receivers = %+v, want %+v", got, wantPositions)
 	}
-	if mustDigest(t, r) != wantDigest {
-		t.Error("digest changed across reopen")
-	}
 	// Replaying the entries after a restart changes nothing.
-	for _, x := range mustApply(t, r, log[2:]) {
-		if !x.Skipped || x.Consumed != nil {
-			t.Errorf("replayed entry %d: %+v", x.Index, x)
-		}
-	}
+	checkAllSkipped(t, mustApply(t, r, log[2:]))
 	// And the positions go on from where they were.
 	res := mustApply(t, r, logOf(6, Consumed{Source: "a", Receiver: "r2", Seq: 4, UnixNano: 9}, Consumed{Source: "a", Receiver: "r1", Seq: 5, UnixNano: 9}))
 	checkResults(t, res, []want{
@@ -283,31 +250,11 @@ func TestReceiversSurviveReopen(t *testing.T) {
 	})
 }
 
-// pinnedDigest is the digest of pinnedLog as computed before receiver
-// positions existed: a repository without any must keep it.
-const pinnedDigest = "22a1e858a0aa400eca0fe53d34793d5330b6748f9ebe927652b47f87b9d73204"
-
-func pinnedLog() []any {
-	return []any{
-		InitGroup{GroupID: "g-1", Index: 1, UnixNano: 100},
-		Register{Source: "a", Session: "s", UnixNano: 200},
-		pub("a", 1, 3),
-		pub("a", 6, 2),
-		Register{Source: "b", UnixNano: 300},
-		PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 400},
-	}
-}
-
 func TestDigestCoversReceivers(t *testing.T) {
-	digestOf := func(extra ...any) string {
-		r := openTest(t)
-		mustApply(t, r, logOf(1, append(pinnedLog(), extra...)...))
-		return mustDigest(t, r)
-	}
-	if d := digestOf(); d != pinnedDigest {
+	if d := digestAfter(t, pinnedLog()); d != pinnedDigest {
 		t.Fatalf("digest of a repository without receiver positions changed: %s, want %s", d, pinnedDigest)
 	}
-	variants := map[string][]any{
+	checkDigestVariants(t, pinnedLog(), "receiver positions", map[string][]any{
 		"no record":              nil,
 		"refused unknown source": {Consumed{Source: "c", Receiver: "r", Seq: 1, UnixNano: 1}},
 		"refused seq 0":          {Consumed{Source: "a", Receiver: "r", Seq: 0, UnixNano: 1}},
@@ -320,66 +267,34 @@ func TestDigestCoversReceivers(t *testing.T) {
 		"two receivers":          {Consumed{Source: "a", Receiver: "r", Seq: 1, UnixNano: 1}, Consumed{Source: "a", Receiver: "s", Seq: 1, UnixNano: 1}},
 		"two sources":            {Consumed{Source: "a", Receiver: "r", Seq: 1, UnixNano: 1}, Consumed{Source: "b", Receiver: "r", Seq: 1, UnixNano: 1}},
 		"receiver named end":     {Consumed{Source: "a", Receiver: "end", Seq: 1, UnixNano: 1}},
-	}
-	seen := map[string]string{}
-	for name, extra := range variants {
-		d := digestOf(extra...)
-		if name == "no record" || strings.HasPrefix(name, "refused") {
-			if d != pinnedDigest {
-				t.Errorf("%s: digest differs from the repository without receiver positions", name)
-			}
-			continue
-		}
-		if other, dup := seen[d]; dup {
-			t.Errorf("digest blind to the difference between %q and %q", name, other)
-		}
-		seen[d] = name
-		if d == pinnedDigest {
-			t.Errorf("digest blind to %s", name)
-		}
-	}
+	}, func(name string) bool {
+		return name == "no record" || strings.HasPrefix(name, "refused")
+	})
 
 	// Canonical: the order in which records were made does not matter, nor
 	// does a record that did not advance.
-	a := digestOf(Consumed{Source: "a", Receiver: "s", Seq: 2, UnixNano: 1}, Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 1})
-	b := digestOf(Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 1}, Consumed{Source: "a", Receiver: "s", Seq: 2, UnixNano: 1}, Consumed{Source: "a", Receiver: "r", Seq: 2, UnixNano: 9})
+	a := digestAfter(t, pinnedLog(), Consumed{Source: "a", Receiver: "s", Seq: 2, UnixNano: 1}, Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 1})
+	b := digestAfter(t, pinnedLog(), Consumed{Source: "a", Receiver: "r", Seq: 3, UnixNano: 1}, Consumed{Source: "a", Receiver: "s", Seq: 2, UnixNano: 1}, Consumed{Source: "a", Receiver: "r", Seq: 2, UnixNano: 9})
 	if a != b {
 		t.Error("digest depends on the order of receiver records")
 	}
 }
 
 func TestSnapshotCarriesReceivers(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1,
+	src := openApplied(t,
 		InitGroup{GroupID: "g-1", Index: 1},
 		pub("a", 1, 5),
 		Register{Source: "b"},
 		Consumed{Source: "a", Receiver: "r1", Seq: 2, UnixNano: 1},
 		Consumed{Source: "a", Receiver: "r2", Seq: 4, UnixNano: 2},
 		Consumed{Source: "b", Receiver: "r1", Seq: 7, UnixNano: 3},
-	))
-	want := mustDigest(t, src)
+	)
 	wantA, _ := src.Receivers("a")
 	wantB, _ := src.Receivers("b")
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
 
 	// Into an empty store, and over a member of the same group with other
 	// positions: both end with exactly the snapshot's.
-	empty := openTest(t)
-	member := openTest(t)
-	mustApply(t, member, logOf(1, InitGroup{GroupID: "g-1", Index: 1}, pub("a", 1, 1), Consumed{Source: "a", Receiver: "r1", Seq: 9}, Consumed{Source: "a", Receiver: "r3", Seq: 1}))
-	for name, r := range map[string]*Repo{"empty": empty, "member": member} {
-		if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("%s: Restore: %v", name, err)
-		}
+	for name, r := range restoredCopies(t, src, InitGroup{GroupID: "g-1", Index: 1}, pub("a", 1, 1), Consumed{Source: "a", Receiver: "r1", Seq: 9}, Consumed{Source: "a", Receiver: "r3", Seq: 1}) {
 		gotA, err := r.Receivers("a")
 		if err != nil {
 			t.Fatal(err)
@@ -390,9 +305,6 @@ func TestSnapshotCarriesReceivers(t *testing.T) {
 		}
 		if !reflect.DeepEqual(gotA, wantA) || !reflect.DeepEqual(gotB, wantB) {
 			t.Errorf("%s: restored Receivers = %+v / %+v, want %+v / %+v", name, gotA, gotB, wantA, wantB)
-		}
-		if mustDigest(t, r) != want {
-			t.Errorf("%s: restored digest differs", name)
 		}
 		// The restored positions take part in later entries.
 		res := mustApply(t, r, logOf(7, Consumed{Source: "a", Receiver: "r2", Seq: 3, UnixNano: 9}))

@@ -62,12 +62,9 @@ func TestReplayAfterReopen(t *testing.T) {
 	straight := openTest(t)
 	mustApply(t, straight, log)
 
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
+	r := openTest(t)
 	mustApply(t, r, log[:50])
-	r.Close()
-
-	r = openAt(t, path)
+	r = reopen(t, r)
 	res := mustApply(t, r, log[29:]) // replay from index 30
 	for _, x := range res {
 		if skipped := x.Index <= 50; x.Skipped != skipped {

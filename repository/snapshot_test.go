@@ -117,19 +117,7 @@ func TestSnapshotRestoreWhileApplying(t *testing.T) {
 }
 
 func TestRestoreRefusesBadSnapshots(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1, pub("a", 1, 50)))
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var good bytes.Buffer
-	if _, err := snap.WriteTo(&good); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-
-	stream := good.Bytes()
+	stream := snapshotBytes(t, openApplied(t, pub("a", 1, 50)))
 	corrupt := append([]byte(nil), stream...)
 	corrupt[len(corrupt)/2] ^= 0x01
 	framed := func(file []byte) []byte {
@@ -161,8 +149,7 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := openTest(t)
-			mustApply(t, r, logOf(1, Register{Source: "keep", UnixNano: 1}, pub("keep", 1, 3)))
+			r := openApplied(t, Register{Source: "keep", UnixNano: 1}, pub("keep", 1, 3))
 			before := mustDigest(t, r)
 			err := r.Restore(tt.rd)
 			if err == nil {
@@ -208,20 +195,9 @@ func foreignBolt(t *testing.T) []byte {
 }
 
 func TestReadsDuringRestore(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1, pub("a", 1, 200)))
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
+	snap := snapshotBytes(t, openApplied(t, pub("a", 1, 200)))
 
-	r := openTest(t)
-	mustApply(t, r, logOf(1, pub("a", 1, 10)))
+	r := openApplied(t, pub("a", 1, 10))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 4 {
@@ -249,7 +225,7 @@ func TestReadsDuringRestore(t *testing.T) {
 		}()
 	}
 	for range 5 {
-		if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		if err := r.Restore(bytes.NewReader(snap)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,26 +237,11 @@ func TestReadsDuringRestore(t *testing.T) {
 }
 
 func TestRestoreRefusesAnotherGroup(t *testing.T) {
-	snapshotOf := func(cmds ...any) []byte {
-		src := openTest(t)
-		mustApply(t, src, logOf(1, cmds...))
-		snap, err := src.Snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer snap.Release()
-		var b bytes.Buffer
-		if _, err := snap.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	g1 := snapshotOf(InitGroup{GroupID: "g1", Index: 1}, pub("a", 1, 2))
-	g2 := snapshotOf(InitGroup{GroupID: "g2", Index: 2}, pub("a", 1, 2))
-	none := snapshotOf(pub("a", 1, 2))
+	g1 := snapshotBytes(t, openApplied(t, InitGroup{GroupID: "g1", Index: 1}, pub("a", 1, 2)))
+	g2 := snapshotBytes(t, openApplied(t, InitGroup{GroupID: "g2", Index: 2}, pub("a", 1, 2)))
+	none := snapshotBytes(t, openApplied(t, pub("a", 1, 2)))
 
-	r := openTest(t)
-	mustApply(t, r, logOf(1, InitGroup{GroupID: "g1", Index: 1}))
+	r := openApplied(t, InitGroup{GroupID: "g1", Index: 1})
 	for name, snap := range map[string][]byte{"other group": g2, "no group": none} {
 		if err := r.Restore(bytes.NewReader(snap)); !errors.Is(err, ErrGroupMismatch) {
 			t.Errorf("%s: Restore = %v, want ErrGroupMismatch", name, err)

@@ -3,13 +3,11 @@ package repository
 import (
 	"bytes"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
-	bolt "go.etcd.io/bbolt"
 )
 
 // sized publishes n messages of size bytes each, first..first+n-1.
@@ -30,29 +28,9 @@ func seqRange(first, last uint64) []uint64 {
 	return out
 }
 
-// heldSeqs returns the sequence numbers Read finds of source.
-func heldSeqs(t *testing.T, r *Repo, source string) []uint64 {
-	t.Helper()
-	msgs, err := r.Read(source, 0, ^uint64(0), 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []uint64
-	for _, m := range msgs {
-		out = append(out, m.Seq)
-	}
-	return out
-}
-
 func TestApplyTrim(t *testing.T) {
 	long := strings.Repeat("s", MaxSourceNameLen+1)
-	tests := []struct {
-		name    string
-		cmds    []any
-		wants   []want
-		sources []SourceInfo        // Sources() afterwards
-		held    map[string][]uint64 // what Read finds afterwards, per source
-	}{
+	runSourceCases(t, []sourceCase{
 		{
 			name: "trim the middle",
 			cmds: []any{sized("a", 1, 10, 10), Trim{Source: "a", Through: 4, Reason: "messages", UnixNano: 1}},
@@ -259,40 +237,7 @@ func TestApplyTrim(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", HighSeq: 2, LowSeq: 2, Count: 1, Bytes: 1, TrimmedThrough: 1}},
 			held:    map[string][]uint64{"a": {2}},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := logOf(1, tt.cmds...)
-			// In one batch, and one entry per batch: the same results.
-			whole := openTest(t)
-			checkResults(t, mustApply(t, whole, log), tt.wants)
-			single := openTest(t)
-			var got []Result
-			for i := range log {
-				got = append(got, mustApply(t, single, log[i:i+1])...)
-			}
-			checkResults(t, got, tt.wants)
-			if mustDigest(t, whole) != mustDigest(t, single) {
-				t.Error("digest depends on how the log is cut into batches")
-			}
-
-			if got, want := whole.AppliedIndex(), uint64(len(log)); got != want {
-				t.Errorf("AppliedIndex = %d, want %d (refused entries count as applied)", got, want)
-			}
-			sources, err := whole.Sources()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(sources, tt.sources) {
-				t.Errorf("Sources =\n  %+v\nwant\n  %+v", sources, tt.sources)
-			}
-			for _, s := range sources {
-				if got, want := heldSeqs(t, whole, s.Name), tt.held[s.Name]; !reflect.DeepEqual(got, want) {
-					t.Errorf("Read(%q) finds %v, want %v", s.Name, got, want)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestTrimRefusalsSayWhy(t *testing.T) {
@@ -302,11 +247,7 @@ func TestTrimRefusalsSayWhy(t *testing.T) {
 		Trim{Source: "nobody", Through: 1},
 		Trim{Source: "a", Through: 0},
 	))
-	for i, text := range map[int]string{1: `unknown source "nobody"`, 2: "sequence number 0"} {
-		if res[i].Err == nil || !strings.Contains(res[i].Err.Error(), text) {
-			t.Errorf("entry %d: Err = %v, want it to say %q", res[i].Index, res[i].Err, text)
-		}
-	}
+	checkRefusalsSay(t, res, map[int]string{1: `unknown source "nobody"`, 2: "sequence number 0"})
 }
 
 // A trim that deletes many messages, across many bbolt pages, leaves exactly
@@ -367,8 +308,7 @@ func TestRetentionPlan(t *testing.T) {
 		{"after a trim: fits", "t", 60, 6, 0, ""},
 		{"no messages", "e", 1, 1, 0, ""},
 	}
-	r := openTest(t)
-	mustApply(t, r, logOf(1, setup...))
+	r := openApplied(t, setup...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			through, reason, err := r.RetentionPlan(tt.source, tt.maxBytes, tt.maxMessages)
@@ -383,8 +323,7 @@ func TestRetentionPlan(t *testing.T) {
 			}
 			// Applying the plan makes the source fit, and it is the smallest
 			// Through that does: the last message it drops was needed.
-			c := openTest(t)
-			mustApply(t, c, logOf(1, setup...))
+			c := openApplied(t, setup...)
 			before, _ := c.Read(tt.source, 0, ^uint64(0), 0, 0)
 			res := mustApply(t, c, logOf(uint64(len(setup)+1), Trim{Source: tt.source, Through: through, Reason: reason}))
 			if res[0].Trim == nil || !res[0].Trim.Advanced {
@@ -425,8 +364,7 @@ func TestRetentionPlan(t *testing.T) {
 }
 
 func TestTrimSurvivesReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "repo.db")
-	r := openAt(t, path)
+	r := openTest(t)
 	log := logOf(1,
 		InitGroup{GroupID: "g-1", Index: 1},
 		sized("a", 1, 10, 4),
@@ -434,11 +372,8 @@ func TestTrimSurvivesReopen(t *testing.T) {
 		Trim{Source: "a", Through: 12, Reason: "bytes", UnixNano: 1},
 	)
 	mustApply(t, r, log)
-	wantDigest := mustDigest(t, r)
 	wantInfo, _, _ := r.Source("a")
-	r.Close()
-
-	r = openAt(t, path)
+	r = reopen(t, r)
 	info, ok, err := r.Source("a")
 	if err != nil || !ok {
 		t.Fatalf("Source after reopen: %v %v", ok, err)
@@ -446,15 +381,8 @@ func TestTrimSurvivesReopen(t *testing.T) {
 	if want := (SourceInfo{Name: "a", HighSeq: 15, LowSeq: 15, Count: 1, Bytes: 4, Gaps: []Range{{13, 14}}, TrimmedThrough: 12}); !reflect.DeepEqual(info, want) || !reflect.DeepEqual(info, wantInfo) {
 		t.Errorf("after reopen Source = %+v, want %+v", info, want)
 	}
-	if mustDigest(t, r) != wantDigest {
-		t.Error("digest changed across reopen")
-	}
 	// Replaying the entries after a restart changes nothing.
-	for _, x := range mustApply(t, r, log[1:]) {
-		if !x.Skipped || x.Trim != nil || x.Publish != nil {
-			t.Errorf("replayed entry %d: %+v", x.Index, x)
-		}
-	}
+	checkAllSkipped(t, mustApply(t, r, log[1:]))
 	// And retention goes on from where it was.
 	res := mustApply(t, r, logOf(5, sized("a", 10, 5, 4), Trim{Source: "a", Through: 11}, Trim{Source: "a", Through: 14}))
 	checkResults(t, res, []want{
@@ -465,35 +393,18 @@ func TestTrimSurvivesReopen(t *testing.T) {
 }
 
 func TestSnapshotCarriesTrims(t *testing.T) {
-	src := openTest(t)
-	mustApply(t, src, logOf(1,
+	src := openApplied(t,
 		InitGroup{GroupID: "g-1", Index: 1},
 		sized("a", 1, 10, 3),
 		sized("b", 1, 3, 3),
 		Trim{Source: "a", Through: 6},
 		Trim{Source: "b", Through: 3},
-	))
-	wantDigest := mustDigest(t, src)
+	)
 	wantSources, _ := src.Sources()
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := snap.WriteTo(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
 
 	// Into an empty store, and over a member of the same group that holds
 	// the released messages: both end with exactly the snapshot's.
-	empty := openTest(t)
-	member := openTest(t)
-	mustApply(t, member, logOf(1, InitGroup{GroupID: "g-1", Index: 1}, sized("a", 1, 10, 3), sized("b", 1, 3, 3)))
-	for name, r := range map[string]*Repo{"empty": empty, "member": member} {
-		if err := r.Restore(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatalf("%s: Restore: %v", name, err)
-		}
+	for name, r := range restoredCopies(t, src, InitGroup{GroupID: "g-1", Index: 1}, sized("a", 1, 10, 3), sized("b", 1, 3, 3)) {
 		got, err := r.Sources()
 		if err != nil {
 			t.Fatal(err)
@@ -503,9 +414,6 @@ func TestSnapshotCarriesTrims(t *testing.T) {
 		}
 		if held := heldSeqs(t, r, "a"); !reflect.DeepEqual(held, seqRange(7, 10)) {
 			t.Errorf("%s: restored source a holds %v", name, held)
-		}
-		if mustDigest(t, r) != wantDigest {
-			t.Errorf("%s: restored digest differs", name)
 		}
 		// The restored retention point takes part in later entries.
 		res := mustApply(t, r, logOf(6, sized("a", 5, 3, 3), Trim{Source: "b", Through: 2}))
@@ -517,16 +425,11 @@ func TestSnapshotCarriesTrims(t *testing.T) {
 }
 
 func TestDigestCoversTrims(t *testing.T) {
-	digestOf := func(extra ...any) string {
-		r := openTest(t)
-		mustApply(t, r, logOf(1, append(pinnedLog(), extra...)...))
-		return mustDigest(t, r)
-	}
 	// pinnedLog: a holds 1..3 and 6..7 (gap [4,5]); b holds nothing.
-	if d := digestOf(); d != pinnedDigest {
+	if d := digestAfter(t, pinnedLog()); d != pinnedDigest {
 		t.Fatalf("digest of a repository without trims changed: %s, want %s", d, pinnedDigest)
 	}
-	variants := map[string][]any{
+	checkDigestVariants(t, pinnedLog(), "trims", map[string][]any{
 		"no trim":                  nil,
 		"refused unknown source":   {Trim{Source: "c", Through: 1}},
 		"refused through 0":        {Trim{Source: "a", Through: 0}},
@@ -538,52 +441,20 @@ func TestDigestCoversTrims(t *testing.T) {
 		"through 5, end of a gap":  {Trim{Source: "a", Through: 5}},
 		"through 7, everything":    {Trim{Source: "a", Through: 7}},
 		"through 2 with a new one": {Trim{Source: "a", Through: 2}, pub("a", 8, 1)},
-	}
-	seen := map[string]string{}
-	for name, extra := range variants {
-		d := digestOf(extra...)
-		if name == "no trim" || strings.HasPrefix(name, "refused") || strings.HasPrefix(name, "nothing") {
-			if d != pinnedDigest {
-				t.Errorf("%s: digest differs from the repository without trims", name)
-			}
-			continue
-		}
-		if other, dup := seen[d]; dup {
-			t.Errorf("digest blind to the difference between %q and %q", name, other)
-		}
-		seen[d] = name
-		if d == pinnedDigest {
-			t.Errorf("digest blind to %s", name)
-		}
-	}
+	}, func(name string) bool {
+		return name == "no trim" || strings.HasPrefix(name, "refused") || strings.HasPrefix(name, "nothing")
+	})
 
 	// Canonical: a Trim that did not advance, or trims in steps, end as one.
-	a := digestOf(Trim{Source: "a", Through: 3})
-	b := digestOf(Trim{Source: "a", Through: 1}, Trim{Source: "a", Through: 3}, Trim{Source: "a", Through: 2})
+	a := digestAfter(t, pinnedLog(), Trim{Source: "a", Through: 3})
+	b := digestAfter(t, pinnedLog(), Trim{Source: "a", Through: 1}, Trim{Source: "a", Through: 3}, Trim{Source: "a", Through: 2})
 	if a != b {
 		t.Error("digest depends on how retention got there")
 	}
 
 	// TrimmedThrough itself is digested, not only its effect on the
 	// messages and gaps: a state that differs in it alone digests apart.
-	r := openTest(t)
-	mustApply(t, r, logOf(1, append(pinnedLog(), Trim{Source: "a", Through: 3})...))
-	before := mustDigest(t, r)
-	if err := r.db.Update(func(tx *bolt.Tx) error {
-		st, err := loadState(tx, "a")
-		if err != nil {
-			return err
-		}
-		st.TrimmedThrough = 2
-		v, err := encodeState(&st)
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bucketSources).Bucket([]byte("a")).Put(keyState, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if mustDigest(t, r) == before {
+	if !digestSeesEdit(t, append(pinnedLog(), Trim{Source: "a", Through: 3}), "a", func(st *sourceState) { st.TrimmedThrough = 2 }) {
 		t.Error("digest blind to TrimmedThrough")
 	}
 }
