@@ -36,6 +36,9 @@ type host struct {
 	logPath    string
 	disk       *disk // nil when slow disks are off
 	log        *slog.Logger
+	// runArgs are extra flags for every `umstored run` of the host (the
+	// schedule's snapshot settings).
+	runArgs []string
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
@@ -58,8 +61,9 @@ func (h *host) start(why string) error {
 		return fmt.Errorf("open host %s log: %w", h.name, err)
 	}
 	fmt.Fprintf(lf, "%s incarnation=%d %s\n", incarnationMarker, h.incarnation, why)
-	cmd := exec.Command(filepath.Join(h.bin, "umstored"), "run", "--deployment", h.deploy, "--host", h.name,
-		"--data-dir", h.dataDir, "--admin-addr", h.admin)
+	args := append([]string{"run", "--deployment", h.deploy, "--host", h.name,
+		"--data-dir", h.dataDir, "--admin-addr", h.admin}, h.runArgs...)
+	cmd := exec.Command(filepath.Join(h.bin, "umstored"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {
@@ -187,6 +191,7 @@ type storeStatus struct {
 	State         string `json:"state"`
 	Leader        string `json:"leader"`
 	AppliedIndex  uint64 `json:"applied_index"`
+	SnapshotIndex uint64 `json:"snapshot_index"`
 	HasState      bool   `json:"has_state"`
 	CatchingUp    bool   `json:"catching_up"`
 	WaitingToJoin bool   `json:"waiting_to_join"`
@@ -229,8 +234,9 @@ type cluster struct {
 }
 
 // newCluster plans a two-host deployment in dir on free ports; with
-// slowDisks each host gets a disk of its own (see disk).
-func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, log *slog.Logger) (*cluster, error) {
+// slowDisks each host gets a disk of its own (see disk). runArgs are added
+// to every `umstored run` of either host.
+func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, runArgs []string, log *slog.Logger) (*cluster, error) {
 	c := &cluster{dir: dir, bin: bin, deploy: filepath.Join(dir, "deployment.yaml"), base: base, log: log}
 	args := []string{"plan", "--base-port", fmt.Sprint(base), "--out", c.deploy}
 	for _, h := range hostAddrs {
@@ -249,7 +255,7 @@ func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, 
 	}
 	for _, h := range hostAddrs {
 		hh := &host{
-			name: h.name, addr: h.addr, bin: bin, deploy: c.deploy, log: log,
+			name: h.name, addr: h.addr, bin: bin, deploy: c.deploy, runArgs: runArgs, log: log,
 			dataDir: filepath.Join(dir, h.name),
 			admin:   fmt.Sprintf("%s:%d", h.addr, base+2000),
 			logPath: filepath.Join(dir, h.name+".log"),
@@ -373,6 +379,32 @@ func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error
 		}
 		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
 			return fmt.Errorf("waiting for restoration (%s): %w", why, err)
+		}
+	}
+}
+
+// waitSnapshotted waits, at most timeout, until every store reports a
+// snapshot of its own: from then on its log is compacted, so a member that
+// is wiped catches up by snapshot install. It returns the stores that had
+// none when it gave up.
+func (c *cluster) waitSnapshotted(ctx context.Context, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		var missing []string
+		for _, h := range c.hosts {
+			sts, err := h.status(ctx)
+			if err != nil {
+				missing = append(missing, "host "+h.name)
+				continue
+			}
+			for _, s := range sts {
+				if s.SnapshotIndex == 0 {
+					missing = append(missing, s.Name)
+				}
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) || sleepCtx(ctx, 200*time.Millisecond) != nil {
+			return missing
 		}
 	}
 }

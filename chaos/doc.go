@@ -29,6 +29,20 @@
 //     free the dead publisher's source after source-activity-timeout (30 s
 //     by default), so the new incarnation typically registers then.
 //
+// Every `umstored run` gets small snapshot settings drawn for the schedule
+// from its seed (--snapshot-threshold 64-256 entries, --snapshot-interval
+// 1-2s, --trailing-logs 16-64): the stores snapshot every second or two and
+// keep only a few dozen entries, so a wiped member, and one that fell far
+// behind, catches up by snapshot install (its leader streams a live copy
+// of the repository) rather than from the log. Before the first fault the
+// harness waits (at most 30s) until every store has taken a snapshot, so
+// that even a wipe drawn first ends in installs. With umstored's defaults
+// (--default-snapshots) a schedule never compacts its log and never runs
+// that path. The settings and how many snapshots were taken, sent and
+// installed (counted from raft's lines in the daemons' logs) are reported
+// for each schedule; snapshot_installs in the totals says whether the
+// install path ran at all.
+//
 // Only one host is ever down, paused, wiped or cut off at a time, and after
 // each host fault the harness waits until every store is up, every group
 // has a leader and `umstored status` says publishing is possible: the
@@ -71,7 +85,7 @@
 //	go run ./chaos --schedules 50 --seed 1 --json
 //
 // The last line with --json is one JSON object with the totals: schedules,
-// faults, acknowledged, lost, violations and more. Replay one schedule of a
+// faults, acknowledged, lost, violations, snapshot_installs and more. Replay one schedule of a
 // seed with --seed S --start N --schedules 1 --keep (the faults and their
 // timing are replayed; the processes' own timing is not, so a race may take
 // a few replays); draw only some faults with --kinds, e.g.

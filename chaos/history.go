@@ -130,6 +130,10 @@ type History struct {
 	Seed     int64   `json:"seed"`
 	Plan     []Fault `json:"plan"`
 	Sources  []string
+	// Snapshots are the schedule's snapshot settings (nil: umstored's
+	// defaults), SnapshotLog what the daemons logged about snapshots.
+	Snapshots   *SnapshotSettings `json:"snapshots"`
+	SnapshotLog SnapshotLog       `json:"snapshot_log"`
 
 	event         int
 	Faults        []FaultRecord         `json:"faults"`
@@ -250,6 +254,13 @@ func (h *History) AddBootstraps(b []Bootstrap) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Bootstraps = append(h.Bootstraps, b...)
+}
+
+// AddSnapshotLog records what one host's log said about snapshots.
+func (h *History) AddSnapshotLog(l SnapshotLog) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.SnapshotLog.add(l)
 }
 
 // Problemf records a problem the harness saw.

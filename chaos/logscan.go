@@ -24,6 +24,36 @@ const (
 	logCaughtUp  = "caught up with the group"
 )
 
+// Raft's messages about snapshots (hashicorp/raft v1.7: snapshot.go,
+// replication.go, raft.go), and the store's own when it restores a
+// received snapshot at start (storegroup/store.go).
+const (
+	logSnapshotTaken     = "snapshot complete up to"
+	logSnapshotSending   = "installing snapshot on"
+	logSnapshotSendFail  = "failed to install snapshot"
+	logSnapshotOpenFail  = "failed to open snapshot"
+	logSnapshotInstalled = "Installed remote snapshot"
+	logSnapshotRestoring = "repository is behind the latest snapshot; restoring it"
+)
+
+// logSnapshotReceiveFails are the member's messages when a snapshot it is
+// sent cannot be stored or restored.
+var logSnapshotReceiveFails = []string{
+	"failed to create snapshot to install",
+	"failed to copy snapshot",
+	"failed to receive whole snapshot",
+	"failed to restore snapshot",
+}
+
+// hostLog is what the scan of one host daemon's log found.
+type hostLog struct {
+	Bootstraps []Bootstrap
+	// Overlaps are the moments two empty stores of a group caught up
+	// together.
+	Overlaps  []CatchUpObs
+	Snapshots SnapshotLog
+}
+
 var logField = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
 
 // logFields parses one slog text line into its key=value fields.
@@ -44,13 +74,12 @@ func logFields(line string) map[string]string {
 }
 
 // scanHostLog reads one host daemon's log (all incarnations) and returns
-// every bootstrap and identity creation, and every moment at which two
-// empty stores of a group were catching up together: between a store's
-// "joining the group empty" and its "caught up with the group" lines,
-// within one incarnation of the daemon.
-func scanHostLog(host string, r io.Reader) ([]Bootstrap, []CatchUpObs, error) {
-	var boots []Bootstrap
-	var overlaps []CatchUpObs
+// every bootstrap and identity creation, every moment at which two empty
+// stores of a group were catching up together (between a store's "joining
+// the group empty" and its "caught up with the group" lines, within one
+// incarnation of the daemon), and what raft logged about snapshots.
+func scanHostLog(host string, r io.Reader) (hostLog, error) {
+	var out hostLog
 	inc := 0
 	catching := map[int][]string{} // group -> stores catching up
 	sc := bufio.NewScanner(r)
@@ -76,32 +105,46 @@ func scanHostLog(host string, r io.Reader) ([]Bootstrap, []CatchUpObs, error) {
 		store := f["store"]
 		switch {
 		case strings.HasPrefix(msg, logBootstrap):
-			boots = append(boots, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "bootstrap"})
+			out.Bootstraps = append(out.Bootstraps, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "bootstrap"})
 		case strings.HasPrefix(msg, logIdentity):
-			boots = append(boots, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "identity", GroupID: f["group_id"]})
+			out.Bootstraps = append(out.Bootstraps, Bootstrap{Host: host, Incarnation: inc, Store: store, Group: group, Kind: "identity", GroupID: f["group_id"]})
 		case strings.HasPrefix(msg, logJoining):
 			if !slices.Contains(catching[group], store) {
 				catching[group] = append(catching[group], store)
 			}
 			if len(catching[group]) > 1 {
 				at, _ := time.Parse(time.RFC3339Nano, f["time"])
-				overlaps = append(overlaps, CatchUpObs{Host: host, Group: group, Stores: slices.Clone(catching[group]), Via: fmt.Sprintf("log of incarnation %d", inc), At: at})
+				out.Overlaps = append(out.Overlaps, CatchUpObs{Host: host, Group: group, Stores: slices.Clone(catching[group]), Via: fmt.Sprintf("log of incarnation %d", inc), At: at})
 			}
 		case strings.HasPrefix(msg, logCaughtUp):
 			catching[group] = slices.DeleteFunc(catching[group], func(s string) bool { return s == store })
+		case strings.HasPrefix(msg, logSnapshotTaken):
+			out.Snapshots.Taken++
+		case strings.HasPrefix(msg, logSnapshotSending):
+			out.Snapshots.Sent++
+		case strings.HasPrefix(msg, logSnapshotSendFail) && f["peer"] != "", strings.HasPrefix(msg, logSnapshotOpenFail):
+			out.Snapshots.SendFailed++
+		case strings.HasPrefix(msg, logSnapshotInstalled):
+			at, _ := time.Parse(time.RFC3339Nano, f["time"])
+			out.Snapshots.Installed++
+			out.Snapshots.Installs = append(out.Snapshots.Installs, SnapshotInstall{Host: host, Incarnation: inc, Store: store, At: at})
+		case strings.HasPrefix(msg, logSnapshotSendFail) || slices.ContainsFunc(logSnapshotReceiveFails, func(p string) bool { return strings.HasPrefix(msg, p) }):
+			out.Snapshots.ReceiveFailed++
+		case strings.HasPrefix(msg, logSnapshotRestoring):
+			out.Snapshots.RestoredAtStart++
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read host %s log: %w", host, err)
+		return hostLog{}, fmt.Errorf("read host %s log: %w", host, err)
 	}
-	return boots, overlaps, nil
+	return out, nil
 }
 
 // scanHostLogFile is scanHostLog on a file.
-func scanHostLogFile(host, path string) ([]Bootstrap, []CatchUpObs, error) {
+func scanHostLogFile(host, path string) (hostLog, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open host %s log: %w", host, err)
+		return hostLog{}, fmt.Errorf("open host %s log: %w", host, err)
 	}
 	defer f.Close()
 	return scanHostLog(host, f)

@@ -2,15 +2,17 @@ package main
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
 
 func TestScanHostLogStagedRestart(t *testing.T) {
-	boots, overlaps, err := scanHostLogFile("A", filepath.Join("testdata", "host-a-wiped.log"))
+	scan, err := scanHostLogFile("A", filepath.Join("testdata", "host-a-wiped.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	boots, overlaps := scan.Bootstraps, scan.Overlaps
 	var kinds []string
 	for _, b := range boots {
 		kinds = append(kinds, b.Kind+":"+b.Store)
@@ -29,10 +31,11 @@ func TestScanHostLogStagedRestart(t *testing.T) {
 }
 
 func TestScanHostLogFlagsOverlapAndRebootstrap(t *testing.T) {
-	boots, overlaps, err := scanHostLogFile("A", filepath.Join("testdata", "host-a-overlap.log"))
+	scan, err := scanHostLogFile("A", filepath.Join("testdata", "host-a-overlap.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	boots, overlaps := scan.Bootstraps, scan.Overlaps
 	if len(overlaps) != 1 || strings.Join(overlaps[0].Stores, ",") != "G1S1,G1S2" || overlaps[0].Group != 1 {
 		t.Fatalf("overlaps = %+v", overlaps)
 	}
@@ -54,5 +57,27 @@ func TestLogFields(t *testing.T) {
 	f := logFields(`time=2026-01-01T10:00:00Z level=INFO msg="a \"quoted\" message" store=G1S1 group=1 empty=`)
 	if f["msg"] != `a "quoted" message` || f["store"] != "G1S1" || f["group"] != "1" || f["empty"] != "" {
 		t.Fatalf("fields = %v", f)
+	}
+}
+
+// Raft's snapshot lines, as they reach a host's log, are counted on both
+// sides: the leader sending (and failing to), the member installing.
+func TestScanHostLogSnapshots(t *testing.T) {
+	scan, err := scanHostLogFile("A", filepath.Join("testdata", "host-a-snapshots.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scan.Snapshots
+	want := SnapshotLog{Taken: 1, Sent: 1, SendFailed: 1, Installed: 2, ReceiveFailed: 1, RestoredAtStart: 1}
+	installs := got.Installs
+	got.Installs = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot counts = %+v, want %+v", got, want)
+	}
+	if len(installs) != 2 || installs[0].Store != "G2S1" || installs[0].Incarnation != 2 || installs[1].Store != "G1S1" || installs[1].Incarnation != 3 || installs[0].At.IsZero() {
+		t.Fatalf("installs = %+v", installs)
+	}
+	if len(scan.Overlaps) != 0 || len(scan.Bootstraps) != 0 {
+		t.Fatalf("bootstraps %+v, overlaps %+v", scan.Bootstraps, scan.Overlaps)
 	}
 }

@@ -30,10 +30,39 @@ type Totals struct {
 	SlowDisks     bool    `json:"slow_disks"`
 	// PublisherState says whether publishers kept a state file.
 	PublisherState bool `json:"publisher_state"`
+	// DefaultSnapshots says whether the stores ran with umstored's default
+	// snapshot settings (--default-snapshots) rather than small ones.
+	DefaultSnapshots bool `json:"default_snapshots"`
+	// SnapshotInstalls counts snapshots members installed from their
+	// leader over all schedules (raft's "Installed remote snapshot"): how
+	// often the snapshot install path ran to the end. SnapshotSends,
+	// SnapshotSendFailures and SnapshotsTaken count the leaders' attempts,
+	// their failures (a member killed or cut off mid-transfer) and the
+	// stores' own snapshots.
+	SnapshotInstalls     int `json:"snapshot_installs"`
+	SnapshotSends        int `json:"snapshot_sends"`
+	SnapshotSendFailures int `json:"snapshot_send_failures"`
+	SnapshotsTaken       int `json:"snapshots_taken"`
+	// Snapshots lists each schedule's snapshot settings and counts.
+	Snapshots []ScheduleSnapshots `json:"schedule_snapshots"`
+}
+
+// ScheduleSnapshots is one schedule's snapshot settings (nil: umstored's
+// defaults) and what its daemons logged about snapshots.
+type ScheduleSnapshots struct {
+	Schedule  int               `json:"schedule"`
+	Settings  *SnapshotSettings `json:"settings"`
+	Taken     int               `json:"taken"`
+	Sent      int               `json:"sent"`
+	Installed int               `json:"installed"`
+	// Wipes counts the schedule's wipe-host and wipe-crash faults: each
+	// should end in snapshot installs when Settings are small.
+	Wipes int `json:"wipes"`
 }
 
 func newTotals(opts options) *Totals {
-	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, PublisherState: opts.PublisherState}
+	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, PublisherState: opts.PublisherState,
+		DefaultSnapshots: opts.DefaultSnapshots, Snapshots: []ScheduleSnapshots{}}
 }
 
 // add counts one schedule.
@@ -52,6 +81,13 @@ func (t *Totals) add(r scheduleResult) {
 	if s := r.LongestStall.Seconds(); s > t.LongestStallS {
 		t.LongestStallS, t.StallWhere = s, fmt.Sprintf("schedule %d: %s", r.Index, r.StallWhere)
 	}
+	sl := r.SnapshotLog
+	t.SnapshotInstalls += sl.Installed
+	t.SnapshotSends += sl.Sent
+	t.SnapshotSendFailures += sl.SendFailed
+	t.SnapshotsTaken += sl.Taken
+	t.Snapshots = append(t.Snapshots, ScheduleSnapshots{Schedule: r.Index, Settings: r.Snapshots, Taken: sl.Taken, Sent: sl.Sent, Installed: sl.Installed,
+		Wipes: r.Kinds[string(WipeHost)] + r.Kinds[string(WipeCrash)]})
 	t.Acknowledged += r.Acknowledged
 	t.Delivered += r.Delivered
 	t.Lost += r.Lost
@@ -85,6 +121,9 @@ func reproduceCommand(opts options, index int) string {
 	if opts.LongOutages {
 		args = append(args, "--long-outages")
 	}
+	if opts.DefaultSnapshots {
+		args = append(args, "--default-snapshots")
+	}
 	if opts.Rate != 200 {
 		args = append(args, fmt.Sprintf("--rate %d", opts.Rate))
 	}
@@ -116,8 +155,11 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(w, "schedule %d: %s: faults %d (%s), acknowledged %d, delivered %d, lost %d, violations %d, longest stall %v, %v\n",
-		r.Index, verdict, r.Faults, strings.Join(kinds, " "), r.Acknowledged, r.Delivered, r.Lost, len(r.Violations), r.LongestStall.Round(100*time.Millisecond), r.Duration.Round(time.Second))
+	fmt.Fprintf(w, "schedule %d: %s: faults %d (%s), acknowledged %d, delivered %d, lost %d, violations %d, longest stall %v, snapshot installs %d, %v\n",
+		r.Index, verdict, r.Faults, strings.Join(kinds, " "), r.Acknowledged, r.Delivered, r.Lost, len(r.Violations), r.LongestStall.Round(100*time.Millisecond), r.SnapshotLog.Installed, r.Duration.Round(time.Second))
+	sl := r.SnapshotLog
+	fmt.Fprintf(w, "  snapshots (%s): taken %d, sent %d (failed %d), installed %d (failed %d), restored at start %d\n",
+		r.Snapshots, sl.Taken, sl.Sent, sl.SendFailed, sl.Installed, sl.ReceiveFailed, sl.RestoredAtStart)
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  violation %s\n", v)
 	}
@@ -131,8 +173,8 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 // printTotals prints the run's totals: a summary line, and with --json one
 // JSON object as the last line.
 func printTotals(w io.Writer, opts options, t *Totals) {
-	fmt.Fprintf(w, "chaos: seed %d: %d schedules, %d faults, %d acknowledged, %d lost, %d violations in %.0fs\n",
-		t.Seed, t.Schedules, t.Faults, t.Acknowledged, t.Lost, t.Violations, t.Seconds)
+	fmt.Fprintf(w, "chaos: seed %d: %d schedules, %d faults, %d acknowledged, %d lost, %d violations, %d snapshot installs in %.0fs\n",
+		t.Seed, t.Schedules, t.Faults, t.Acknowledged, t.Lost, t.Violations, t.SnapshotInstalls, t.Seconds)
 	if opts.JSON {
 		js, _ := json.Marshal(t)
 		fmt.Fprintln(w, string(js))

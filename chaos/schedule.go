@@ -36,6 +36,11 @@ type scheduleResult struct {
 	// Interrupted is set when the run was stopped during the schedule; its
 	// checks are then not counted.
 	Interrupted bool `json:"interrupted"`
+	// Snapshots are the snapshot settings the stores ran with (nil:
+	// umstored's defaults), SnapshotLog what their logs said about
+	// snapshots.
+	Snapshots   *SnapshotSettings `json:"snapshots"`
+	SnapshotLog SnapshotLog       `json:"snapshot_log"`
 }
 
 // scheduleRand is the random source of schedule index of a run with seed:
@@ -64,10 +69,15 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	rng := scheduleRand(opts.Seed, index)
 	sources := sourceNames(opts.Sources)
 	plan := planSchedule(rng, planConfig{Faults: opts.FaultsPerSchedule, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, Sources: sources, Only: opts.Kinds, LongOutages: opts.LongOutages})
-	res := scheduleResult{Index: index, Plan: plan, Kinds: map[string]int{}}
+	var snaps *SnapshotSettings
+	if !opts.DefaultSnapshots {
+		snaps = pickSnapshotSettings(opts.Seed, index)
+	}
+	res := scheduleResult{Index: index, Plan: plan, Kinds: map[string]int{}, Snapshots: snaps}
 	log := env.log.With("schedule", index)
 	hist := NewHistory(index, opts.Seed, sources)
 	hist.Plan = plan
+	hist.Snapshots = snaps
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
@@ -101,14 +111,14 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	for _, f := range plan {
 		planText = append(planText, f.String())
 	}
-	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "dir", dir)
+	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "dir", dir)
 
 	base, err := freeBasePort(rng.IntN(1000) + index*3)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
-	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, log)
+	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, snaps.args(), log)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
@@ -184,6 +194,17 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 				return
 			}
 		}
+		// With small snapshot settings, every store compacts its log
+		// before the first fault, so that a wipe, even the first fault,
+		// ends in snapshot installs.
+		if snaps != nil {
+			t0 := time.Now()
+			if missing := c.waitSnapshotted(ctx, 30*time.Second); len(missing) > 0 {
+				log.Warn("not every store took a snapshot before the first fault; a wipe may catch up from the log", "without_snapshot", strings.Join(missing, ","))
+			} else {
+				log.Info("every store took a snapshot", "took", time.Since(t0).Round(100*time.Millisecond))
+			}
+		}
 		for i, f := range plan {
 			if ctx.Err() != nil {
 				hist.Problemf("timeout", "the schedule ran out of time before fault %d: %v", i+1, ctx.Err())
@@ -247,15 +268,16 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	stopAll()
 	log.Info("deployment stopped", "took", time.Since(endStart).Round(100*time.Millisecond))
 	for _, h := range c.hosts {
-		boots, overlaps, err := scanHostLogFile(h.name, h.logPath)
+		scan, err := scanHostLogFile(h.name, h.logPath)
 		if err != nil {
 			hist.Problemf("harness", "%v", err)
 			continue
 		}
-		hist.AddBootstraps(boots)
-		for _, o := range overlaps {
+		hist.AddBootstraps(scan.Bootstraps)
+		for _, o := range scan.Overlaps {
 			hist.ObserveCatchUp(o)
 		}
+		hist.AddSnapshotLog(scan.Snapshots)
 	}
 	return finish(parent, env, hist, res, start, log)
 }
@@ -275,6 +297,7 @@ func finish(parent context.Context, env *runEnv, hist *History, res scheduleResu
 		res.Faults++
 		res.Kinds[string(f.Kind)]++
 	}
+	res.SnapshotLog = hist.SnapshotLog
 	hist.mu.Unlock()
 	res.Duration = time.Since(start)
 	bad := len(res.Violations) > 0 || res.Lost > 0
@@ -306,11 +329,16 @@ func writeEvidence(hist *History, res scheduleResult, opts options) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index))
+	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\nsnapshots: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index), res.Snapshots)
 	for i, f := range res.Plan {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
 	}
 	fmt.Fprintf(&b, "\nacknowledged %d, lost %d, delivered %d, violations %d\n", res.Acknowledged, res.Lost, res.Delivered, len(res.Violations))
+	sl := res.SnapshotLog
+	fmt.Fprintf(&b, "snapshots taken %d, sent %d (failed %d), installed %d (failed %d), restored at start %d\n", sl.Taken, sl.Sent, sl.SendFailed, sl.Installed, sl.ReceiveFailed, sl.RestoredAtStart)
+	for _, in := range sl.Installs {
+		fmt.Fprintf(&b, "  - %s installed a snapshot at %s (host %s, incarnation %d)\n", in.Store, in.At.Format(time.RFC3339Nano), in.Host, in.Incarnation)
+	}
 	for _, v := range res.Violations {
 		fmt.Fprintf(&b, "  - %s\n", v)
 	}

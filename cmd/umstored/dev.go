@@ -38,11 +38,16 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
 	var opts storeOptions
 	addRetentionFlags(fs, &opts)
+	addSnapshotFlags(fs, &opts)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, devUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return exitUsage(err)
+	}
+	if err := opts.validateSnapshots(); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 2
 	}
 	log, err := cli.Logger(stderr, *logLevel, *logFormat)
 	if err != nil {

@@ -87,6 +87,12 @@ type storeOptions struct {
 	// sourceActivityTimeout: 0 keeps the store's default.
 	sourceActivityTimeout time.Duration
 	repairBytesPerSecond  int
+	// snapshotThreshold, snapshotInterval and trailingLogs tune raft's log
+	// compaction. Unlike the fields above, zero is not "the default": the
+	// flags always set them (to storegroup's defaults unless given).
+	snapshotThreshold uint64
+	snapshotInterval  time.Duration
+	trailingLogs      uint64
 }
 
 // addRetentionFlags declares the retention flags shared by run and dev.
@@ -97,6 +103,30 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storeOptions) {
 	fs.DurationVar(&o.retentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
 	fs.IntVar(&o.repairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
 	fs.DurationVar(&o.sourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
+}
+
+// minSnapshotInterval is the shortest snapshot interval raft accepts
+// (hashicorp/raft ValidateConfig).
+const minSnapshotInterval = 5 * time.Millisecond
+
+// addSnapshotFlags declares the log-compaction flags shared by run and dev.
+func addSnapshotFlags(fs *pflag.FlagSet, o *storeOptions) {
+	def := storegroup.DefaultConfig()
+	fs.Uint64Var(&o.snapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep raft.db small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
+	fs.DurationVar(&o.snapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often raft checks --snapshot-threshold (each wait is drawn between this and twice this, so the stores of a group do not snapshot together; at least 5ms)")
+	fs.Uint64Var(&o.trailingLogs, "trailing-logs", def.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
+}
+
+// validateSnapshots refuses log-compaction settings that raft would reject
+// or that make no sense, naming the flag.
+func (o *storeOptions) validateSnapshots() error {
+	if o.snapshotThreshold < 1 {
+		return errors.New("--snapshot-threshold must be at least 1: with 0 raft would try to snapshot at every check, even with nothing new to compact")
+	}
+	if o.snapshotInterval < minSnapshotInterval {
+		return fmt.Errorf("--snapshot-interval %v is too short: raft needs at least %v (the default is %v)", o.snapshotInterval, minSnapshotInterval, storegroup.DefaultConfig().SnapshotInterval)
+	}
+	return nil
 }
 
 func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, localIP net.IP, opts storeOptions, log *slog.Logger) storegroup.Config {
@@ -127,6 +157,7 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	if opts.sourceActivityTimeout > 0 {
 		cfg.SourceActivityTimeout = opts.sourceActivityTimeout
 	}
+	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.snapshotThreshold, opts.snapshotInterval, opts.trailingLogs
 	cfg.Logger = log
 	return cfg
 }

@@ -45,6 +45,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this)")
 	var opts storeOptions
 	addRetentionFlags(fs, &opts)
+	addSnapshotFlags(fs, &opts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -55,6 +56,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *deployment == "" || *host == "" || *dataDir == "" {
 		fmt.Fprintln(stderr, "umstored run: --deployment, --host and --data-dir are required")
 		fs.Usage()
+		return 2
+	}
+	if err := opts.validateSnapshots(); err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
 	log, err := cli.Logger(stderr, *logLevel, *logFormat)
