@@ -124,6 +124,19 @@ type ExpireResult struct {
 // the state before and on the entries, never on a clock, randomness or map
 // order, and not on how the log is cut into batches.
 func (r *Repo) Apply(entries []Entry) ([]Result, error) {
+	return r.ApplyDecided(entries, nil)
+}
+
+// ApplyDecided is Apply that also hands the results to decided as soon as
+// every entry of the batch is applied, before the transaction commits and
+// its fsync. The results are final then: should the commit fail, the caller
+// stops the store, and the replay of the same entries gives the same results
+// (Apply is deterministic). This lets a store answer a request once its
+// entry is committed in the raft log and its result known, without waiting
+// for the repository's own fsync. decided is not called when nothing new is
+// applied or when applying fails; it runs inside the write transaction, so
+// it must be quick, and must not change results.
+func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.db == nil {
@@ -177,6 +190,9 @@ func (r *Repo) Apply(entries []Entry) ([]Result, error) {
 			return err
 		}
 		group = a.group
+		if decided != nil {
+			decided(results)
+		}
 		return nil
 	})
 	if err != nil {

@@ -365,3 +365,43 @@ func TestApplyAfterClose(t *testing.T) {
 		t.Errorf("Read after Close: %v, want ErrClosed", err)
 	}
 }
+
+// ApplyDecided hands over, before the commit, the very results Apply
+// returns; it says nothing for a batch that applies nothing new or fails,
+// since there is then nothing to answer early.
+func TestApplyDecided(t *testing.T) {
+	tests := []struct {
+		name        string
+		before      []any // applied first, from index 1
+		batch       []Entry
+		wantDecided bool
+		wantErr     error
+	}{
+		{"new entries", []any{pub("a", 1, 1)}, logOf(2, pub("a", 2, 3), pub("b", 1, 1)), true, nil},
+		{"a replay of held entries", []any{pub("a", 1, 1), pub("a", 2, 1)}, logOf(1, pub("a", 1, 1), pub("a", 2, 1)), false, nil},
+		{"an unknown command", []any{pub("a", 1, 1)}, logOf(2, pub("a", 2, 1), rawData{0x7f, 0x90}), false, ErrUnknownCommand},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := openApplied(t, tt.before...)
+			var decided []Result
+			calls := 0
+			res, err := r.ApplyDecided(tt.batch, func(results []Result) {
+				calls++
+				decided = results
+				if got := r.AppliedIndex(); got != uint64(len(tt.before)) {
+					t.Errorf("AppliedIndex = %d while deciding, want %d: the batch is not committed yet", got, len(tt.before))
+				}
+			})
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ApplyDecided error = %v, want %v", err, tt.wantErr)
+			}
+			if got := calls > 0; got != tt.wantDecided || calls > 1 {
+				t.Fatalf("decided called %d times, want it called: %v", calls, tt.wantDecided)
+			}
+			if tt.wantDecided && (len(decided) != len(res) || &decided[0] != &res[0]) {
+				t.Fatalf("decided saw %+v, Apply returned %+v: want the same results", decided, res)
+			}
+		})
+	}
+}

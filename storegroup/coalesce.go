@@ -131,7 +131,7 @@ func (cs *clientServer) proposePublish(batch []*wire.Publish, conn *connState, s
 		cmd = repository.EncodePublish(pub)
 	}
 	s.metrics.mergedFrames.Observe(float64(len(batch)))
-	f := s.raftNode().Apply(cmd, s.cfg.ApplyTimeout)
+	f := s.proposed.propose(s.raftNode(), cmd, s.cfg.ApplyTimeout)
 	for i, p := range batch {
 		out[i] = reply{req: p, future: f}
 	}

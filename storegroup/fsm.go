@@ -29,8 +29,11 @@ type fsm struct {
 	repo      *repository.Repo
 	onFatal   func(error)
 	onApplied func() // after every applied batch: wakes subscriptions
-	metrics   *storeMetrics
-	lock      interface{ Check() error } // the data directory's lock: checked before every write batch
+	// decided, if set, gets every batch's results before the repository
+	// commits it (see proposals).
+	decided func(logs []*raft.Log, results []repository.Result)
+	metrics *storeMetrics
+	lock    interface{ Check() error } // the data directory's lock: checked before every write batch
 
 	mu     sync.Mutex
 	failed error
@@ -65,7 +68,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	}
 	var results []repository.Result
 	if err == nil {
-		results, err = f.repo.Apply(entries)
+		var decided func([]repository.Result)
+		if f.decided != nil {
+			decided = func(results []repository.Result) { f.decided(logs, results) }
+		}
+		results, err = f.repo.ApplyDecided(entries, decided)
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: entries %d..%d: %v; fix the cause and start the store again: it replays them", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)

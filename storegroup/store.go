@@ -41,6 +41,7 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
+	proposed *proposals // Publish entries proposed here, answered once decided
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
@@ -107,6 +108,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.repair = newRepairer(s)
 	s.retain = newRetainer(s)
 	s.sessions = newSessions()
+	s.proposed = newProposals()
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.openStorage(); err != nil {
 		s.closeStorage()
@@ -213,7 +215,7 @@ func (s *Store) openFiles() error {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, metrics: s.metrics, lock: s.lock}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposed.decided, metrics: s.metrics, lock: s.lock}
 	return s.catchUpFromSnapshot()
 }
 

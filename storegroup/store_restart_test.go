@@ -37,14 +37,31 @@ func publishRange(t *testing.T, c *clustertest.Cluster, source string, count, ba
 		t.Fatal(err)
 	}
 	defer p.Close()
+	var last uint64
 	for i := 0; i < count; i++ {
-		if _, err := p.Send(ctx, []byte(fmt.Sprintf("%s-%d", source, i))); err != nil {
+		seq, err := p.Send(ctx, []byte(fmt.Sprintf("%s-%d", source, i)))
+		if err != nil {
 			t.Fatal(err)
 		}
+		last = seq
 	}
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// An acknowledgement does not wait for the leader's repository to
+	// commit the entry: wait for that too, so callers read what they sent.
+	c.Eventually(10*time.Second, "the leaders' repositories hold what was published", func() bool {
+		for g := range c.Addrs() {
+			l := c.Leader(g + 1)
+			if l == nil {
+				continue // a group without a quorum acknowledged nothing
+			}
+			if info, ok, err := l.Repository().Source(source); err != nil || !ok || info.HighSeq < last {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // sameDigests waits until every running member of group 1 has the same

@@ -109,6 +109,31 @@ func TestPublishAckAndFollowerRedirect(t *testing.T) {
 	}
 }
 
+// A leader that cannot reach a quorum never acknowledges a Publish: the
+// answer comes once the entry's result is decided, and raft applies only
+// committed entries (SPEC §4 rule 1).
+func TestNoAckWithoutAQuorum(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	leader := c.WaitLeader(1, 30*time.Second)
+	lc := dial(t, clientAddr(c, leader.Name()))
+	if ack, ok := lc.call(&wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{[]byte("a")}}).(*wire.Ack); !ok || ack.LastSeq != 1 {
+		t.Fatalf("publish with a quorum: got %#v", ack)
+	}
+	for _, m := range c.Members(1) {
+		if m.Name != leader.Name() {
+			c.Stop(m.Name)
+		}
+	}
+	switch r := lc.call(&wire.Publish{ReqID: 2, Source: "s", FirstSeq: 2, Payloads: [][]byte{[]byte("b")}}).(type) {
+	case *wire.Ack:
+		t.Fatalf("a leader without a quorum acknowledged a Publish: %#v", r)
+	case *wire.NotLeader, *wire.Error:
+		t.Logf("publish without a quorum: %#v", r) // the publisher resends
+	default:
+		t.Fatalf("publish without a quorum: got %#v, want a redirect or an error", r)
+	}
+}
+
 func TestBadInputNeverStopsTheStore(t *testing.T) {
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.MaxFrame = 1 << 16 })
 	leader := c.WaitLeader(1, 30*time.Second)
