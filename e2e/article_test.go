@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -116,27 +115,11 @@ func (h *host) status() ([]storeStatus, error) {
 	return st.Stores, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-// basePortOn finds a base port whose planned ports are free on every address.
+// basePortOn finds a base port whose planned ports (raft, client, admin) are
+// free on every address.
 func basePortOn(t *testing.T, addrs ...string) int {
 	t.Helper()
-	for base := 31000 + os.Getpid()%150*100; base < 60000; base += 100 {
-		ok := true
-		for _, a := range addrs {
-			for _, p := range []int{base + 11, base + 12, base + 13, base + 21, base + 22, base + 23, base + 1011, base + 1012, base + 1013, base + 1021, base + 1022, base + 1023, base + 2000} {
-				ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", a, p))
-				if err != nil {
-					ok = false
-					break
-				}
-				ln.Close()
-			}
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range")
-	return 0
+	return freeBase(t, addrs, []int{11, 12, 13, 21, 22, 23, 1011, 1012, 1013, 1021, 1022, 1023, 2000})
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -51,29 +51,45 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freeBasePort finds a base port whose 12 dev ports (raft and client) are free.
-func freeBasePort(t *testing.T) int {
+// Base ports are picked below Linux's ephemeral range (32768 and up by
+// default): a port checked free there can be taken by any outgoing
+// connection before the daemon binds it. The chaos suite uses 10000-18900.
+const (
+	basePortMin = 19000
+	basePortMax = 30600 // the highest planned port is base+2000
+)
+
+// freeBase finds a base port whose ports at offsets are free on every
+// address, starting from a point derived from the process id so that
+// concurrent test binaries tend to pick different ranges.
+func freeBase(t *testing.T, addrs []string, offsets []int) int {
 	t.Helper()
-	for base := 21000 + os.Getpid()%200*100; base < 60000; base += 100 {
+	n := (basePortMax - basePortMin) / 100
+	for i := 0; i < n; i++ {
+		base := basePortMin + (os.Getpid()+i)%n*100
 		ok := true
-		for g := 1; g <= 2 && ok; g++ {
-			for s := 1; s <= 3 && ok; s++ {
-				for _, p := range []int{base + 10*g + s, base + 1000 + 10*g + s} {
-					ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-					if err != nil {
-						ok = false
-						break
-					}
-					ln.Close()
+		for _, a := range addrs {
+			for _, off := range offsets {
+				ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", a, base+off))
+				if err != nil {
+					ok = false
+					break
 				}
+				ln.Close()
 			}
 		}
 		if ok {
 			return base
 		}
 	}
-	t.Fatal("no free port range for the dev stores")
+	t.Fatal("no free port range for the stores")
 	return 0
+}
+
+// freeBasePort finds a base port whose 12 dev ports (raft and client) are free.
+func freeBasePort(t *testing.T) int {
+	t.Helper()
+	return freeBase(t, []string{"127.0.0.1"}, []int{11, 12, 13, 21, 22, 23, 1011, 1012, 1013, 1021, 1022, 1023})
 }
 
 // startDev runs `umstored dev` and waits until it prints "ready".
