@@ -43,6 +43,7 @@ type config struct {
 	Memory     bool   `json:"memory"`
 	MemoryMB   int    `json:"memory_mib,omitempty"`
 	CPUProfile string `json:"cpuprofile,omitempty"`
+	StoreArgs  string `json:"store_args,omitempty"`
 	Repo       string `json:"-"`
 	Dir        string `json:"-"`
 	Keep       bool   `json:"-"`
@@ -160,6 +161,7 @@ func run() int {
 	flag.BoolVar(&c.Memory, "memory", false, "also measure umstored's resident memory while retaining --memory-mb")
 	flag.IntVar(&c.MemoryMB, "memory-mb", 1024, "MiB of 1 KiB messages to retain for --memory")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored during an extra run at the first size to `FILE` (and FILE.top.txt)")
+	flag.StringVar(&c.StoreArgs, "store-args", "", "extra flags for every `umstored dev` and `umstored run`, space-separated (e.g. \"--snapshot-threshold 256 --trailing-logs 64\" to measure catch-up by repository copy)")
 	flag.StringVar(&c.Repo, "repo", "..", "the umstore module to build the binaries from")
 	flag.StringVar(&c.Dir, "dir", "", "work directory for data and logs (default: a new temporary directory, removed at the end)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the work directory (data and logs) at the end")
@@ -256,6 +258,7 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 	if err != nil {
 		return nil, err
 	}
+	bins.storeArgs = append(bins.storeArgs, strings.Fields(c.StoreArgs)...)
 	defer func() { res.ElapsedS = time.Since(started).Seconds() }()
 	res.StoreArgs = strings.Join(bins.storeArgs, " ")
 
@@ -558,7 +561,7 @@ func printMarkdown(w io.Writer, r *results) {
 	fmt.Fprintf(w, "Load: %d messages per run over %d publisher(s), window %d unacknowledged per publisher, %d runs per (size, system), alternating; medians.\n", c.Count, c.Sources, c.Flight, c.Runs)
 	extra := ""
 	if r.StoreArgs != "" {
-		extra = " `" + r.StoreArgs + "` (keep everything, as the JetStream streams do)"
+		extra = " `" + r.StoreArgs + "` (`--retention-max-bytes 0` keeps everything, as the JetStream streams do)"
 	}
 	fmt.Fprintf(w, "umstore: `umstored dev`%s (2 groups × 3 stores, one process, fsync before ack, intergroup any), driven by `umpub`. JetStream: 3 embedded servers in one process, R3 file stream, publishing to the stream leader with async publish.\n\n", extra)
 	if len(r.Throughput) > 0 {
