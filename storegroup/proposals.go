@@ -118,13 +118,6 @@ func (ps *proposals) finish(n, index uint64, resp any, err error) bool {
 	return true
 }
 
-// pending is how many proposals wait for an answer.
-func (ps *proposals) pending() int {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return len(ps.waiting)
-}
-
 // proposal is the answer to one proposed entry.
 type proposal struct {
 	done  chan struct{}

@@ -41,8 +41,8 @@ func TestDecidedAnswersOnlyOwnProposals(t *testing.T) {
 	if p.Response() != &res[1] || p.Index() != 9 || p.Error() != nil {
 		t.Fatalf("own proposal answered with %v at %d (%v), want the result of entry 9", p.Response(), p.Index(), p.Error())
 	}
-	if mine.early.Load() != 1 || mine.pending() != 0 {
-		t.Fatalf("early answers %d, pending %d; want 1 and 0", mine.early.Load(), mine.pending())
+	if mine.early.Load() != 1 || len(mine.waiting) != 0 {
+		t.Fatalf("early answers %d, pending %d; want 1 and 0", mine.early.Load(), len(mine.waiting))
 	}
 }
 
