@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"umstore/internal/atomicfile"
 )
 
 // File names in the data directory (flock mode).
@@ -62,7 +64,7 @@ func acquireFlock(ctx context.Context, dir string, o Options) (Lock, error) {
 	l := &flockLock{f: f, dir: dir, o: o, lost: make(chan struct{})}
 	info := newInfo(o)
 	data, _ := json.MarshalIndent(info, "", "  ")
-	if err := writeFileAtomic(filepath.Join(dir, lockInfoFileName), append(data, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, lockInfoFileName), append(data, '\n'), 0o644); err != nil {
 		// The lock is held all the same; only other processes' messages
 		// get poorer.
 		o.Logger.Warn("could not write lock holder information", "file", filepath.Join(dir, lockInfoFileName), "err", err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -89,27 +88,6 @@ func (e *LockedError) holderID() string {
 		return ""
 	}
 	return e.Holder.ID
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it over path, so that readers see the old or the new content, never a
-// mix.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // readInfoFile reads a holder description; nil if absent or unreadable.

@@ -183,20 +183,10 @@ func (t *Tracker) Forget(through uint64) {
 func (t *Tracker) valid(group int) bool { return group >= 0 && group < len(t.groups) }
 
 // need returns how many of the counted groups must hold a number for it to
-// be stable, and whether only active groups count. need is 0 when nothing
-// can become stable (AllActive with no active group).
+// be stable (Behavior.Needed), and whether only active groups count. need is
+// 0 when nothing can become stable (AllActive with no active group).
 func (t *Tracker) need() (need int, activeOnly bool) {
-	n := len(t.groups)
-	switch t.behavior {
-	case Majority:
-		return n/2 + 1, false
-	case AllActive:
-		return t.nActive, true
-	case All:
-		return n, false
-	default: // Any
-		return 1, false
-	}
+	return t.behavior.Needed(len(t.groups), t.nActive), t.behavior == AllActive
 }
 
 // advance moves W as far as the confirmations allow and reports the numbers

@@ -15,6 +15,7 @@ import (
 
 	berrors "go.etcd.io/bbolt/errors"
 
+	"umstore/internal/atomicfile"
 	"umstore/repository"
 )
 
@@ -46,7 +47,7 @@ func readLastStop(dir string) (string, error) {
 		if err := os.Remove(path); err != nil {
 			return "", fmt.Errorf("clear the clean-stop mark: %w", err)
 		}
-		return StopClean, syncDir(dir)
+		return StopClean, atomicfile.SyncDir(dir)
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", err
 	}
@@ -60,19 +61,7 @@ func readLastStop(dir string) (string, error) {
 
 func writeClean(dir string, applied uint64) error {
 	b, _ := json.Marshal(cleanMarker{AppliedIndex: applied, StoppedUnixNs: time.Now().UnixNano()})
-	path := filepath.Join(dir, cleanFile)
-	if err := os.WriteFile(path, b, 0o640); err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err == nil {
-		err = f.Sync()
-		f.Close()
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.Write(filepath.Join(dir, cleanFile), b, 0o640)
 }
 
 // lockFiles are the data directory's lock files: they stay when the
@@ -112,10 +101,10 @@ func BackupDataDir(dir string) (string, error) {
 			return "", fmt.Errorf("move %s into backup %s: %w", e.Name(), dst, err)
 		}
 	}
-	if err := syncDir(dst); err != nil {
+	if err := atomicfile.SyncDir(dst); err != nil {
 		return "", err
 	}
-	return dst, syncDir(dir)
+	return dst, atomicfile.SyncDir(dir)
 }
 
 // Backup is one numbered backup of a store's data directory.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"umstore/internal/atomicfile"
 )
 
 // rejoinFile marks a store that joined its group empty and has not caught
@@ -51,40 +53,12 @@ func writeRejoin(dir string, m rejoinMarker) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, rejoinFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, rejoinFile)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.Write(filepath.Join(dir, rejoinFile), b, 0o640)
 }
 
 func removeRejoin(dir string) error {
 	if err := os.Remove(filepath.Join(dir, rejoinFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.SyncDir(dir)
 }

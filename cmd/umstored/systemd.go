@@ -14,6 +14,8 @@ import (
 	"text/template"
 
 	"umstore/placement"
+
+	"umstore/internal/atomicfile"
 )
 
 // unitOptions say how the systemd units written by
@@ -256,36 +258,9 @@ func prepareUnits(d *placement.Deployment, dir string, o unitOptions) (files []u
 // old one), readable by everyone as systemd expects.
 func writeUnits(files []unitFile) error {
 	for _, f := range files {
-		if err := writeFileAtomic(f.Path, f.Content, 0o644); err != nil {
+		if err := atomicfile.Write(f.Path, f.Content, 0o644); err != nil {
 			return fmt.Errorf("writing unit %s: %w (check that the directory is writable, or give another --units-dir)", f.Path, err)
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it over path, so that a reader sees the old file or the new one, never
-// half of one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
