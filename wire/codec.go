@@ -110,14 +110,8 @@ func (c *Conn) Read() (Message, error) {
 	if n > c.maxFrame || n < 0 {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, c.maxFrame)
 	}
-	if cap(c.rbuf) < n {
-		c.rbuf = make([]byte, n)
-	}
-	buf := c.rbuf[:n]
-	if _, err := io.ReadFull(c.r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	buf, err := c.readBody(n)
+	if err != nil {
 		return nil, err
 	}
 	m, err := Decode(buf)
@@ -125,6 +119,35 @@ func (c *Conn) Read() (Message, error) {
 		c.rbuf = nil // do not pin a large buffer for an idle connection
 	}
 	return m, err
+}
+
+// readChunk is how much of a frame's body Read allocates ahead of the bytes
+// that have arrived: a peer that announces a 16 MiB frame and then sends
+// nothing holds 64 KiB, not 16 MiB.
+const readChunk = 64 << 10
+
+// readBody reads a body of n bytes into c.rbuf, growing the buffer only as
+// the bytes arrive.
+func (c *Conn) readBody(n int) ([]byte, error) {
+	buf := c.rbuf[:0]
+	for len(buf) < n {
+		want := min(n-len(buf), readChunk)
+		if cap(buf)-len(buf) < want {
+			grown := make([]byte, len(buf), min(n, max(2*cap(buf), len(buf)+want)))
+			copy(grown, buf)
+			buf = grown
+		}
+		got, err := io.ReadFull(c.r, buf[len(buf):len(buf)+want])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	c.rbuf = buf
+	return buf, nil
 }
 
 // Write buffers m; call Flush to send.
