@@ -85,10 +85,7 @@ func (p Publishing) Under(behaviour string) bool {
 // quorum of every group (losing it stops everything) or hosts that share an
 // address (one machine failure takes them all).
 func Analyze(d *Deployment) *Analysis {
-	intergroup := d.Stability.Intergroup
-	if intergroup == "" {
-		intergroup = IntergroupAny
-	}
+	intergroup := d.Stability.WithDefaults().Intergroup
 	a := &Analysis{
 		Deployment:          d.Name,
 		Hosts:               len(d.Hosts),

@@ -48,8 +48,10 @@ var IntergroupBehaviours = []string{IntergroupAny, IntergroupMajority, Intergrou
 // stability is decided. Every daemon and client of one deployment reads the
 // same file, so it is the single source of truth about group membership.
 //
-// A Deployment returned by [Load] or [Parse] has been validated. One built in
-// code should be checked with [Deployment.Validate] before use.
+// A Deployment returned by [Load], [Parse] or [Plan] has its defaults filled
+// in and has been validated. One built in code should get
+// [Deployment.FillDefaults] and be checked with [Deployment.Validate] before
+// use.
 type Deployment struct {
 	Version   int       `yaml:"version" json:"version"`
 	Name      string    `yaml:"name" json:"name"`
@@ -126,7 +128,8 @@ type Store struct {
 // Stability says when a message counts as stable for its publisher: inside a
 // group (Intragroup, only "quorum") and across groups (Intergroup: "any",
 // "majority", "all-active" or "all"). Empty values mean the defaults,
-// "quorum" and "any"; [Deployment.Validate] fills them in.
+// "quorum" and "any"; [Deployment.FillDefaults] fills them in, and [Parse]
+// and [Plan] call it.
 type Stability struct {
 	Intragroup string `yaml:"intragroup" json:"intragroup"`
 	Intergroup string `yaml:"intergroup" json:"intergroup"`
@@ -152,8 +155,9 @@ func (r StoreRef) ClientAddr() string {
 	return net.JoinHostPort(r.Host.Address, strconv.Itoa(r.Store.ClientPort))
 }
 
-// Load reads, decodes and validates the deployment file at path. Errors name
-// the file, the line and the key that is wrong.
+// Load reads and decodes the deployment file at path, fills in the defaults
+// and validates it. Errors name the file, the line and the key that is
+// wrong.
 func Load(path string) (*Deployment, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -162,9 +166,10 @@ func Load(path string) (*Deployment, error) {
 	return Parse(data, path)
 }
 
-// Parse decodes and validates a deployment file held in memory. source names
-// it in error messages (usually the file name). Unknown keys are an error, so
-// that a misspelt key is not silently ignored.
+// Parse decodes a deployment file held in memory, fills in the defaults
+// ([Deployment.FillDefaults]) and validates it. source names it in error
+// messages (usually the file name). Unknown keys are an error, so that a
+// misspelt key is not silently ignored.
 func Parse(data []byte, source string) (*Deployment, error) {
 	if source == "" {
 		source = "deployment"
@@ -194,6 +199,7 @@ func Parse(data []byte, source string) (*Deployment, error) {
 	}
 	d.source = source
 	d.lines = idx.lines
+	d.FillDefaults()
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
@@ -246,14 +252,17 @@ func flowStyle(root *yaml.Node) {
 	}
 }
 
-// WriteFile validates the deployment and writes it to path atomically: it
-// writes a temporary file in the same directory and renames it over path, so
-// a reader never sees half a file.
+// WriteFile validates the deployment and writes it, with its defaults filled
+// in, to path atomically: it writes a temporary file in the same directory
+// and renames it over path, so a reader never sees half a file. d itself is
+// not changed.
 func (d *Deployment) WriteFile(path string) error {
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("not writing %s: %w", path, err)
 	}
-	data, err := d.Marshal()
+	full := *d
+	full.FillDefaults()
+	data, err := full.Marshal()
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,11 @@
 // The package holds only pure logic; it opens no sockets and knows nothing of
 // Raft. It offers:
 //
-//   - the deployment file: [Load], [Parse], [Deployment.Validate],
-//     [Deployment.Marshal] and [Deployment.WriteFile], strict about unknown
-//     keys and precise about where a problem is (file, line and key path);
+//   - the deployment file: [Load] and [Parse] (which fill in the defaults
+//     with [Deployment.FillDefaults] and then validate), [Deployment.Validate]
+//     (a pure check), [Deployment.Marshal] and [Deployment.WriteFile]; strict
+//     about unknown keys and precise about where a problem is (file, line and
+//     key path);
 //   - [Dev], the two-host, two-group loopback topology used by `umstored dev`;
 //   - [Plan], the planner, which lays out stores over hosts and refuses unsafe
 //     requests with a [Refusal] that explains why;

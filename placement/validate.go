@@ -131,22 +131,20 @@ func (v *validator) add(path, format string, args ...any) {
 	})
 }
 
-// Validate fills in the documented defaults (intragroup "quorum", intergroup
-// "any") and checks the deployment: the version is 1; host names are unique
+// Validate checks the deployment: the version is 1; host names are unique
 // and addresses usable; group indexes run 1..N without repeats; every group
 // has an odd number of at least three stores; store names are unique; every
 // store names a known host and ports in 1..65535, and no address and port
-// pair is used twice; the stability behaviours are known.
+// pair is used twice; the stability behaviours are known (an empty one
+// stands for its default).
+//
+// Validate only reads the deployment; it never changes it, so it may be
+// called on a shared deployment from any number of goroutines. Defaults are
+// filled by [Deployment.FillDefaults], which [Parse] and [Plan] call.
 //
 // It reports every problem it finds, joined with [errors.Join]; each one is a
 // [*FieldError] naming the key path and, for a file, the line.
 func (d *Deployment) Validate() error {
-	if d.Stability.Intragroup == "" {
-		d.Stability.Intragroup = IntragroupQuorum
-	}
-	if d.Stability.Intergroup == "" {
-		d.Stability.Intergroup = IntergroupAny
-	}
 	v := &validator{d: d}
 	v.version()
 	hosts := v.hosts()
@@ -293,11 +291,14 @@ func (v *validator) security() {
 	}
 }
 
+// stability checks the behaviours as they will be used: an empty one is its
+// default.
 func (v *validator) stability() {
-	if v.d.Stability.Intragroup != IntragroupQuorum {
-		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", v.d.Stability.Intragroup, IntragroupQuorum)
+	s := v.d.Stability.WithDefaults()
+	if s.Intragroup != IntragroupQuorum {
+		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", s.Intragroup, IntragroupQuorum)
 	}
-	if !slices.Contains(IntergroupBehaviours, v.d.Stability.Intergroup) {
-		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", v.d.Stability.Intergroup, strings.Join(IntergroupBehaviours, ", "))
+	if !slices.Contains(IntergroupBehaviours, s.Intergroup) {
+		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", s.Intergroup, strings.Join(IntergroupBehaviours, ", "))
 	}
 }
