@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
-	"slices"
 	"strings"
+
+	"umstore/quorum"
 )
 
 // FieldError is one problem found in a deployment, located by its key path
@@ -291,14 +292,14 @@ func (v *validator) security() {
 	}
 }
 
-// stability checks the behaviours as they will be used: an empty one is its
-// default.
+// stability checks the behaviours as they will be used (an empty one is its
+// default) by the parsers of package quorum, which implements them.
 func (v *validator) stability() {
 	s := v.d.Stability.WithDefaults()
-	if s.Intragroup != IntragroupQuorum {
+	if quorum.ParseIntragroup(s.Intragroup) != nil {
 		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", s.Intragroup, IntragroupQuorum)
 	}
-	if !slices.Contains(IntergroupBehaviours, s.Intergroup) {
+	if _, err := quorum.ParseBehavior(s.Intergroup); err != nil {
 		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", s.Intergroup, strings.Join(IntergroupBehaviours, ", "))
 	}
 }
