@@ -18,8 +18,7 @@
 // Apart from reading and writing the deployment file, the package holds only
 // pure logic; it opens no sockets and knows nothing of Raft. The intergroup
 // rule it applies after a host loss is package quorum's
-// ([quorum.Behavior.Met]), so the rule has one statement. It
-// offers:
+// ([quorum.Behavior.Met]), so the rule has one statement. It offers:
 //
 //   - the deployment file: [Load] and [Parse] (which fill in the defaults
 //     with [Deployment.FillDefaults] and then validate), [Deployment.Validate]
