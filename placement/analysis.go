@@ -3,6 +3,8 @@ package placement
 import (
 	"fmt"
 	"strings"
+
+	"umstore/quorum"
 )
 
 // Analysis is the failure analysis of a deployment: for each host that could
@@ -50,7 +52,9 @@ type GroupOutcome struct {
 }
 
 // Publishing says whether publishing goes on under each intergroup
-// stability behaviour.
+// stability behaviour: whether the groups that keep a quorum meet the
+// behaviour's rule ([quorum.Behavior.Met]), they being both the active groups
+// and the ones that can hold a new message.
 type Publishing struct {
 	// Any: at least one group keeps a quorum.
 	Any bool `json:"any"`
@@ -85,10 +89,7 @@ func (p Publishing) Under(behaviour string) bool {
 // quorum of every group (losing it stops everything) or hosts that share an
 // address (one machine failure takes them all).
 func Analyze(d *Deployment) *Analysis {
-	intergroup := d.Stability.Intergroup
-	if intergroup == "" {
-		intergroup = IntergroupAny
-	}
+	intergroup := d.Stability.WithDefaults().Intergroup
 	a := &Analysis{
 		Deployment:          d.Name,
 		Hosts:               len(d.Hosts),
@@ -124,13 +125,7 @@ func Analyze(d *Deployment) *Analysis {
 			}
 			loss.Groups = append(loss.Groups, out)
 		}
-		up, total := len(loss.GroupsWithQuorum), len(groups)
-		loss.Publishing = Publishing{
-			Any:       up >= 1,
-			Majority:  2*up > total,
-			AllActive: up >= 1,
-			All:       up == total,
-		}
+		loss.Publishing = publishing(len(loss.GroupsWithQuorum), len(groups))
 		loss.PublishingGoesOn = loss.Publishing.Under(intergroup)
 		if !loss.PublishingGoesOn {
 			a.SurvivesAnyHostLoss = false
@@ -139,6 +134,20 @@ func Analyze(d *Deployment) *Analysis {
 	}
 	a.Warnings = warnings(d, a)
 	return a
+}
+
+// publishing applies the intergroup rule ([quorum.Behavior.Met]) to the loss
+// of a host after which up of the total groups keep a quorum. Those groups
+// are the active ones, and they are the ones that can commit a new message,
+// so up is both the number active and the number holding it.
+func publishing(up, total int) Publishing {
+	goesOn := func(b quorum.Behavior) bool { return b.Met(up, total, up) }
+	return Publishing{
+		Any:       goesOn(quorum.Any),
+		Majority:  goesOn(quorum.Majority),
+		AllActive: goesOn(quorum.AllActive),
+		All:       goesOn(quorum.All),
+	}
 }
 
 func warnings(d *Deployment, a *Analysis) []string {

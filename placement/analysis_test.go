@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"umstore/quorum"
 )
 
 func TestAnalyzeBehaviours(t *testing.T) {
@@ -96,5 +98,32 @@ func TestRenderLayoutSpecExample(t *testing.T) {
 		"  G2S1                    G2S2  G2S3\n"
 	if got := RenderLayout(d); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestIntergroupNamesAreQuorums: the behaviour names placement accepts and
+// shows are exactly those of package quorum, in the order of its constants,
+// and Publishing.Under maps each name to the field the rule filled for it.
+func TestIntergroupNamesAreQuorums(t *testing.T) {
+	want := []quorum.Behavior{quorum.Any, quorum.Majority, quorum.AllActive, quorum.All}
+	if len(IntergroupBehaviours) != len(want) {
+		t.Fatalf("IntergroupBehaviours %v, want one per quorum behaviour", IntergroupBehaviours)
+	}
+	for i, name := range IntergroupBehaviours {
+		b, err := quorum.ParseBehavior(name)
+		if err != nil || b != want[i] {
+			t.Errorf("%q parses as %v (%v), want %v", name, b, err, want[i])
+		}
+	}
+	// One group of three kept out of three: only any and all-active go on.
+	p := publishing(1, 3)
+	for _, name := range IntergroupBehaviours {
+		b, _ := quorum.ParseBehavior(name)
+		if p.Under(name) != b.Met(1, 3, 1) {
+			t.Errorf("Under(%q) = %v, the rule says %v", name, p.Under(name), b.Met(1, 3, 1))
+		}
+	}
+	if p.Under("") || p.Under("quorum") {
+		t.Error("an unknown behaviour must report false")
 	}
 }

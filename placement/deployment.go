@@ -1,20 +1,11 @@
 package placement
 
 import (
-	"bytes"
 	"cmp"
-	"errors"
-	"fmt"
-	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-
-	"go.yaml.in/yaml/v3"
-
-	"umstore/internal/atomicfile"
 )
 
 // FileVersion is the only deployment file version this package reads and
@@ -48,8 +39,10 @@ var IntergroupBehaviours = []string{IntergroupAny, IntergroupMajority, Intergrou
 // stability is decided. Every daemon and client of one deployment reads the
 // same file, so it is the single source of truth about group membership.
 //
-// A Deployment returned by [Load] or [Parse] has been validated. One built in
-// code should be checked with [Deployment.Validate] before use.
+// A Deployment returned by [Load], [Parse] or [Plan] has its defaults filled
+// in and has been validated. One built in code should get
+// [Deployment.FillDefaults] and be checked with [Deployment.Validate] before
+// use.
 type Deployment struct {
 	Version   int       `yaml:"version" json:"version"`
 	Name      string    `yaml:"name" json:"name"`
@@ -126,7 +119,8 @@ type Store struct {
 // Stability says when a message counts as stable for its publisher: inside a
 // group (Intragroup, only "quorum") and across groups (Intergroup: "any",
 // "majority", "all-active" or "all"). Empty values mean the defaults,
-// "quorum" and "any"; [Deployment.Validate] fills them in.
+// "quorum" and "any"; [Deployment.FillDefaults] fills them in, and [Parse]
+// and [Plan] call it.
 type Stability struct {
 	Intragroup string `yaml:"intragroup" json:"intragroup"`
 	Intergroup string `yaml:"intergroup" json:"intergroup"`
@@ -150,117 +144,6 @@ func (r StoreRef) RaftAddr() string {
 // IPv6 addresses are bracketed.
 func (r StoreRef) ClientAddr() string {
 	return net.JoinHostPort(r.Host.Address, strconv.Itoa(r.Store.ClientPort))
-}
-
-// Load reads, decodes and validates the deployment file at path. Errors name
-// the file, the line and the key that is wrong.
-func Load(path string) (*Deployment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading deployment file: %w (create one with `umstored plan`)", err)
-	}
-	return Parse(data, path)
-}
-
-// Parse decodes and validates a deployment file held in memory. source names
-// it in error messages (usually the file name). Unknown keys are an error, so
-// that a misspelt key is not silently ignored.
-func Parse(data []byte, source string) (*Deployment, error) {
-	if source == "" {
-		source = "deployment"
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, decodeError(source, err, nil)
-	}
-	if len(root.Content) == 0 {
-		return nil, fmt.Errorf("%s: the file is empty; it should hold a deployment (write one with `umstored plan`)", source)
-	}
-	idx := indexNode(&root)
-
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var d Deployment
-	if err := dec.Decode(&d); err != nil {
-		return nil, decodeError(source, err, idx)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		line := extra.Line
-		if err != nil {
-			return nil, decodeError(source, err, idx)
-		}
-		return nil, fmt.Errorf("%s:%d: a second YAML document; a deployment file holds exactly one (remove the extra \"---\")", source, line)
-	}
-	d.source = source
-	d.lines = idx.lines
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
-// Marshal encodes the deployment as YAML in the layout of the specification:
-// hosts and stores one per line in flow style.
-func (d *Deployment) Marshal() ([]byte, error) {
-	var root yaml.Node
-	if err := root.Encode(d); err != nil {
-		return nil, fmt.Errorf("encoding deployment: %w", err)
-	}
-	flowStyle(&root)
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
-		return nil, fmt.Errorf("encoding deployment: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encoding deployment: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// flowStyle puts each host, each store and the stability block on one line,
-// which keeps a deployment file short enough to read at a glance.
-func flowStyle(root *yaml.Node) {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		key, val := root.Content[i], root.Content[i+1]
-		switch key.Value {
-		case "hosts":
-			for _, h := range val.Content {
-				h.Style = yaml.FlowStyle
-			}
-		case "groups":
-			for _, g := range val.Content {
-				for j := 0; j+1 < len(g.Content); j += 2 {
-					if g.Content[j].Value == "stores" {
-						for _, s := range g.Content[j+1].Content {
-							s.Style = yaml.FlowStyle
-						}
-					}
-				}
-			}
-		case "stability":
-			val.Style = yaml.FlowStyle
-		}
-	}
-}
-
-// WriteFile validates the deployment and writes it to path atomically: it
-// writes a temporary file in the same directory and renames it over path, so
-// a reader never sees half a file.
-func (d *Deployment) WriteFile(path string) error {
-	if err := d.Validate(); err != nil {
-		return fmt.Errorf("not writing %s: %w", path, err)
-	}
-	data, err := d.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(path, data, 0o644); err != nil {
-		return fmt.Errorf("writing deployment file: %w", err)
-	}
-	return nil
 }
 
 // HostByName returns the host called name.

@@ -15,12 +15,16 @@
 // Losing host A costs group 1 its quorum but group 2 keeps one on host B, and
 // the other way round.
 //
-// The package holds only pure logic; it opens no sockets and knows nothing of
-// Raft. It offers:
+// Apart from reading and writing the deployment file, the package holds only
+// pure logic; it opens no sockets and knows nothing of Raft. The intergroup
+// rule it applies after a host loss is package quorum's
+// ([quorum.Behavior.Met]), so the rule has one statement. It offers:
 //
-//   - the deployment file: [Load], [Parse], [Deployment.Validate],
-//     [Deployment.Marshal] and [Deployment.WriteFile], strict about unknown
-//     keys and precise about where a problem is (file, line and key path);
+//   - the deployment file: [Load] and [Parse] (which fill in the defaults
+//     with [Deployment.FillDefaults] and then validate), [Deployment.Validate]
+//     (a pure check), [Deployment.Marshal] and [Deployment.WriteFile]; strict
+//     about unknown keys and precise about where a problem is (file, line and
+//     key path);
 //   - [Dev], the two-host, two-group loopback topology used by `umstored dev`;
 //   - [Plan], the planner, which lays out stores over hosts and refuses unsafe
 //     requests with a [Refusal] that explains why;
@@ -31,4 +35,8 @@
 //     their state first, then empty stores, never more than one empty store
 //     per group catching up at a time, so that no group ever has a quorum of
 //     empty stores.
+//
+// The planner's and the restart plans' scenarios are text files under the
+// repository's top-level testdata/planner and testdata/restart, run by
+// planner_scenario_test.go and restart_scenario_test.go.
 package placement

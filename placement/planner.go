@@ -53,7 +53,8 @@ func (r Request) withDefaults() Request {
 // any request it considers unsafe: fewer than 3 or an even number of stores
 // per group, fewer than 2 hosts, ports that do not fit, and any layout where
 // losing some single host leaves no group with a quorum (such as two hosts
-// and one group).
+// and one group). The deployment it returns has its defaults filled in and
+// has been validated.
 //
 // Layout: each group's stores are spread over the hosts as evenly as
 // possible. When the stores do not divide evenly, the hosts that get one
@@ -153,11 +154,11 @@ func (r Request) check() *Refusal {
 // layout spreads groups*perGroup stores over the hosts; see [Plan].
 func layout(name string, hosts []Host, groups, perGroup, basePort int) *Deployment {
 	d := &Deployment{
-		Version:   FileVersion,
-		Name:      name,
-		Hosts:     slices.Clone(hosts),
-		Stability: Stability{Intragroup: IntragroupQuorum, Intergroup: IntergroupAny},
+		Version: FileVersion,
+		Name:    name,
+		Hosts:   slices.Clone(hosts),
 	}
+	d.FillDefaults()
 	n := len(hosts)
 	each, extra := perGroup/n, perGroup%n
 	for g := 1; g <= groups; g++ {

@@ -84,7 +84,7 @@ func TestRestartPlan(t *testing.T) {
 					t.Errorf("render lacks %q:\n%s", n, text)
 				}
 			}
-			checkNoEmptyQuorum(t, tt.d, tt.host, tt.hasState, r)
+			checkRestartRules(t, tt.d, tt.host, tt.hasState, r)
 		})
 	}
 }

@@ -3,117 +3,32 @@ package placement
 import (
 	"errors"
 	"fmt"
-	"net/netip"
-	"regexp"
-	"slices"
 	"strings"
+
+	"umstore/quorum"
 )
 
-// FieldError is one problem found in a deployment, located by its key path
-// (for example "groups[1].stores[2].host"; list positions count from 0) and,
-// when the deployment was read from a file, by file name and line.
-type FieldError struct {
-	Source  string // file name, or "" for a deployment built in code
-	Line    int    // 1-based line, or 0 when unknown
-	Path    string // key path
-	Problem string // what is wrong and what to do about it
-}
-
-// Error formats the problem as "file:line: path: problem".
-func (e *FieldError) Error() string {
-	var b strings.Builder
-	switch {
-	case e.Source != "" && e.Line > 0:
-		fmt.Fprintf(&b, "%s:%d: ", e.Source, e.Line)
-	case e.Source != "":
-		fmt.Fprintf(&b, "%s: ", e.Source)
-	case e.Line > 0:
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Problem)
-	return b.String()
-}
-
-// WhyOddAtLeastThree explains why a group needs an odd number of at least
-// three stores. It is part of the messages that refuse smaller or even
-// groups.
-const WhyOddAtLeastThree = `A group keeps working while more than half of its stores are up (a quorum).
-With one store per group, that store is a quorum by itself: if its host fails
-hard and the store comes back without its state, a publisher that restarts can
-register with the empty store alone and start its source again at sequence
-number 0, reusing sequence numbers that receivers already have (the "Why not
-two stores?" case: two hosts, each running a one-store group). With two
-stores, a quorum is both of them, so losing either one stops the group: no
-more resilience than one store. An even number never helps: 4 stores survive
-one failure, as 3 do. With 3 (or 5, 7...) stores, a store that comes back empty
-is always outvoted by members that kept their state, and the group survives
-the loss of a minority.`
-
-// groupSizeProblem explains, in one sentence, what is wrong with a group of
-// n stores, or returns "".
-func groupSizeProblem(n int) string {
-	const need = "a group needs an odd number of at least 3 stores"
-	switch {
-	case n == 0:
-		return "no stores; " + need
-	case n == 1:
-		return "1 store; " + need + ": a single store is a quorum by itself, so if it comes back empty after a host failure a restarting publisher can register with it alone and reuse sequence numbers from 0 (the \"Why not two stores?\" hazard)"
-	case n == 2:
-		return "2 stores; " + need + ": a quorum of 2 is both stores, so losing either one stops the group"
-	case n%2 == 0:
-		return fmt.Sprintf("%d stores, an even number; use %d or %d: %d stores survive no more failures than %d, and a tie can leave the group without a majority", n, n-1, n+1, n, n-1)
-	}
-	return ""
-}
-
-// nameRE is what host and store names may look like. Store names become
-// directory names, so no slashes, spaces or leading dots.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// hostnameRE matches one DNS label.
-var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
-
-// checkName reports what is wrong with a host or store name, or "".
-func checkName(name string) string {
-	switch {
-	case name == "":
-		return "missing; give a name such as A or G1S1"
-	case !nameRE.MatchString(name):
-		return fmt.Sprintf("%q is not a usable name: use letters, digits, '.', '-' and '_' (at most 63, starting with a letter or digit)", name)
-	}
-	return ""
-}
-
-// checkAddress reports what is wrong with a host address, or "". It also
-// returns the address in a canonical spelling, so that two spellings of one
-// IP address count as the same address.
-func checkAddress(addr string) (canonical, problem string) {
-	if addr == "" {
-		return "", "missing; give the IP address or host name the host's stores listen on"
-	}
-	if ip, err := netip.ParseAddr(addr); err == nil {
-		if ip.IsUnspecified() {
-			return "", fmt.Sprintf("%s is the unspecified address, which nobody can connect to; give the host's own address", addr)
-		}
-		return ip.String(), ""
-	}
-	if strings.Contains(addr, ":") {
-		return "", fmt.Sprintf("%q is not an IP address or host name (give the address without a port; ports are set per store)", addr)
-	}
-	name := strings.TrimSuffix(addr, ".")
-	if len(name) > 253 {
-		return "", fmt.Sprintf("%q is too long for a host name", addr)
-	}
-	for _, label := range strings.Split(name, ".") {
-		if !hostnameRE.MatchString(label) {
-			return "", fmt.Sprintf("%q is not an IP address or host name", addr)
-		}
-	}
-	return strings.ToLower(name), ""
+// Validate checks the deployment: the version is 1; host names are unique
+// and addresses usable; group indexes run 1..N without repeats; every group
+// has an odd number of at least three stores; store names are unique; every
+// store names a known host and ports in 1..65535, and no address and port
+// pair is used twice; the stability behaviours are known (an empty one
+// stands for its default).
+//
+// Validate only reads the deployment; it never changes it, so it may be
+// called on a shared deployment from any number of goroutines. Defaults are
+// filled by [Deployment.FillDefaults], which [Parse] and [Plan] call.
+//
+// It reports every problem it finds, joined with [errors.Join]; each one is a
+// [*FieldError] naming the key path and, for a file, the line.
+func (d *Deployment) Validate() error {
+	v := &validator{d: d}
+	v.version()
+	hosts := v.hosts()
+	v.groups(hosts)
+	v.stability()
+	v.security()
+	return errors.Join(v.errs...)
 }
 
 // validator collects the problems of one deployment.
@@ -129,31 +44,6 @@ func (v *validator) add(path, format string, args ...any) {
 		Path:    path,
 		Problem: fmt.Sprintf(format, args...),
 	})
-}
-
-// Validate fills in the documented defaults (intragroup "quorum", intergroup
-// "any") and checks the deployment: the version is 1; host names are unique
-// and addresses usable; group indexes run 1..N without repeats; every group
-// has an odd number of at least three stores; store names are unique; every
-// store names a known host and ports in 1..65535, and no address and port
-// pair is used twice; the stability behaviours are known.
-//
-// It reports every problem it finds, joined with [errors.Join]; each one is a
-// [*FieldError] naming the key path and, for a file, the line.
-func (d *Deployment) Validate() error {
-	if d.Stability.Intragroup == "" {
-		d.Stability.Intragroup = IntragroupQuorum
-	}
-	if d.Stability.Intergroup == "" {
-		d.Stability.Intergroup = IntergroupAny
-	}
-	v := &validator{d: d}
-	v.version()
-	hosts := v.hosts()
-	v.groups(hosts)
-	v.stability()
-	v.security()
-	return errors.Join(v.errs...)
 }
 
 func (v *validator) version() {
@@ -285,19 +175,22 @@ func (v *validator) security() {
 		v.add("security", "is empty; give tls (ca, cert, key) and/or token-file, or remove the section")
 	}
 	if t := sec.TLS; t != nil {
-		for key, val := range map[string]string{"ca": t.CA, "cert": t.Cert, "key": t.Key} {
-			if val == "" {
-				v.add("security.tls."+key, "is required: a PEM file (relative paths are relative to the deployment file)")
+		for _, f := range []struct{ key, val string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
+			if f.val == "" {
+				v.add("security.tls."+f.key, "is required: a PEM file (relative paths are relative to the deployment file)")
 			}
 		}
 	}
 }
 
+// stability checks the behaviours as they will be used (an empty one is its
+// default) by the parsers of package quorum, which implements them.
 func (v *validator) stability() {
-	if v.d.Stability.Intragroup != IntragroupQuorum {
-		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", v.d.Stability.Intragroup, IntragroupQuorum)
+	s := v.d.Stability.WithDefaults()
+	if quorum.ParseIntragroup(s.Intragroup) != nil {
+		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", s.Intragroup, IntragroupQuorum)
 	}
-	if !slices.Contains(IntergroupBehaviours, v.d.Stability.Intergroup) {
-		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", v.d.Stability.Intergroup, strings.Join(IntergroupBehaviours, ", "))
+	if _, err := quorum.ParseBehavior(s.Intergroup); err != nil {
+		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", s.Intergroup, strings.Join(IntergroupBehaviours, ", "))
 	}
 }

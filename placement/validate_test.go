@@ -105,14 +105,3 @@ func TestValidateInCode(t *testing.T) {
 		})
 	}
 }
-
-func TestValidateFillsDefaults(t *testing.T) {
-	d := Dev("127.0.0.1", 14000)
-	d.Stability = Stability{}
-	if err := d.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if d.Stability.Intragroup != IntragroupQuorum || d.Stability.Intergroup != IntergroupAny {
-		t.Errorf("defaults not filled: %+v", d.Stability)
-	}
-}
