@@ -35,17 +35,28 @@ func (c *Cluster) Same(group int) error {
 }
 
 // EnsureSame polls until every running store of the group holds the same
-// repository state (see Same), which is when the members have caught up
-// with each other, or until timeout passes; it then returns what still
-// differed. hashicorp/raft's cluster.EnsureSame is the model. It never
-// fails the test itself, so a test can also show that stores differ.
+// repository state (see Same), at an applied index at least as high as any
+// of them had applied when the call began, which is when the members have
+// caught up with each other; or until timeout passes, and then returns what
+// still differed. hashicorp/raft's cluster.EnsureSame is the model. It
+// never fails the test itself, so a test can also show that stores differ.
+//
+// A leader acknowledges a Publish a moment before its own repository
+// applies it: to check that stores hold a message, wait until one of them
+// does (WaitHigh), then call EnsureSame.
 func (c *Cluster) EnsureSame(group int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	var floor uint64
+	for _, m := range c.Members(group) {
+		if s := c.Store(m.Name); s != nil {
+			floor = max(floor, s.Repository().AppliedIndex())
+		}
+	}
 	for {
 		// Polls compare digests only; the detailed comparison (which reads
 		// every message) runs once, for the report.
 		states, err := c.states(group)
-		if err == nil && allEqual(states) {
+		if err == nil && allEqual(states) && states[0].applied >= floor {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -59,6 +70,20 @@ func (c *Cluster) EnsureSame(group int, timeout time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// WaitHeld waits until the named store is running and its repository
+// holds source up to seq (its high sequence number is seq or more).
+func (c *Cluster) WaitHeld(name, source string, seq uint64, timeout time.Duration) {
+	c.t.Helper()
+	c.Eventually(timeout, fmt.Sprintf("store %s holds %q through %d", name, source, seq), func() bool {
+		s := c.Store(name)
+		if s == nil {
+			return false
+		}
+		info, ok, err := s.Repository().Source(source)
+		return err == nil && ok && info.HighSeq >= seq
+	})
 }
 
 // RequireSame fails the test unless EnsureSame succeeds.
