@@ -70,7 +70,10 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // dialHooked dials through Config.Dial, then adds TLS as Dial would: the
 // hook replaces the TCP dialer only.
 func (s *streamLayer) dialHooked(address string, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithCancel(context.Background())
+	if timeout > 0 { // as net.Dialer: no timeout means none
+		ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	}
 	defer cancel()
 	nc, err := s.dial(ctx, "tcp", address)
 	if err != nil || s.clientTLS == nil {
