@@ -70,11 +70,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // dialHooked dials through Config.Dial, then adds TLS as Dial would: the
 // hook replaces the TCP dialer only.
 func (s *streamLayer) dialHooked(address string, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	if timeout > 0 { // as net.Dialer: no timeout means none
-		ctx, cancel = context.WithTimeout(context.Background(), timeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	defer cancel()
 	nc, err := s.dial(ctx, "tcp", address)
 	if err != nil || s.clientTLS == nil {
 		return nc, err
