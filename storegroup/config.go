@@ -121,6 +121,13 @@ type Config struct {
 	// NoSync disables fsync in the repository. Only for tests and
 	// benchmarks: a store with NoSync can lose acknowledged messages.
 	NoSync bool
+
+	// Dial, if set, opens this store's outgoing raft connections in place of
+	// the operating system's dialer (LocalIP is then not applied; TLS still
+	// is). Tests only: internal/clustertest refuses and cuts links between
+	// stores with it to make partitions without a firewall. Nil in
+	// production, where it costs nothing.
+	Dial DialFunc
 }
 
 // DefaultConfig returns the tuning defaults; the identity fields are empty.

@@ -122,7 +122,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	self := cfg.self()
-	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security)
+	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security, cfg.Dial)
 	if err != nil {
 		s.closeStorage()
 		lk.Release()

@@ -1,6 +1,3 @@
-// Package clustertest runs real store groups inside a test process: real
-// raft over TCP on loopback, real bbolt files in the test's temporary
-// directory. Tests of the SDKs and of the stores drive it.
 package clustertest
 
 import (
@@ -18,13 +15,56 @@ import (
 	"umstore/storegroup"
 )
 
-// Cluster is a set of store groups of three stores each.
+// Options configures a test cluster; New fills in the defaults of fields
+// left zero. hashicorp/raft's MakeClusterOpts is the model.
+type Options struct {
+	// Groups is how many store groups to start (default 1).
+	Groups int
+	// StoresPerGroup is how many stores each group has: odd and at least 3
+	// (default 3). Store s of group g is named "GgSs".
+	StoresPerGroup int
+	// Tune, if set, adjusts each store's configuration after the harness
+	// has filled it in (it runs again at every StartStore).
+	Tune func(*storegroup.Config)
+	// Logger, if set, receives every store's logs (each with a "store"
+	// attribute) instead of t.Log.
+	Logger *slog.Logger
+	// LogLevel is the lowest level of store log sent to t.Log (default
+	// slog.LevelWarn). Ignored when Logger is set.
+	LogLevel slog.Leveler
+	// LeaderTimeout bounds how long New waits for each group's first leader
+	// (default 30s).
+	LeaderTimeout time.Duration
+	// NoWaitLeader makes New return as soon as every store is open, without
+	// waiting for leaders.
+	NoWaitLeader bool
+}
+
+// withDefaults returns o with zero fields set to their defaults.
+func (o Options) withDefaults() Options {
+	if o.Groups == 0 {
+		o.Groups = 1
+	}
+	if o.StoresPerGroup == 0 {
+		o.StoresPerGroup = 3
+	}
+	if o.LogLevel == nil {
+		o.LogLevel = slog.LevelWarn
+	}
+	if o.LeaderTimeout == 0 {
+		o.LeaderTimeout = 30 * time.Second
+	}
+	return o
+}
+
+// Cluster is a set of store groups running in the test process.
 type Cluster struct {
 	t       testing.TB
+	opts    Options
 	dir     string
 	members [][]storegroup.Member // per group, in deployment order
-	tune    func(*storegroup.Config)
 	logs    *testWriter
+	net     *network
 
 	// Admission is shared by every store, as if all ran on one host.
 	Admission *storegroup.HostAdmission
@@ -35,10 +75,22 @@ type Cluster struct {
 
 // Start starts `groups` groups of three stores on 127.0.0.1 and waits until
 // every group has a leader. tune, if not nil, adjusts each store's config.
-// Everything stops when the test ends.
+// Everything stops when the test ends. It is New with the default Options.
 func Start(t testing.TB, groups int, tune func(*storegroup.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), tune: tune, stores: map[string]*storegroup.Store{}, Admission: storegroup.NewHostAdmission()}
+	return New(t, Options{Groups: groups, Tune: tune})
+}
+
+// New starts the cluster that opts describe on 127.0.0.1 and, unless
+// opts.NoWaitLeader, waits until every group has a leader. Everything stops
+// when the test ends.
+func New(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	opts = opts.withDefaults()
+	if opts.Groups < 1 || opts.StoresPerGroup < 3 || opts.StoresPerGroup%2 == 0 {
+		t.Fatalf("clustertest: %d groups of %d stores: want at least 1 group of an odd number (3 or more) of stores", opts.Groups, opts.StoresPerGroup)
+	}
+	c := &Cluster{t: t, opts: opts, dir: t.TempDir(), stores: map[string]*storegroup.Store{}, Admission: storegroup.NewHostAdmission(), net: newNetwork()}
 	c.logs = &testWriter{t: t}
 	t.Cleanup(func() { c.logs.done.Store(true) }) // runs last: stray logs after the test are dropped
 	t.Cleanup(c.Close)
@@ -46,7 +98,7 @@ func Start(t testing.TB, groups int, tune func(*storegroup.Config)) *Cluster {
 	// store binds it: start again on fresh ports a few times.
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		c.pickAddrs(groups)
+		c.pickAddrs()
 		if err = c.startAll(); err == nil {
 			break
 		}
@@ -60,17 +112,19 @@ func Start(t testing.TB, groups int, tune func(*storegroup.Config)) *Cluster {
 	if err != nil {
 		t.Fatalf("start the cluster: %v", err)
 	}
-	for g := 1; g <= groups; g++ {
-		c.WaitLeader(g, 30*time.Second)
+	if !opts.NoWaitLeader {
+		for g := 1; g <= opts.Groups; g++ {
+			c.WaitLeader(g, opts.LeaderTimeout)
+		}
 	}
 	return c
 }
 
-func (c *Cluster) pickAddrs(groups int) {
+func (c *Cluster) pickAddrs() {
 	c.members = nil
-	for g := 1; g <= groups; g++ {
+	for g := 1; g <= c.opts.Groups; g++ {
 		var ms []storegroup.Member
-		for s := 1; s <= 3; s++ {
+		for s := 1; s <= c.opts.StoresPerGroup; s++ {
 			ms = append(ms, storegroup.Member{
 				Name:       fmt.Sprintf("G%dS%d", g, s),
 				RaftAddr:   freeAddr(c.t),
@@ -79,6 +133,7 @@ func (c *Cluster) pickAddrs(groups int) {
 		}
 		c.members = append(c.members, ms)
 	}
+	c.net.setMembers(c.members)
 }
 
 func (c *Cluster) startAll() error {
@@ -106,7 +161,9 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// Config returns the configuration of the named store.
+// Config returns the configuration of the named store: the harness's fast
+// timeouts, raft's connections carried by the cluster's network (so that
+// Partition can cut them), then Options.Tune.
 func (c *Cluster) Config(name string) storegroup.Config {
 	for g, ms := range c.members {
 		for _, m := range ms {
@@ -128,15 +185,23 @@ func (c *Cluster) Config(name string) storegroup.Config {
 			cfg.ElectionTimeout = 500 * time.Millisecond
 			cfg.LeaderLeaseTimeout = 250 * time.Millisecond
 			cfg.ProbeInterval = 100 * time.Millisecond
-			cfg.Logger = slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelWarn})).With("store", name)
-			if c.tune != nil {
-				c.tune(&cfg)
+			cfg.Logger = c.logger().With("store", name)
+			cfg.Dial = c.net.dialer(name)
+			if c.opts.Tune != nil {
+				c.opts.Tune(&cfg)
 			}
 			return cfg
 		}
 	}
 	c.t.Fatalf("no store named %s", name)
 	return storegroup.Config{}
+}
+
+func (c *Cluster) logger() *slog.Logger {
+	if c.opts.Logger != nil {
+		return c.opts.Logger
+	}
+	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: c.opts.LogLevel}))
 }
 
 // StartStore (re)starts a stopped store with its data directory.
