@@ -90,4 +90,3 @@ func publishRaw(ctx context.Context, t *testing.T, group int, addrs []string, so
 		t.Fatalf("publish 1..%d to group %d: %v", high, group, err)
 	}
 }
-
