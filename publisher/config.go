@@ -141,16 +141,3 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
-
-// required returns how many groups must answer registration before the
-// publisher may decide its resume point.
-func required(b quorum.Behavior, groups int) int {
-	switch b {
-	case quorum.Majority:
-		return groups/2 + 1
-	case quorum.All:
-		return groups
-	default:
-		return 1
-	}
-}

@@ -3,10 +3,10 @@ package publisher
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
+	"umstore/internal/groupclient"
 	"umstore/wire"
 )
 
@@ -18,16 +18,15 @@ const registerTimeout = 10 * time.Second
 // leader, register, stream every message the group has not confirmed, and
 // start over on any failure.
 type group struct {
-	p     *Publisher
-	index int // 0-based
-	addrs []string
-	wake  chan struct{}
+	p      *Publisher
+	index  int                 // 0-based
+	client *groupclient.Client // finds the leader; remembers it across connections
+	wake   chan struct{}
 
-	mu         sync.Mutex
-	lastAck    time.Time // when the group last acknowledged anything on this connection
-	conn       *wire.Conn
-	leaderHint string
-	sessions   int // registered connections so far
+	mu       sync.Mutex
+	lastAck  time.Time // when the group last acknowledged anything on this connection
+	conn     *wire.Conn
+	sessions int // registered connections so far
 }
 
 func (g *group) poke() {
@@ -62,12 +61,7 @@ func (g *group) run() {
 	for p.ctx.Err() == nil {
 		c, reg, err := g.connect()
 		if err != nil {
-			if errors.Is(err, wire.ErrUnauthorized) {
-				p.mu.Lock()
-				p.authErr = err
-				p.broadcastLocked()
-				p.mu.Unlock()
-			}
+			g.failed(err)
 			p.log.Debug("store group unreachable", "group", g.index+1, "err", err)
 			g.pause()
 			continue
@@ -103,81 +97,24 @@ func (g *group) pause() {
 	}
 }
 
-// connect finds a store of the group that accepts the registration (the
-// leader), following redirects.
+// connect registers with the group's leader (found and followed by the
+// group client) and returns the registered connection. A leader's "source
+// busy" ends the attempt at once: no other store will say otherwise.
 func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 	p := g.p
-	d := &wire.Dialer{Client: "publisher " + p.cfg.Source, LocalIP: p.cfg.LocalIP, Timeout: 2 * time.Second, TLS: p.cfg.TLS, Token: p.cfg.Token}
-	g.mu.Lock()
-	order := []string{}
-	if g.leaderHint != "" {
-		order = append(order, g.leaderHint)
+	c, m, err := g.client.Open(p.ctx, &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session}, groupclient.OpenOptions{
+		Reply:       wire.TypeRegistered,
+		Timeout:     registerTimeout,
+		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy },
+	})
+	if err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeBusy {
+			return nil, nil, fmt.Errorf("%w: %s", ErrSourceBusy, we.Message)
+		}
+		return nil, nil, err
 	}
-	g.mu.Unlock()
-	for _, a := range g.addrs {
-		if !slices.Contains(order, a) {
-			order = append(order, a)
-		}
-	}
-	var lastErr error
-	for hops := 0; len(order) > 0 && hops < 2*len(g.addrs)+2; hops++ {
-		addr := order[0]
-		order = order[1:]
-		c, _, err := d.Dial(p.ctx, addr)
-		if err != nil {
-			lastErr = err
-			if errors.Is(err, wire.ErrUnauthorized) {
-				break // every store of the deployment shares the token
-			}
-			continue
-		}
-		_ = c.NetConn().SetDeadline(time.Now().Add(registerTimeout))
-		err = c.Send(&wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session})
-		var m wire.Message
-		if err == nil {
-			m, err = c.Read()
-		}
-		if err != nil {
-			c.Close()
-			lastErr = err
-			continue
-		}
-		switch m := m.(type) {
-		case *wire.Registered:
-			_ = c.NetConn().SetDeadline(time.Time{})
-			g.mu.Lock()
-			g.leaderHint = addr
-			g.mu.Unlock()
-			return c, m, nil
-		case *wire.NotLeader:
-			c.Close()
-			lastErr = fmt.Errorf("store %s is not the leader", addr)
-			if m.Leader != "" && m.Leader != addr {
-				order = append([]string{m.Leader}, slices.DeleteFunc(order, func(a string) bool { return a == m.Leader })...)
-			}
-		case *wire.Error:
-			c.Close()
-			lastErr = m
-			if m.Code == wire.CodeBusy {
-				err := fmt.Errorf("%w: %s", ErrSourceBusy, m.Message)
-				p.mu.Lock()
-				if p.busyErr == nil {
-					p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", m.Message)
-				}
-				p.busyErr = err
-				p.broadcastLocked()
-				p.mu.Unlock()
-				return nil, nil, err // the leader answered: no other store will say otherwise
-			}
-		default:
-			c.Close()
-			lastErr = fmt.Errorf("%w: registration answered with frame type %d", wire.ErrMalformed, m.Type())
-		}
-	}
-	if lastErr == nil {
-		lastErr = errors.New("no store address")
-	}
-	return nil, nil, fmt.Errorf("group %d: no store accepted the registration: %w", g.index+1, lastErr)
+	return c, m.(*wire.Registered), nil
 }
 
 // registered records a registration answer.
@@ -189,15 +126,8 @@ func (g *group) registered(reg *wire.Registered) {
 	select {
 	case <-p.decided:
 	default:
-		// Before the decision: count the answer once per group.
-		for i, a := range p.answers {
-			if a.group == g.index {
-				p.answers[i].highSeq = max(a.highSeq, reg.HighSeq)
-				p.broadcastLocked()
-				return
-			}
-		}
-		p.answers = append(p.answers, registration{group: g.index, highSeq: reg.HighSeq, groupID: reg.GroupID})
+		// Before the decision: the answer goes to the resume decision.
+		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID})
 		p.broadcastLocked()
 		return
 	}
@@ -209,6 +139,31 @@ func (g *group) registered(reg *wire.Registered) {
 		p.log.Error("a store group that answered late holds sequence numbers beyond the resume point: they may have been reused", "group", g.index+1, "group_high_seq", reg.HighSeq, "resume_seq", p.firstSeq)
 	}
 	p.broadcastLocked()
+}
+
+// failed records a failed registration attempt that says something about
+// the others: the group refused the token (every store checks the same
+// one), or its leader said another live publisher holds the source. Before
+// the decision the resume decision hears of it; a busy source is also worth
+// a warning, once. Other failures (a store down, no leader yet) leave the
+// group silent.
+func (g *group) failed(err error) {
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) {
+		return
+	}
+	p := g.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if errors.Is(err, ErrSourceBusy) && !p.busyWarned {
+		p.busyWarned = true
+		p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", err)
+	}
+	select {
+	case <-p.decided:
+	default:
+		p.replyLocked(groupReply{group: g.index, err: err})
+		p.broadcastLocked()
+	}
 }
 
 // stream sends the group everything it has not confirmed, then new messages
@@ -332,9 +287,7 @@ func (g *group) readAcks(c *wire.Conn) error {
 			}
 			g.p.confirmed(g.index, m.FirstSeq, m.LastSeq)
 		case *wire.NotLeader:
-			g.mu.Lock()
-			g.leaderHint = m.Leader
-			g.mu.Unlock()
+			g.client.Redirected(m)
 			return fmt.Errorf("leadership moved to %q", m.LeaderName)
 		case *wire.Error:
 			return fmt.Errorf("group %d: %w", g.index+1, m)

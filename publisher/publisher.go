@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"umstore/internal/groupclient"
 	"umstore/quorum"
 	"umstore/wire"
 )
@@ -32,39 +32,14 @@ type Publisher struct {
 	changed  chan struct{} // closed and replaced whenever stability or confirmations change
 	closed   bool
 	groups   []*group
-	answers  []registration // registration answers before the decision
+	replies  []groupReply // what the groups told the registration, until the decision
 	stats    Stats
 
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
 	state        *stateFile    // nil without Config.StateFile
-	authErr      error         // a store refused our token: registration cannot succeed
-	busyErr      error         // a leader said another live publisher holds the source
+	busyWarned   bool          // the "another live publisher holds the source" warning was given
 	reg          Registration
-}
-
-// Registration says how the resume point was chosen.
-type Registration struct {
-	ResumeSeq uint64        // first sequence number of this session
-	Groups    []GroupAnswer // one per configured group
-	// StateFileSeq is the last stable sequence number from the state file
-	// (0 without one); the resume point is past it too.
-	StateFileSeq uint64
-}
-
-// GroupAnswer is one group's answer to the registration.
-type GroupAnswer struct {
-	Group    int    // 1-based
-	Answered bool   // answered before the resume point was chosen
-	HighSeq  uint64 // highest sequence number it held
-	GroupID  string // its identity
-}
-
-// registration is one group's answer to Register.
-type registration struct {
-	group   int
-	highSeq uint64
-	groupID string
 }
 
 // Stats counts what a Publisher did.
@@ -121,8 +96,9 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	p.stats.Confirmed = make([]uint64, len(cfg.Groups))
 	p.stats.Connected = make([]bool, len(cfg.Groups))
+	d := &wire.Dialer{Client: "publisher " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second, TLS: cfg.TLS, Token: cfg.Token}
 	for i, addrs := range cfg.Groups {
-		g := &group{p: p, index: i, addrs: addrs, wake: make(chan struct{}, 1)}
+		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1)}
 		p.groups = append(p.groups, g)
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); g.run() }()
@@ -134,107 +110,6 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.deliverStability() }()
 	return p, nil
-}
-
-// register waits for the registration answers and decides the resume point.
-func (p *Publisher) register(ctx context.Context) error {
-	n := len(p.cfg.Groups)
-	need := required(p.cfg.Intergroup, n)
-	allCtx, cancel := context.WithTimeout(ctx, p.cfg.RegisterTimeout)
-	defer cancel()
-	for {
-		p.mu.Lock()
-		got := len(p.answers)
-		ch := p.changed
-		authErr := p.authErr
-		p.mu.Unlock()
-		if got == n {
-			break
-		}
-		if authErr != nil && got < need {
-			return fmt.Errorf("%w for source %q: %w", ErrRegistration, p.cfg.Source, authErr)
-		}
-		if allCtx.Err() != nil && got >= need {
-			break
-		}
-		select {
-		case <-ch:
-		case <-allCtx.Done():
-			if ctx.Err() != nil {
-				return p.registrationErr(got, n, need, ctx.Err())
-			}
-			if got < need {
-				// Past RegisterTimeout: keep waiting for the minimum, bounded by ctx.
-				select {
-				case <-ch:
-				case <-ctx.Done():
-					return p.registrationErr(got, n, need, ctx.Err())
-				}
-			}
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var high uint64
-	answered := make([]int, 0, len(p.answers))
-	p.reg.Groups = make([]GroupAnswer, n)
-	for g := range p.reg.Groups {
-		p.reg.Groups[g].Group = g + 1
-	}
-	for _, a := range p.answers {
-		high = max(high, a.highSeq)
-		answered = append(answered, a.group+1)
-		p.reg.Groups[a.group] = GroupAnswer{Group: a.group + 1, Answered: true, HighSeq: a.highSeq, GroupID: a.groupID}
-		if p.state != nil {
-			if known := p.state.Groups[a.group+1]; known != "" && a.groupID != "" && known != a.groupID {
-				p.log.Error("a store group has a new identity since this publisher last ran: it was re-created and its history is gone", "group", a.group+1, "was", known, "now", a.groupID)
-			}
-			if a.groupID != "" {
-				p.state.Groups[a.group+1] = a.groupID
-			}
-		}
-	}
-	if p.state != nil && p.state.LastStable > high {
-		p.log.Warn("the state file remembers a higher stable sequence number than any group that answered holds: resuming past it", "state_file_seq", p.state.LastStable, "groups_high_seq", high)
-		high = p.state.LastStable
-	}
-	if p.state != nil {
-		p.reg.StateFileSeq = p.state.LastStable
-	}
-	p.firstSeq, p.nextSeq, p.delivered = high+1, high+1, high
-	p.reg.ResumeSeq = high + 1
-	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)
-	p.retained.first = p.firstSeq
-	p.stats.Stable = high
-	for g := range p.groups {
-		if !p.stats.Connected[g] {
-			p.tracker.SetActive(g, false)
-		}
-	}
-	close(p.decided)
-	p.log.Info("registered", "resume_seq", p.firstSeq, "groups_answered", answered, "groups", n)
-	return nil
-}
-
-// registrationErr explains why registration did not complete.
-func (p *Publisher) registrationErr(got, n, need int, cause error) error {
-	p.mu.Lock()
-	busy := p.busyErr
-	p.mu.Unlock()
-	if busy != nil {
-		cause = busy
-	}
-	return fmt.Errorf("%w: %d of %d groups answered for source %q, %d needed for intergroup %s: %w", ErrRegistration, got, n, p.cfg.Source, need, p.cfg.Intergroup, cause)
-}
-
-// Registration reports how the resume point was chosen: which groups
-// answered, with what, and the state file's memory.
-func (p *Publisher) Registration() Registration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	r := p.reg
-	r.Groups = append([]GroupAnswer(nil), p.reg.Groups...)
-	return r
 }
 
 // FirstSeq is the first sequence number of this publishing session.

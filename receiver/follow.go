@@ -173,7 +173,7 @@ func (m *merger) missingEnd() (uint64, bool) {
 // (from the merger's current position) after any failure or leader change.
 func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, events chan<- streamEvent) {
 	g := r.groups[gi]
-	hint := ""
+	c := groupclient.New(g.Group, g.Addrs, g.Dialer) // its own leader memory: Fetch's client is not for concurrent use
 	send := func(ev streamEvent) bool {
 		select {
 		case events <- ev:
@@ -183,7 +183,7 @@ func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, even
 		}
 	}
 	for ctx.Err() == nil {
-		err := r.subscribeOnce(ctx, g.Dialer, g.Addrs, &hint, gi, next.Load(), send)
+		err := r.subscribeOnce(ctx, c, gi, next.Load(), send)
 		if ctx.Err() != nil {
 			return
 		}
@@ -199,58 +199,43 @@ func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, even
 	}
 }
 
-// subscribeOnce finds the leader (following redirects), subscribes and
-// forwards Deliver frames until the stream fails.
-func (r *Receiver) subscribeOnce(ctx context.Context, d *wire.Dialer, addrs []string, hint *string, gi int, from uint64, send func(streamEvent) bool) error {
-	order := []string{}
-	if *hint != "" {
-		order = append(order, *hint)
+// subscriptionSilence is how long a subscription may stay silent: the
+// leader sends at least a heartbeat every second.
+const subscriptionSilence = 5 * time.Second
+
+// subscribeOnce subscribes at the group's leader (found by the group client)
+// and forwards Deliver frames until the stream fails or the leader hands
+// over.
+func (r *Receiver) subscribeOnce(ctx context.Context, c *groupclient.Client, gi int, from uint64, send func(streamEvent) bool) error {
+	conn, m, err := c.Open(ctx, &wire.Subscribe{ReqID: 1, Source: r.cfg.Source, From: from, Receiver: r.cfg.Name}, groupclient.OpenOptions{
+		Reply:       wire.TypeDeliver,
+		Timeout:     subscriptionSilence,
+		NextOnError: func(*wire.Error) bool { return true },
+	})
+	if err != nil {
+		return err
 	}
-	for _, a := range addrs {
-		if !slices.Contains(order, a) {
-			order = append(order, a)
-		}
-	}
-	var lastErr error = fmt.Errorf("group %d: no store reachable", gi+1)
-	for _, addr := range order {
-		c, _, err := d.Dial(ctx, addr)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		err = c.Send(&wire.Subscribe{ReqID: 1, Source: r.cfg.Source, From: from, Receiver: r.cfg.Name})
-		for err == nil {
-			// The leader sends at least a heartbeat every second.
-			_ = c.NetConn().SetReadDeadline(time.Now().Add(5 * time.Second))
-			var m wire.Message
-			m, err = c.Read()
-			if err != nil {
-				break
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	for {
+		switch m := m.(type) {
+		case *wire.Deliver:
+			if !send(streamEvent{group: gi, deliver: m}) {
+				return ctx.Err()
 			}
-			switch m := m.(type) {
-			case *wire.Deliver:
-				*hint = addr
-				if !send(streamEvent{group: gi, deliver: m}) {
-					err = ctx.Err()
-				}
-			case *wire.NotLeader:
-				if m.Leader != "" {
-					*hint = m.Leader
-				}
-				err = fmt.Errorf("store %s is not the leader of group %d", addr, gi+1)
-			case *wire.Error:
-				err = m
-			}
+		case *wire.NotLeader:
+			from := c.Leader() // the store this session was opened on
+			c.Redirected(m)
+			return fmt.Errorf("store %s is no longer the leader of group %d", from, gi+1)
+		case *wire.Error:
+			return m
 		}
-		stop()
-		c.Close()
-		lastErr = err
-		if *hint != "" && *hint != addr {
-			return lastErr // follow the redirect on the next attempt
+		_ = conn.NetConn().SetReadDeadline(time.Now().Add(subscriptionSilence))
+		if m, err = conn.Read(); err != nil {
+			return err
 		}
 	}
-	return lastErr
 }
 
 // ackInterval is how often a named receiver records its consumption.

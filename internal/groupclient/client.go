@@ -1,33 +1,54 @@
-// Package groupclient talks request/reply to the leader of one store group:
-// it keeps one connection, follows NotLeader redirects, tries every store of
-// the group, and waits out elections briefly. The receiver SDK and the
-// stores' intergroup repair share it.
 package groupclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"umstore/wire"
 )
 
-// CallTimeout bounds one request/reply round trip.
+// CallTimeout bounds one request/reply round trip: a Call's, and by default
+// the answer to the request that opens a session.
 const CallTimeout = 10 * time.Second
 
-// Client is a connection to one group's leader. It is not safe for
-// concurrent use: one request at a time.
+// electionPause is how long a Call waits after a store answered NotLeader
+// without naming a leader (an election is under way) before it asks the
+// next store.
+const electionPause = 100 * time.Millisecond
+
+// Client follows the leader of one store group. Call and Open are one at a
+// time (a Client is not safe for concurrent requests); Redirected and Leader
+// may be called from any goroutine.
 type Client struct {
 	// Group is the group's index, for error messages.
 	Group int
 	// Addrs are the client addresses of the group's stores.
-	Addrs  []string
+	Addrs []string
+	// Dialer opens the connections (TLS, token, source address, timeout).
 	Dialer *wire.Dialer
 
-	hint  string
-	conn  *wire.Conn
+	mu   sync.Mutex
+	hint string // where the leader is: the store that last answered as leader, or the one a redirect named
+
+	kept  link // Call's connection, reused by the next Call
 	reqID uint64
+}
+
+// link is an open connection and the store it goes to.
+type link struct {
+	conn *wire.Conn
+	addr string
+}
+
+func (l *link) close() {
+	if l.conn != nil {
+		l.conn.Close()
+		l.conn = nil
+	}
 }
 
 // New returns a client for the group's stores.
@@ -35,85 +56,35 @@ func New(group int, addrs []string, d *wire.Dialer) *Client {
 	return &Client{Group: group, Addrs: addrs, Dialer: d}
 }
 
-// Close closes the connection; the next call reconnects.
-func (c *Client) Close() {
-	if c.conn != nil {
-		c.conn.Close()
-		c.conn = nil
-	}
+// Close closes Call's connection; the next Call reconnects. Sessions handed
+// out by Open belong to their caller.
+func (c *Client) Close() { c.kept.close() }
+
+// Leader returns the address of the store the client last found leading
+// (or was last told leads); "" before the first answer.
+func (c *Client) Leader() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hint
 }
 
-// Leader returns the address of the store the client last reached.
-func (c *Client) Leader() string { return c.hint }
+// Redirected records that a store answered m in the middle of a session
+// (leadership moved): the next Call or Open starts at the leader it names,
+// or, if it names none, goes through the stores in order.
+func (c *Client) Redirected(m *wire.NotLeader) { c.setHint(m.Leader) }
 
-// Call sends req (its ReqID is set here) to the group's leader and returns
-// the reply. A NotLeader answer is followed to the leader; every store is
-// tried before giving up. A wire *Error reply is returned as the error.
-func (c *Client) Call(ctx context.Context, req wire.Message) (wire.Message, error) {
-	order := c.order()
-	var lastErr error
-	for hops := 0; hops < 2*len(c.Addrs)+2; hops++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if c.conn == nil {
-			if len(order) == 0 {
-				order = append(order, c.Addrs...)
-			}
-			addr := order[0]
-			order = order[1:]
-			conn, _, err := c.Dialer.Dial(ctx, addr)
-			if err != nil {
-				lastErr = err
-				continue
-			}
-			c.conn, c.hint = conn, addr
-		}
-		c.reqID++
-		setReqID(req, c.reqID)
-		deadline := time.Now().Add(CallTimeout)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
-		}
-		_ = c.conn.NetConn().SetDeadline(deadline)
-		err := c.conn.Send(req)
-		var m wire.Message
-		if err == nil {
-			m, err = c.conn.Read()
-		}
-		if err != nil {
-			lastErr = err
-			c.Close()
-			continue
-		}
-		switch m := m.(type) {
-		case *wire.NotLeader:
-			lastErr = fmt.Errorf("store %s is not the leader of group %d", c.hint, c.Group)
-			c.Close()
-			if m.Leader != "" {
-				order = append([]string{m.Leader}, slices.DeleteFunc(order, func(a string) bool { return a == m.Leader })...)
-				continue
-			}
-			// An election is under way: give it a moment.
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		case *wire.Error:
-			c.Close()
-			return nil, fmt.Errorf("group %d: %w", c.Group, m)
-		default:
-			return m, nil
-		}
-	}
-	return nil, fmt.Errorf("group %d: no leader reachable: %w", c.Group, lastErr)
+func (c *Client) setHint(addr string) {
+	c.mu.Lock()
+	c.hint = addr
+	c.mu.Unlock()
 }
 
+// order lists the stores to try: the known leader first, then the others in
+// configuration order.
 func (c *Client) order() []string {
 	out := []string{}
-	if c.hint != "" {
-		out = append(out, c.hint)
+	if h := c.Leader(); h != "" {
+		out = append(out, h)
 	}
 	for _, a := range c.Addrs {
 		if !slices.Contains(out, a) {
@@ -123,45 +94,159 @@ func (c *Client) order() []string {
 	return out
 }
 
-// Fetch is Call for a Fetch request.
-func (c *Client) Fetch(ctx context.Context, f *wire.Fetch) (*wire.FetchReply, error) {
-	m, err := c.Call(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := m.(*wire.FetchReply)
-	if !ok {
-		return nil, fmt.Errorf("%w: fetch answered with frame type %d", wire.ErrMalformed, m.Type())
-	}
-	return r, nil
+// Call sends req (its ReqID is set here) to the group's leader and returns
+// the reply, keeping the connection for the next Call. A NotLeader answer
+// is followed to the leader it names; when it names none, Call waits a
+// moment and goes on to the next store, going round every store more than
+// once before it gives up. A wire *Error reply is returned as the error
+// (errors.As finds it).
+func (c *Client) Call(ctx context.Context, req wire.Message) (wire.Message, error) {
+	return c.ask(ctx, &c.kept, req, search{timeout: CallTimeout, patient: true, numbered: true})
 }
 
-// Sources is Call for a Sources request.
-func (c *Client) Sources(ctx context.Context) (*wire.SourceList, error) {
-	m, err := c.Call(ctx, &wire.Sources{})
-	if err != nil {
-		return nil, err
-	}
-	r, ok := m.(*wire.SourceList)
-	if !ok {
-		return nil, fmt.Errorf("%w: sources answered with frame type %d", wire.ErrMalformed, m.Type())
-	}
-	return r, nil
+// OpenOptions says how Open starts a session.
+type OpenOptions struct {
+	// Reply is the frame type a leader answers the opening request with
+	// (wire.TypeRegistered for Register, wire.TypeDeliver for Subscribe);
+	// another type counts as a failed store. 0 accepts any.
+	Reply wire.Type
+	// Timeout bounds each store's answer to the opening request (bounded
+	// by ctx's deadline too). 0 means CallTimeout.
+	Timeout time.Duration
+	// NextOnError reports whether a store's Error answer sends Open on to
+	// the next store; otherwise (and when nil) it ends Open, returned as
+	// the error. The publisher moves on from an unavailable store but stops
+	// at "source busy", which any leader would say.
+	NextOnError func(*wire.Error) bool
 }
 
-func setReqID(m wire.Message, id uint64) {
-	switch m := m.(type) {
-	case *wire.Fetch:
-		m.ReqID = id
-	case *wire.Sources:
-		m.ReqID = id
-	case *wire.Register:
-		m.ReqID = id
-	case *wire.Consumed:
-		m.ReqID = id
-	case *wire.Probe:
-		m.ReqID = id
-	case *wire.Publish:
-		m.ReqID = id
+// Open finds the group's leader and starts a session with it: it sends req
+// (with the ReqID the caller chose) to the known leader, then to each other
+// store once, following NotLeader redirects, and returns the connection
+// with the first answer that is not a redirect. The connection has no
+// deadline and belongs to the caller, who closes it. When no store accepts,
+// Open gives up rather than waiting: the caller retries at its own pace.
+func (c *Client) Open(ctx context.Context, req wire.Message, o OpenOptions) (*wire.Conn, wire.Message, error) {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = CallTimeout
 	}
+	var l link
+	m, err := c.ask(ctx, &l, req, search{timeout: timeout, reply: o.Reply, nextOnError: o.NextOnError})
+	if err != nil {
+		l.close()
+		return nil, nil, err
+	}
+	_ = l.conn.NetConn().SetDeadline(time.Time{})
+	return l.conn, m, nil
+}
+
+// search says how ask looks for the leader.
+type search struct {
+	timeout     time.Duration          // bounds each store's answer
+	reply       wire.Type              // the answer's expected type; 0: any
+	nextOnError func(*wire.Error) bool // Error answers that send ask on to the next store
+	patient     bool                   // go round the stores again, pausing during elections
+	numbered    bool                   // give each attempt the next ReqID
+}
+
+// ask sends req to the group's leader over l (dialing when l is closed) and
+// returns the first answer that is not a redirect, leaving l open on the
+// store that gave it. It is the one leader-finding loop: the budget of
+// attempts covers a redirect per store and a second round.
+func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (wire.Message, error) {
+	order := c.order()
+	var lastErr error
+	for hops := 0; hops < 2*len(c.Addrs)+2; hops++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if l.conn == nil {
+			if len(order) == 0 {
+				if !s.patient {
+					break
+				}
+				order = append(order, c.Addrs...)
+			}
+			addr := order[0]
+			order = order[1:]
+			conn, _, err := c.Dialer.Dial(ctx, addr)
+			if err != nil {
+				lastErr = err
+				if errors.Is(err, wire.ErrUnauthorized) {
+					break // every store of a deployment checks the same token
+				}
+				continue
+			}
+			l.conn, l.addr = conn, addr
+		}
+		if s.numbered {
+			c.reqID++
+			setReqID(req, c.reqID)
+		}
+		m, err := exchange(ctx, l.conn, req, s.timeout)
+		if err != nil {
+			lastErr = err
+			l.close()
+			continue
+		}
+		from := l.addr
+		switch m := m.(type) {
+		case *wire.NotLeader:
+			lastErr = fmt.Errorf("store %s is not the leader of group %d", from, c.Group)
+			l.close()
+			if m.Leader != "" && m.Leader != from {
+				order = append([]string{m.Leader}, slices.DeleteFunc(order, func(a string) bool { return a == m.Leader })...)
+				continue
+			}
+			if s.patient {
+				// An election is under way: give it a moment.
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(electionPause):
+				}
+			}
+		case *wire.Error:
+			l.close()
+			err := fmt.Errorf("group %d: %w", c.Group, m)
+			if s.nextOnError == nil || !s.nextOnError(m) {
+				return nil, err
+			}
+			lastErr = err
+		default:
+			if s.reply != 0 && m.Type() != s.reply {
+				l.close()
+				lastErr = fmt.Errorf("%w: store %s answered frame type %d with frame type %d", wire.ErrMalformed, from, req.Type(), m.Type())
+				continue
+			}
+			c.setHint(from)
+			return m, nil
+		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no store address")
+	}
+	return nil, fmt.Errorf("group %d: no leader reachable: %w", c.Group, lastErr)
+}
+
+// exchange sends req on conn and reads one answer, within timeout (and
+// ctx's deadline); ctx ending closes the connection, so a cancelled caller
+// never waits for a silent store.
+func exchange(ctx context.Context, conn *wire.Conn, req wire.Message, timeout time.Duration) (wire.Message, error) {
+	deadline := time.Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.NetConn().SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	err := conn.Send(req)
+	var m wire.Message
+	if err == nil {
+		m, err = conn.Read()
+	}
+	if !stop() {
+		return nil, ctx.Err() // the connection was closed under us
+	}
+	return m, err
 }

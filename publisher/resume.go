@@ -1,0 +1,125 @@
+package publisher
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"umstore/quorum"
+	"umstore/wire"
+)
+
+// groupReply is what one store group has told the registration so far: its
+// answer, or the reason it has not answered that the decision cares about.
+type groupReply struct {
+	group    int // 0-based
+	answered bool
+	highSeq  uint64 // the highest sequence number the group holds for the source; 0 if none
+	lowSeq   uint64 // the oldest it holds; 0 if none
+	groupID  string // the group's identity
+	err      error  // without an answer: it refused the token (wire.ErrUnauthorized), or the source is busy (ErrSourceBusy)
+}
+
+// resumeInput is everything the resume decision looks at.
+type resumeInput struct {
+	source   string
+	behavior quorum.Behavior
+	groups   int          // configured groups
+	replies  []groupReply // at most one per group, in the order the groups first reported
+	state    *stateFile   // the publisher's local state file; nil without one
+	waitOver bool         // RegisterTimeout has passed: enough answers will do
+	ended    error        // the caller's context ended (its error); nil while it lasts
+}
+
+// resumeDecision is the outcome of decideResume: wait for more answers,
+// fail (err), or resume at seq.
+type resumeDecision struct {
+	wait     bool
+	err      error
+	seq      uint64    // the first sequence number of the session
+	high     uint64    // the highest sequence number an answering group holds
+	answered []int     // the groups (1-based) that answered, in the order they did
+	warnings []warning // for the operator, in the order found
+}
+
+// warning is something the decision found that the operator must hear of.
+type warning struct {
+	level slog.Level
+	msg   string
+	attrs []any // slog key/value pairs
+}
+
+// decideResume chooses where a registering publisher resumes (SPEC §4 rule
+// 2): at one past the highest sequence number that any answering group
+// holds for the source, and past the state file's last stable sequence
+// number when it is higher. It decides once every group has answered, or,
+// after RegisterTimeout, once enough groups for the intergroup behaviour
+// have (quorum.Behavior.Met, the answering groups counting as the active
+// ones). It fails when a group refused the token and too few answered (no
+// retry will change that: every store checks the same token), or when the
+// caller's context ended first. Otherwise it says to wait.
+//
+// It is pure: no clock, no I/O, no dependence on which group answered
+// first. register gathers the answers and calls it on each change.
+func decideResume(in resumeInput) resumeDecision {
+	var answered []groupReply
+	var refused, busy error
+	for _, r := range in.replies {
+		switch {
+		case r.answered:
+			answered = append(answered, r)
+		case errors.Is(r.err, wire.ErrUnauthorized):
+			refused = cmpOr(refused, r.err)
+		case errors.Is(r.err, ErrSourceBusy):
+			busy = cmpOr(busy, r.err)
+		}
+	}
+	got := len(answered)
+	enough := in.behavior.Met(got, in.groups, got)
+	switch {
+	case got == in.groups:
+	case in.waitOver && enough:
+	case refused != nil && !enough:
+		return resumeDecision{err: fmt.Errorf("%w for source %q: %w", ErrRegistration, in.source, refused)}
+	case in.ended != nil:
+		cause := in.ended
+		if busy != nil {
+			cause = busy
+		}
+		return resumeDecision{err: fmt.Errorf("%w: %d of %d groups answered for source %q, %s needed for intergroup %s: %w",
+			ErrRegistration, got, in.groups, in.source, in.behavior.NeededText(in.groups), in.behavior, cause)}
+	default:
+		return resumeDecision{wait: true}
+	}
+
+	var d resumeDecision
+	for _, r := range answered {
+		d.high = max(d.high, r.highSeq)
+		d.answered = append(d.answered, r.group+1)
+		if in.state == nil {
+			continue
+		}
+		if known := in.state.Groups[r.group+1]; known != "" && r.groupID != "" && known != r.groupID {
+			d.warnings = append(d.warnings, warning{slog.LevelError,
+				"a store group has a new identity since this publisher last ran: it was re-created and its history is gone",
+				[]any{"group", r.group + 1, "was", known, "now", r.groupID}})
+		}
+	}
+	last := d.high
+	if in.state != nil && in.state.LastStable > d.high {
+		d.warnings = append(d.warnings, warning{slog.LevelWarn,
+			"the state file remembers a higher stable sequence number than any group that answered holds: resuming past it",
+			[]any{"state_file_seq", in.state.LastStable, "groups_high_seq", d.high}})
+		last = in.state.LastStable
+	}
+	d.seq = last + 1
+	return d
+}
+
+// cmpOr returns a unless it is nil, else b: the first of the errors found.
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
