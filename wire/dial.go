@@ -26,6 +26,10 @@ type Dialer struct {
 	TLS *tls.Config
 	// Token is presented in Hello when the deployment requires one.
 	Token string
+	// DialContext, if set, opens the TCP connection instead of a
+	// net.Dialer (LocalIP is then ignored). Tests use it to cut links
+	// between stores; nil in production.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Dial connects to a store's client address and completes the handshake.
@@ -38,7 +42,11 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 	if d.LocalIP != nil {
 		nd.LocalAddr = &net.TCPAddr{IP: d.LocalIP}
 	}
-	nc, err := nd.DialContext(ctx, "tcp", addr)
+	dial := nd.DialContext
+	if d.DialContext != nil {
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to store %s: %w", addr, err)
 	}
