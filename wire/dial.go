@@ -42,11 +42,15 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 	if d.LocalIP != nil {
 		nd.LocalAddr = &net.TCPAddr{IP: d.LocalIP}
 	}
-	dial := nd.DialContext
+	var nc net.Conn
+	var err error
 	if d.DialContext != nil {
-		dial = d.DialContext
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		nc, err = d.DialContext(dctx, "tcp", addr)
+		cancel()
+	} else {
+		nc, err = nd.DialContext(ctx, "tcp", addr)
 	}
-	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to store %s: %w", addr, err)
 	}
