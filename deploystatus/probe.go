@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/cli"
 	"umstore/internal/groupclient"
 	"umstore/placement"
 	"umstore/storegroup"
@@ -20,7 +21,8 @@ type Limits struct {
 	// RoundTimeout bounds a whole round: the probes, then the leaders'
 	// sources.
 	RoundTimeout time.Duration
-	// Parallel bounds the connections a round has open at once (at least 1).
+	// Parallel bounds the connections a round has open at once; 0 opens
+	// them all at once.
 	Parallel int
 	// Reuse is how long a round's result is handed out again instead of
 	// probing anew; 0 probes every time.
@@ -130,7 +132,11 @@ func (p *Prober) round() Round {
 	ctx, cancel := context.WithTimeout(context.Background(), p.limits.RoundTimeout)
 	defer cancel()
 	results := make([]ProbeResult, len(p.targets))
-	sem := make(chan struct{}, max(p.limits.Parallel, 1))
+	parallel := p.limits.Parallel
+	if parallel < 1 {
+		parallel = len(p.targets)
+	}
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, ref := range p.targets {
 		wg.Add(1)
@@ -180,4 +186,16 @@ func (p *Prober) round() Round {
 	}
 	wg.Wait()
 	return r
+}
+
+// Dialer is how an operator's command reaches the stores of d: with the
+// deployment's TLS configuration and token when its security section names
+// them and they can be read (without, when they cannot: the stores then
+// refuse, and the command reports them as not answering).
+func Dialer(d *placement.Deployment, client string, timeout time.Duration) *wire.Dialer {
+	dialer := &wire.Dialer{Client: client, Timeout: timeout}
+	if tlsCfg, token, err := cli.ClientSecurity(d, cli.SecurityFlags{}); err == nil {
+		dialer.TLS, dialer.Token = tlsCfg, token
+	}
+	return dialer
 }
