@@ -15,8 +15,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/adminhttp"
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/storehost"
 )
 
 const devUsage = `Usage: umstored dev [--data-dir DIR] [--base-port N] [--admin-addr ADDR]
@@ -36,7 +38,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "umstore-dev", "directory for the stores' data and the deployment file")
 	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
-	var opts storeOptions
+	var opts storehost.Options
 	addRetentionFlags(fs, &opts)
 	addSnapshotFlags(fs, &opts)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
@@ -45,7 +47,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return exitUsage(err)
 	}
-	if err := opts.validateSnapshots(); err != nil {
+	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 2
 	}
@@ -80,16 +82,11 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var hosts []*hostStores
-	stopAll := func() {
-		for _, hs := range hosts {
-			hs.stop()
-		}
-	}
+	var hosts storehost.Hosts
 	for _, h := range d.Hosts {
-		hs, err := startHost(ctx, d, h.Name, filepath.Join(dir, h.Name), opts, log)
+		hs, err := storehost.Start(ctx, d, h.Name, filepath.Join(dir, h.Name), opts, log)
 		if err != nil {
-			stopAll()
+			hosts.Stop()
 			fmt.Fprintln(stderr, "umstored dev:", err)
 			return 1
 		}
@@ -97,9 +94,9 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	}
 	statusURL := ""
 	if *adminAddr != "" {
-		srv, err := startAdmin(*adminAddr, d, hosts, log)
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log)
 		if err != nil {
-			stopAll()
+			hosts.Stop()
 			fmt.Fprintln(stderr, "umstored dev:", err)
 			return 1
 		}
@@ -108,10 +105,10 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "umstored dev: starting 2 groups of 3 stores on 127.0.0.1 (hosts A and B in one process)\n%s", placement.RenderLayout(d))
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = waitLeaders(waitCtx, hosts, log)
+	err = hosts.WaitLeaders(waitCtx, log)
 	cancel()
 	if err != nil {
-		stopAll()
+		hosts.Stop()
 		if ctx.Err() != nil {
 			return 0
 		}
@@ -131,7 +128,7 @@ try, in another terminal:
 
 Ctrl-C stops the stores; their data stays in %[2]s.
 `, path, dir, orNone(statusURL))
-	return serveUntilStopped(ctx, hosts, log)
+	return serve(ctx, hosts, log)
 }
 
 func orNone(s string) string {

@@ -1,12 +1,3 @@
-// Command umstored runs umstore's stores.
-//
-//	umstored plan    lay out stores over hosts and write a deployment file
-//	umstored run     run one host's stores from a deployment file
-//	umstored dev     run the two-host, two-group topology on loopback in one process
-//	umstored status  show groups, leaders and stores of a deployment
-//	umstored version print the version (also --version)
-//
-// `umstored COMMAND --help` explains each command's flags.
 package main
 
 import (

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -13,11 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/deploystatus"
 	"umstore/dirlock"
-	"umstore/internal/cli"
 	"umstore/placement"
 	"umstore/storegroup"
-	"umstore/wire"
 )
 
 const recoverUsage = `Usage: umstored recover --deployment FILE --host NAME --data-dir DIR --group N
@@ -87,24 +84,28 @@ func cmdRecover(args []string, stdout, stderr io.Writer) int {
 	if *list {
 		return recoverList(stdout, stderr, *dataDir, mine)
 	}
-	if err := groupHasNoRunningState(d, *group); err != nil {
-		fmt.Fprintln(stderr, "umstored recover:", err)
+	dialer := deploystatus.Dialer(d, "umstored recover", time.Second)
+	v := deploystatus.Probe(d, dialer, deploystatus.Limits{ProbeTimeout: 2 * time.Second, RoundTimeout: 3 * time.Second, SkipSources: true})
+	if st, ok := v.StoreWithState(*group); ok {
+		fmt.Fprintf(stderr, "umstored recover: store %s of group %d is running with state (group %s): the group recovers by itself; recover is only for a group with no store with state\n", st.Name, *group, st.GroupID)
 		return 1
 	}
-	locks, err := lockStores(*dataDir, mine)
+	var dirs []string
+	for _, ref := range mine {
+		dirs = append(dirs, filepath.Join(*dataDir, ref.Store.Name))
+	}
+	release, err := storegroup.LockDataDirs(dirs...)
 	if err != nil {
+		if errors.Is(err, dirlock.ErrLocked) {
+			err = fmt.Errorf("%w (stop umstored run on this host first)", err)
+		}
 		fmt.Fprintln(stderr, "umstored recover:", err)
 		return 1
 	}
-	defer func() {
-		for _, l := range locks {
-			l.Release()
-		}
-	}()
+	defer release()
 	if *acceptLoss {
-		for _, ref := range mine {
-			dir := filepath.Join(*dataDir, ref.Store.Name)
-			if err := os.WriteFile(filepath.Join(dir, "accept-loss"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o640); err != nil {
+		for _, dir := range dirs {
+			if err := storegroup.AcceptLoss(dir); err != nil {
 				fmt.Fprintln(stderr, "umstored recover:", err)
 				return 1
 			}
@@ -113,44 +114,6 @@ func cmdRecover(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return recoverPromote(stdout, stderr, *dataDir, mine, *promote)
-}
-
-// groupHasNoRunningState refuses when some member of the group answers
-// with state: that group needs no recovery.
-func groupHasNoRunningState(d *placement.Deployment, group int) error {
-	dialer := &wire.Dialer{Client: "umstored recover", Timeout: time.Second}
-	if tlsCfg, token, err := cli.ClientSecurity(d, cli.SecurityFlags{}); err == nil {
-		dialer.TLS, dialer.Token = tlsCfg, token
-	}
-	for _, m := range d.Members(group) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		rep, err := storegroup.ProbeStore(ctx, m.ClientAddr(), dialer)
-		cancel()
-		if err == nil && (rep.HasState || rep.GroupID != "") {
-			return fmt.Errorf("store %s of group %d is running with state (group %s): the group recovers by itself; recover is only for a group with no store with state", m.Store.Name, group, rep.GroupID)
-		}
-	}
-	return nil
-}
-
-// lockStores takes the data-directory locks of the stores, so recover never
-// changes files under a running store.
-func lockStores(dataDir string, refs []placement.StoreRef) ([]dirlock.Lock, error) {
-	var locks []dirlock.Lock
-	for _, ref := range refs {
-		l, err := dirlock.Acquire(context.Background(), filepath.Join(dataDir, ref.Store.Name), dirlock.Options{Name: ref.Store.Name})
-		if err != nil {
-			for _, l := range locks {
-				l.Release()
-			}
-			if errors.Is(err, dirlock.ErrLocked) {
-				return nil, fmt.Errorf("%w (stop umstored run on this host first)", err)
-			}
-			return nil, err
-		}
-		locks = append(locks, l)
-	}
-	return locks, nil
 }
 
 func recoverList(stdout, stderr io.Writer, dataDir string, refs []placement.StoreRef) int {
@@ -185,65 +148,26 @@ func recoverList(stdout, stderr io.Writer, dataDir string, refs []placement.Stor
 	return 0
 }
 
+// recoverPromote promotes backup, which must be a backup of one of refs.
 func recoverPromote(stdout, stderr io.Writer, dataDir string, refs []placement.StoreRef, backup string) int {
-	backup = filepath.Clean(backup)
 	for _, ref := range refs {
-		dir := filepath.Join(dataDir, ref.Store.Name)
-		backups, err := storegroup.ListBackups(dir)
+		p, err := storegroup.PromoteBackup(filepath.Join(dataDir, ref.Store.Name), backup, ref.Group)
+		if errors.Is(err, storegroup.ErrNotABackup) {
+			continue
+		}
+		if p.Moved != "" {
+			fmt.Fprintf(stdout, "moved the current content of %s to %s\n", ref.Store.Name, p.Moved)
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "umstored recover:", err)
 			return 1
 		}
-		for _, b := range backups {
-			if filepath.Clean(b.Path) != backup {
-				continue
-			}
-			content, err := storegroup.InspectDataDir(b.Path)
-			if err != nil {
-				fmt.Fprintf(stderr, "umstored recover: backup %s cannot be read: %v\n", b.Path, err)
-				return 1
-			}
-			if content.GroupIndex != 0 && content.GroupIndex != ref.Group {
-				fmt.Fprintf(stderr, "umstored recover: backup %s holds group %d, not %d\n", b.Path, content.GroupIndex, ref.Group)
-				return 1
-			}
-			if storegroup.DataDirHasState(dir) {
-				moved, err := storegroup.BackupDataDir(dir)
-				if err != nil {
-					fmt.Fprintln(stderr, "umstored recover:", err)
-					return 1
-				}
-				fmt.Fprintf(stdout, "moved the current content of %s to %s\n", ref.Store.Name, moved)
-			}
-			if err := moveContents(b.Path, dir); err != nil {
-				fmt.Fprintln(stderr, "umstored recover:", err)
-				return 1
-			}
-			fmt.Fprintf(stdout, "promoted %s: store %s now holds group %s (applied index %d). Start umstored run on this host; the group's other stores rejoin from it.\n",
-				b.Path, ref.Store.Name, content.GroupID, content.AppliedIndex)
-			return 0
-		}
+		fmt.Fprintf(stdout, "promoted %s: store %s now holds group %s (applied index %d). Start umstored run on this host; the group's other stores rejoin from it.\n",
+			p.Backup, ref.Store.Name, p.Content.GroupID, p.Content.AppliedIndex)
+		return 0
 	}
-	fmt.Fprintf(stderr, "umstored recover: %s is not a backup of a store of this group on this host (see --list)\n", backup)
+	fmt.Fprintf(stderr, "umstored recover: %s is not a backup of a store of this group on this host (see --list)\n", filepath.Clean(backup))
 	return 2
-}
-
-// moveContents moves everything in src into dst (except lock files) and
-// removes src.
-func moveContents(src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() == "LOCK" || e.Name() == "LOCK.info" || e.Name() == "LEASE" {
-			continue
-		}
-		if err := os.Rename(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
-			return fmt.Errorf("move %s back: %w", e.Name(), err)
-		}
-	}
-	return os.RemoveAll(src)
 }
 
 func orDash(s string) string {

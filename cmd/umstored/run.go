@@ -12,9 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/adminhttp"
 	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/storehost"
 )
 
 const runUsage = `Usage: umstored run --deployment FILE --host NAME --data-dir DIR [flags]
@@ -43,7 +45,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	standby := fs.Bool("standby", false, "if another process holds a store's data directory, wait and take the store over when it exits (a hot standby on shared storage)")
 	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted")
 	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this)")
-	var opts storeOptions
+	var opts storehost.Options
 	addRetentionFlags(fs, &opts)
 	addSnapshotFlags(fs, &opts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
@@ -58,7 +60,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := opts.validateSnapshots(); err != nil {
+	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
@@ -90,8 +92,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *standby {
 		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", mode)
 	}
-	opts.lock = lock
-	hs, err := startHost(ctx, d, *host, *dataDir, opts, log)
+	opts.Lock = lock
+	h, err := storehost.Start(ctx, d, *host, *dataDir, opts, log)
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped while waiting")
 		return 0
@@ -100,73 +102,27 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 1
 	}
+	hosts := storehost.Hosts{h}
 	if *adminAddr != "" {
-		srv, err := startAdmin(*adminAddr, d, []*hostStores{hs}, log)
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log)
 		if err != nil {
-			hs.stop()
+			h.Stop()
 			fmt.Fprintln(stderr, "umstored run:", err)
 			return 1
 		}
 		defer srv.Close()
 		log.Info("status page", "url", "http://"+srv.Addr+"/")
 	}
-	log.Info("stores started", "host", *host, "stores", len(hs.stores), "data_dir", *dataDir)
-	return serveUntilStopped(ctx, []*hostStores{hs}, log)
+	log.Info("stores started", "host", *host, "stores", len(h.Stores()), "data_dir", *dataDir)
+	return serve(ctx, hosts, log)
 }
 
-// serveUntilStopped waits for SIGINT/SIGTERM, then stops every store. A
-// store that stops itself (it could not apply an entry) is reported once;
-// the host's other stores keep serving their groups, and the exit code
-// becomes 1 so a supervisor notices.
-func serveUntilStopped(ctx context.Context, hosts []*hostStores, log *slog.Logger) int {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	reported := map[string]bool{}
-	code := 0
-	for {
-		select {
-		case <-ctx.Done():
-			log.Info("stopping stores")
-			for _, hs := range hosts {
-				hs.stop()
-			}
-			log.Info("stores stopped")
-			return code
-		case <-tick.C:
-			if allStopped(hosts) {
-				log.Info("every store has stopped (umstored stop); exiting")
-				return code
-			}
-			for _, hs := range hosts {
-				for _, s := range hs.stores {
-					if err := s.Err(); err != nil && !reported[s.Name()] {
-						reported[s.Name()] = true
-						code = 1
-						log.Error("a store stopped itself; the others keep serving", "store", s.Name(), "err", err)
-					}
-				}
-			}
-		}
+// serve runs the stores until SIGINT/SIGTERM or until every one has
+// stopped. Exit code 1 when a store stopped itself (already logged), so
+// that a supervisor notices.
+func serve(ctx context.Context, hosts storehost.Hosts, log *slog.Logger) int {
+	if err := hosts.Serve(ctx, log); err != nil {
+		return 1
 	}
-}
-
-// allStopped reports whether every store of the hosts has stopped.
-func allStopped(hosts []*hostStores) bool {
-	for _, hs := range hosts {
-		for _, s := range hs.stores {
-			select {
-			case <-s.Done():
-			default:
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func exitUsage(err error) int {
-	if err == pflag.ErrHelp {
-		return 0
-	}
-	return 2
+	return 0
 }

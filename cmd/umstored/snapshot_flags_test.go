@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"umstore/placement"
 	"umstore/storegroup"
+	"umstore/storehost"
 )
 
 // The log-compaction flags reach every store's configuration, keep
@@ -45,11 +45,11 @@ func TestSnapshotFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			var opts storeOptions
+			var opts storehost.Options
 			addSnapshotFlags(fs, &opts)
 			err := fs.Parse(tc.args)
 			if err == nil {
-				err = opts.validateSnapshots()
+				err = opts.Validate()
 			}
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -61,7 +61,11 @@ func TestSnapshotFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := placement.Dev("127.0.0.1", 14000)
-			cfg := storeConfig(d, d.StoresOn("A")[0], t.TempDir(), nil, opts, slog.New(slog.DiscardHandler))
+			cfgs, err := storehost.Configs(d, "A", t.TempDir(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := cfgs[0]
 			if cfg.SnapshotThreshold != tc.threshold || cfg.SnapshotInterval != tc.interval || cfg.TrailingLogs != tc.trailing {
 				t.Fatalf("store config: threshold %d interval %v trailing %d, want %d %v %d",
 					cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs, tc.threshold, tc.interval, tc.trailing)

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"umstore/internal/cli"
+	"umstore/deploystatus"
+	"umstore/deploystop"
 	"umstore/placement"
-	"umstore/storegroup"
-	"umstore/wire"
 )
 
 const stopUsage = `Usage: umstored stop --deployment FILE [--host NAME]
@@ -54,76 +51,16 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	dialer := &wire.Dialer{Client: "umstored stop", Timeout: 2 * time.Second}
-	if tlsCfg, token, err := cli.ClientSecurity(d, cli.SecurityFlags{}); err == nil {
-		dialer.TLS, dialer.Token = tlsCfg, token
-	}
+	dialer := deploystatus.Dialer(d, "umstored stop", 2*time.Second)
+	v := deploystatus.Probe(d, dialer, deploystatus.Limits{ProbeTimeout: 2 * time.Second, RoundTimeout: 3 * time.Second, SkipSources: true})
 	code := 0
-	for _, g := range d.Groups {
-		for _, ref := range stopOrder(d, g.Index, dialer) {
-			if *only != "" && ref.Host.Name != *only {
-				continue
-			}
-			if err := stopStore(ref, dialer, *timeout); err != nil {
-				fmt.Fprintf(stderr, "umstored stop: %s: %v\n", ref.Store.Name, err)
-				code = 1
-				continue
-			}
-			fmt.Fprintf(stdout, "stopped %s (group %d, host %s)\n", ref.Store.Name, ref.Group, ref.Host.Name)
+	for _, ref := range deploystop.Order(d, v, *only) {
+		if err := deploystop.Store(ref, dialer, *timeout); err != nil {
+			fmt.Fprintf(stderr, "umstored stop: %s: %v\n", ref.Store.Name, err)
+			code = 1
+			continue
 		}
+		fmt.Fprintf(stdout, "stopped %s (group %d, host %s)\n", ref.Store.Name, ref.Group, ref.Host.Name)
 	}
 	return code
-}
-
-// stopOrder lists a group's stores followers first, leader last.
-func stopOrder(d *placement.Deployment, group int, dialer *wire.Dialer) []placement.StoreRef {
-	refs := d.Members(group)
-	leader := map[string]bool{}
-	for _, ref := range refs {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		rep, err := storegroup.ProbeStore(ctx, ref.ClientAddr(), dialer)
-		cancel()
-		if err == nil && rep.State == "Leader" {
-			leader[ref.Store.Name] = true
-		}
-	}
-	sort.SliceStable(refs, func(i, j int) bool { return !leader[refs[i].Store.Name] && leader[refs[j].Store.Name] })
-	return refs
-}
-
-// stopStore asks one store to stop and waits until it no longer answers.
-// A store that is already down counts as stopped.
-func stopStore(ref placement.StoreRef, dialer *wire.Dialer, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	c, _, err := dialer.Dial(ctx, ref.ClientAddr())
-	if err != nil {
-		return nil // not running
-	}
-	_ = c.NetConn().SetDeadline(time.Now().Add(10 * time.Second))
-	err = c.Send(&wire.Shutdown{ReqID: 1})
-	var m wire.Message
-	if err == nil {
-		m, err = c.Read()
-	}
-	c.Close()
-	if err != nil {
-		return fmt.Errorf("asking it to stop: %w", err)
-	}
-	if e, ok := m.(*wire.Error); ok {
-		return e
-	}
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		_, err := storegroup.ProbeStore(pctx, ref.ClientAddr(), dialer)
-		pcancel()
-		if err != nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("still running after %v", timeout)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

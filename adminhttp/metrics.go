@@ -1,30 +1,28 @@
-package main
+package adminhttp
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"umstore/storehost"
 )
 
 // newRegistry gathers the daemon's metrics: every store's collector (labels
 // store and group), the staged restart's phase, and the Go runtime's and
 // process's standard metrics.
-func newRegistry(hosts []*hostStores) *prometheus.Registry {
+func newRegistry(hosts storehost.Hosts) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, hs := range hosts {
-		for _, s := range hs.stores {
-			reg.MustRegister(s.Collector())
-		}
+	for _, s := range hosts.Stores() {
+		reg.MustRegister(s.Collector())
 	}
 	phase := func(pick func(waiting, catching bool) bool) func() float64 {
 		return func() float64 {
 			n := 0
-			for _, hs := range hosts {
-				for _, s := range hs.stores {
-					st := s.Status()
-					if pick(st.WaitingToJoin, st.CatchingUp) {
-						n++
-					}
+			for _, s := range hosts.Stores() {
+				st := s.Status()
+				if pick(st.WaitingToJoin, st.CatchingUp) {
+					n++
 				}
 			}
 			return float64(n)

@@ -20,6 +20,7 @@
     "stopped": ["■", "stopped"],
     "down": ["✕", "down"],
     "failed": ["⚠", "failed"],
+    "refused": ["⊘", "refused (no store with state)"],
   };
 
   const $ = (id) => document.getElementById(id);

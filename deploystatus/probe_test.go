@@ -1,4 +1,4 @@
-package main
+package deploystatus
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 
 	"umstore/wire"
 )
+
+// testLimits are the status page's limits.
+var testLimits = Limits{ProbeTimeout: time.Second, RoundTimeout: 3 * time.Second, Parallel: 8, Reuse: time.Second}
 
 // fakeStores answers probes from a table, counting calls and the most
 // probes in flight at once.
@@ -60,14 +63,14 @@ func TestRemoteProberSharesRounds(t *testing.T) {
 		clientAddr(t, d, "G1S3"): {Store: "G1S3", Group: 1, State: "Leader", HasState: true},
 		clientAddr(t, d, "G2S2"): {Store: "G2S2", Group: 2, State: "Follower", HasState: true},
 	}}
-	p := newRemoteProber(d.Stores())
-	p.probe, p.sources, p.parallel, p.ttl = f.probe, f.list, 2, 300*time.Millisecond
+	p := NewProber(d.Stores(), &wire.Dialer{}, testLimits)
+	p.probe, p.sources, p.limits.Parallel, p.limits.Reuse = f.probe, f.list, 2, 300*time.Millisecond
 
 	var wg sync.WaitGroup
-	rounds := make([]remoteRound, 20)
+	rounds := make([]Round, 20)
 	for i := range rounds {
 		wg.Add(1)
-		go func() { defer wg.Done(); rounds[i] = p.get() }()
+		go func() { defer wg.Done(); rounds[i] = p.Round() }()
 	}
 	wg.Wait()
 	if n := f.calls.Load(); n != 6 {
@@ -80,22 +83,22 @@ func TestRemoteProberSharesRounds(t *testing.T) {
 		t.Errorf("asked %d leaders for their sources, want 1 (G1S3)", n)
 	}
 	r := rounds[19]
-	if len(r.stores) != 6 || r.stores["G1S3"].reply == nil || r.stores["G2S2"].reply == nil {
-		t.Fatalf("round: %+v", r.stores)
+	if len(r.Stores) != 6 || r.Stores["G1S3"].Reply == nil || r.Stores["G2S2"].Reply == nil {
+		t.Fatalf("round: %+v", r.Stores)
 	}
-	if err := r.stores["G1S1"].err; err == nil || r.stores["G1S1"].reply != nil {
-		t.Errorf("G1S1 did not answer, but the round says %+v", r.stores["G1S1"])
+	if err := r.Stores["G1S1"].Err; err == nil || r.Stores["G1S1"].Reply != nil {
+		t.Errorf("G1S1 did not answer, but the round says %+v", r.Stores["G1S1"])
 	}
-	if rs, ok := r.sources[1]; !ok || rs.from != "G1S3" || len(rs.sources) != 1 {
-		t.Errorf("group 1's sources: %+v", r.sources)
+	if rs, ok := r.Sources[1]; !ok || rs.From != "G1S3" || len(rs.Sources) != 1 {
+		t.Errorf("group 1's sources: %+v", r.Sources)
 	}
 
-	p.get()
+	p.Round()
 	if n := f.calls.Load(); n != 6 {
 		t.Errorf("a request within the TTL probed again (%d probes)", n)
 	}
 	time.Sleep(350 * time.Millisecond)
-	p.get()
+	p.Round()
 	if n := f.calls.Load(); n != 12 {
 		t.Errorf("after the TTL: %d probes, want a second round (12)", n)
 	}
@@ -105,26 +108,26 @@ func TestRemoteProberSharesRounds(t *testing.T) {
 func TestRemoteProberTimesOut(t *testing.T) {
 	d := twoHosts(t)
 	f := &fakeStores{delay: time.Hour}
-	p := newRemoteProber(d.Stores()[:1])
+	p := NewProber(d.Stores()[:1], &wire.Dialer{}, testLimits)
 	p.probe, p.sources = f.probe, f.list
 	start := time.Now()
-	r := p.get()
-	if took := time.Since(start); took > probeTimeout+time.Second {
+	r := p.Round()
+	if took := time.Since(start); took > testLimits.ProbeTimeout+time.Second {
 		t.Errorf("a hung store held the round for %v", took)
 	}
-	if res := r.stores[d.Stores()[0].Store.Name]; res.err == nil {
+	if res := r.Stores[d.Stores()[0].Store.Name]; res.Err == nil {
 		t.Errorf("a hung store is not reported: %+v", res)
 	}
 }
 
 // With every store in this process there is nothing to probe.
 func TestRemoteProberNothingToProbe(t *testing.T) {
-	p := newRemoteProber(nil)
+	p := NewProber(nil, &wire.Dialer{}, testLimits)
 	p.probe = func(context.Context, string) (*wire.ProbeReply, error) {
 		t.Fatal("probed although every store is local")
 		return nil, nil
 	}
-	if r := p.get(); len(r.stores) != 0 {
+	if r := p.Round(); len(r.Stores) != 0 {
 		t.Fatalf("round: %+v", r)
 	}
 }

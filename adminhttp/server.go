@@ -1,4 +1,4 @@
-package main
+package adminhttp
 
 import (
 	"encoding/json"
@@ -13,15 +13,16 @@ import (
 
 	"umstore/placement"
 	"umstore/storegroup"
+	"umstore/storehost"
 )
 
-// adminServer serves the host's health, readiness and status over HTTP,
-// and the status page: a live picture of the whole deployment.
-type adminServer struct {
+// Server serves the hosts' health, readiness and status over HTTP, and the
+// status page.
+type Server struct {
 	*http.Server
-	hosts    []*hostStores
+	hosts    storehost.Hosts
 	d        *placement.Deployment
-	reporter *deploymentReporter
+	reporter *reporter
 }
 
 // hostStatus is what /v1/status returns.
@@ -32,7 +33,8 @@ type hostStatus struct {
 	Ready      bool                `json:"ready"`
 }
 
-// startAdmin listens on addr and serves, in the background:
+// Start listens on addr and serves, in the background, for the daemon
+// that runs hosts of d:
 //
 //	/                 the status page (web/index.html, style.css, app.js)
 //	/v1/deployment    every host, group and store of d with its state now,
@@ -41,12 +43,14 @@ type hostStatus struct {
 //	/healthz, /readyz liveness and readiness of this daemon's stores
 //	/metrics          Prometheus metrics
 //	/debug/pprof/     profiling
-func startAdmin(addr string, d *placement.Deployment, hosts []*hostStores, log *slog.Logger) (*adminServer, error) {
+//
+// Addr is the address listened on. Close stops the server.
+func Start(addr string, d *placement.Deployment, hosts storehost.Hosts, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on admin address %s: %w", addr, err)
 	}
-	a := newAdminServer(d, hosts)
+	a := newServer(d, hosts)
 	a.Addr = ln.Addr().String()
 	go func() {
 		if err := a.Serve(ln); err != nil && err != http.ErrServerClosed {
@@ -56,9 +60,9 @@ func startAdmin(addr string, d *placement.Deployment, hosts []*hostStores, log *
 	return a, nil
 }
 
-// newAdminServer prepares the admin server of hosts; it does not listen.
-func newAdminServer(d *placement.Deployment, hosts []*hostStores) *adminServer {
-	a := &adminServer{hosts: hosts, d: d, reporter: newDeploymentReporter(d, hosts)}
+// newServer prepares the admin server of hosts; it does not listen.
+func newServer(d *placement.Deployment, hosts storehost.Hosts) *Server {
+	a := &Server{hosts: hosts, d: d, reporter: newReporter(d, hosts)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
@@ -75,15 +79,13 @@ func newAdminServer(d *placement.Deployment, hosts []*hostStores) *adminServer {
 	return a
 }
 
-func (a *adminServer) snapshot() hostStatus {
+func (a *Server) snapshot() hostStatus {
 	st := hostStatus{Deployment: a.d.Name, Time: time.Now().UTC().Format(time.RFC3339), Ready: true}
-	for _, hs := range a.hosts {
-		for _, s := range hs.stores {
-			ss := s.Status()
-			st.Stores = append(st.Stores, ss)
-			if ss.Leader == "" || ss.Error != "" {
-				st.Ready = false
-			}
+	for _, s := range a.hosts.Stores() {
+		ss := s.Status()
+		st.Stores = append(st.Stores, ss)
+		if ss.Leader == "" || ss.Error != "" {
+			st.Ready = false
 		}
 	}
 	return st
@@ -91,7 +93,7 @@ func (a *adminServer) snapshot() hostStatus {
 
 // readyz answers 200 when every store of this host runs and its group has
 // a leader, 503 otherwise.
-func (a *adminServer) readyz(w http.ResponseWriter, r *http.Request) {
+func (a *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := a.snapshot()
 	if !st.Ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -101,7 +103,7 @@ func (a *adminServer) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-func (a *adminServer) status(w http.ResponseWriter, r *http.Request) {
+func (a *Server) status(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

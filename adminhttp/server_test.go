@@ -1,4 +1,4 @@
-package main
+package adminhttp
 
 import (
 	"encoding/json"
@@ -7,7 +7,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"umstore/deploystatus"
+	"umstore/placement"
 )
+
+// silent is a round of probes in which no store answers.
+type silent struct{}
+
+func (silent) Round() deploystatus.Round { return deploystatus.Round{} }
 
 func get(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
@@ -26,9 +34,13 @@ func get(t *testing.T, url string) (*http.Response, string) {
 // The admin server serves the embedded page, its assets and
 // /v1/deployment, and keeps its other endpoints.
 func TestAdminServesStatusPage(t *testing.T) {
-	d := twoHosts(t)
-	a := newAdminServer(d, nil)
-	a.reporter.remote.probe = (&fakeStores{}).probe // no store answers
+	d := placement.Dev("127.0.0.1", 30000)
+	d.Hosts[0].Address, d.Hosts[1].Address = "127.0.0.2", "127.0.0.3"
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := newServer(d, nil)
+	a.reporter.remote = silent{} // no store answers
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
 
@@ -46,14 +58,14 @@ func TestAdminServesStatusPage(t *testing.T) {
 			t.Errorf("%s: %d %q, %d bytes", path, resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 		}
 	}
-	for _, path := range []string{"/web/nope.js", "/web/", "/web/../admin.go", "/nope"} {
+	for _, path := range []string{"/web/nope.js", "/web/", "/web/../server.go", "/nope"} {
 		if resp, _ := get(t, srv.URL+path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: %d, want 404", path, resp.StatusCode)
 		}
 	}
 
 	resp, body = get(t, srv.URL+"/v1/deployment")
-	var v deploymentView
+	var v deploystatus.View
 	if err := json.Unmarshal([]byte(body), &v); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/v1/deployment: %d %v\n%s", resp.StatusCode, err, body)
 	}

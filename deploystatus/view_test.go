@@ -1,4 +1,4 @@
-package main
+package deploystatus
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func clientAddr(t *testing.T, d *placement.Deployment, store string) string {
 	return ref.ClientAddr()
 }
 
-func TestPageState(t *testing.T) {
+func TestClassify(t *testing.T) {
 	tests := []struct {
 		raft                        string
 		hasState, catching, waiting bool
@@ -51,10 +51,12 @@ func TestPageState(t *testing.T) {
 		{"Shutdown", true, false, false, "stopped"},
 		{"failed", true, false, false, "failed"},
 		{"failed", false, true, false, "failed"},
+		{"refused", false, false, false, "refused"},
+		{"refused", false, false, true, "refused"},
 	}
 	for _, tt := range tests {
-		if got := pageState(tt.raft, tt.hasState, tt.catching, tt.waiting); got != tt.want {
-			t.Errorf("pageState(%q, state %v, catching up %v, waiting %v) = %q, want %q", tt.raft, tt.hasState, tt.catching, tt.waiting, got, tt.want)
+		if got := classify(tt.raft, tt.hasState, tt.catching, tt.waiting); got != tt.want {
+			t.Errorf("classify(%q, state %v, catching up %v, waiting %v) = %q, want %q", tt.raft, tt.hasState, tt.catching, tt.waiting, got, tt.want)
 		}
 	}
 }
@@ -72,11 +74,11 @@ func TestBuildViewHostDown(t *testing.T) {
 			Sources: []storegroup.SourceStatus{{Name: "orders", HighSeq: 800, LowSeq: 1, Count: 800}}},
 	}
 	down := errors.New("connection refused")
-	remote := remoteRound{stores: map[string]probeResult{
-		"G1S3": {err: down}, "G2S2": {err: down}, "G2S3": {err: down},
+	remote := Round{Stores: map[string]ProbeResult{
+		"G1S3": {Err: down}, "G2S2": {Err: down}, "G2S3": {Err: down},
 	}}
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	v := buildView(d, placement.Analyze(d), []string{"A"}, local, remote, now)
+	v := Build(d, placement.Analyze(d), []string{"A"}, local, remote, now)
 
 	want := map[string]string{"G1S1": "leader", "G1S2": "catching-up", "G1S3": "down", "G2S1": "candidate", "G2S2": "down", "G2S3": "down"}
 	if len(v.Stores) != len(want) {
@@ -126,22 +128,22 @@ func TestBuildViewHostDown(t *testing.T) {
 func TestBuildViewRemoteStores(t *testing.T) {
 	d := twoHosts(t)
 	leader2 := clientAddr(t, d, "G2S2")
-	probe := func(name, state string, applied uint64) probeResult {
+	probe := func(name, state string, applied uint64) ProbeResult {
 		ref, _ := d.StoreByName(name)
-		return probeResult{reply: &wire.ProbeReply{Store: name, Group: ref.Group, HasState: true, State: state, Leader: leader2, AppliedIndex: applied, LastIndex: applied}}
+		return ProbeResult{Reply: &wire.ProbeReply{Store: name, Group: ref.Group, HasState: true, State: state, Leader: leader2, AppliedIndex: applied, LastIndex: applied}}
 	}
-	remote := remoteRound{
-		stores: map[string]probeResult{
+	remote := Round{
+		Stores: map[string]ProbeResult{
 			"G1S1": probe("G1S1", "Leader", 10),
 			"G1S2": probe("G1S2", "Follower", 10),
-			"G2S1": {reply: &wire.ProbeReply{Store: "G2S1", Group: 2, State: "starting", CatchingUp: true, Leader: leader2}},
+			"G2S1": {Reply: &wire.ProbeReply{Store: "G2S1", Group: 2, State: "starting", CatchingUp: true, Leader: leader2}},
 			"G1S3": probe("G1S3", "Follower", 10),
 			"G2S2": probe("G2S2", "Leader", 70),
-			"G2S3": {reply: &wire.ProbeReply{Store: "G2S3", Group: 2, State: "failed", HasState: true, Leader: leader2}},
+			"G2S3": {Reply: &wire.ProbeReply{Store: "G2S3", Group: 2, State: "failed", HasState: true, Leader: leader2}},
 		},
-		sources: map[int]remoteSources{2: {from: "G2S2", sources: []wire.SourceState{{Name: "s", HighSeq: 9, LowSeq: 3, Count: 5, Gaps: []wire.Range{{From: 4, To: 5}, {From: 7, To: 7}}}}}},
+		Sources: map[int]LeaderSources{2: {From: "G2S2", Sources: []wire.SourceState{{Name: "s", HighSeq: 9, LowSeq: 3, Count: 5, Gaps: []wire.Range{{From: 4, To: 5}, {From: 7, To: 7}}}}}},
 	}
-	v := buildView(d, placement.Analyze(d), nil, nil, remote, time.Now())
+	v := Build(d, placement.Analyze(d), nil, nil, remote, time.Now())
 	want := map[string]string{"G1S1": "leader", "G1S2": "up", "G1S3": "up", "G2S1": "catching-up", "G2S2": "leader", "G2S3": "failed"}
 	for _, s := range v.Stores {
 		if s.State != want[s.Name] || s.Local {

@@ -1,4 +1,4 @@
-package main
+package adminhttp
 
 import (
 	"embed"
@@ -41,11 +41,11 @@ func serveWebFile(w http.ResponseWriter, r *http.Request, name string) {
 }
 
 // page serves the status page itself.
-func (a *adminServer) page(w http.ResponseWriter, r *http.Request) {
+func (a *Server) page(w http.ResponseWriter, r *http.Request) {
 	serveWebFile(w, r, "index.html")
 }
 
 // asset serves the page's CSS and JavaScript under /web/.
-func (a *adminServer) asset(w http.ResponseWriter, r *http.Request) {
+func (a *Server) asset(w http.ResponseWriter, r *http.Request) {
 	serveWebFile(w, r, r.PathValue("file"))
 }

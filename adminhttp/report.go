@@ -1,0 +1,76 @@
+package adminhttp
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"umstore/deploystatus"
+	"umstore/placement"
+	"umstore/storegroup"
+	"umstore/storehost"
+	"umstore/wire"
+)
+
+// Limits of the status page's probes of stores run by other processes.
+var pageLimits = deploystatus.Limits{
+	// However many browsers poll, the other hosts' stores are asked at
+	// most once per Reuse.
+	Reuse:        time.Second,
+	ProbeTimeout: time.Second,
+	RoundTimeout: 3 * time.Second,
+	Parallel:     8,
+}
+
+// rounder hands out rounds of probes (a deploystatus.Prober; a fake in
+// tests).
+type rounder interface {
+	Round() deploystatus.Round
+}
+
+// reporter builds /v1/deployment: the deployment, its failure analysis,
+// and each store's state, probing the stores of other processes.
+type reporter struct {
+	d          *placement.Deployment
+	analysis   *placement.Analysis
+	hosts      storehost.Hosts
+	localHosts []string
+	remote     rounder
+}
+
+// newReporter reports on d for the daemon running hosts: their stores are
+// read directly, every other store of d is probed.
+func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
+	r := &reporter{d: d, analysis: placement.Analyze(d), hosts: hosts, localHosts: hosts.Names()}
+	local := map[string]bool{}
+	for _, s := range hosts.Stores() {
+		local[s.Name()] = true
+	}
+	var others []placement.StoreRef
+	for _, ref := range d.Stores() {
+		if !local[ref.Store.Name] {
+			others = append(others, ref)
+		}
+	}
+	r.remote = deploystatus.NewProber(others, &wire.Dialer{Client: "status page", Timeout: pageLimits.ProbeTimeout}, pageLimits)
+	return r
+}
+
+// view is the deployment as seen now.
+func (r *reporter) view() deploystatus.View {
+	remote := r.remote.Round()
+	var local []storegroup.Status
+	for _, s := range r.hosts.Stores() {
+		local = append(local, s.Status())
+	}
+	return deploystatus.Build(r.d, r.analysis, r.localHosts, local, remote, time.Now())
+}
+
+// deployment serves /v1/deployment.
+func (a *Server) deployment(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(a.reporter.view())
+}

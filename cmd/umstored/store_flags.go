@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"umstore/storegroup"
+	"umstore/storehost"
+)
+
+// addRetentionFlags declares the retention flags shared by run and dev.
+func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
+	def := storegroup.DefaultConfig()
+	fs.Uint64Var(&o.RetentionMaxBytes, "retention-max-bytes", def.RetentionMaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
+	fs.Uint64Var(&o.RetentionMaxMessages, "retention-max-messages", def.RetentionMaxMessages, "per source: keep at most this many messages (0: no limit)")
+	fs.DurationVar(&o.RetentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
+	fs.IntVar(&o.RepairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
+	fs.DurationVar(&o.SourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
+}
+
+// addSnapshotFlags declares the log-compaction flags shared by run and dev.
+// storehost.Options.Validate checks them.
+func addSnapshotFlags(fs *pflag.FlagSet, o *storehost.Options) {
+	def := storegroup.DefaultConfig()
+	fs.Uint64Var(&o.SnapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep raft.db small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
+	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often raft checks --snapshot-threshold (each wait is drawn between this and twice this, so the stores of a group do not snapshot together; at least 5ms)")
+	fs.Uint64Var(&o.TrailingLogs, "trailing-logs", def.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
+}
+
+// exitUsage is the exit code after a flag error: 0 for --help, else 2.
+func exitUsage(err error) int {
+	if err == pflag.ErrHelp {
+		return 0
+	}
+	return 2
+}

@@ -1,0 +1,201 @@
+package deploystatus
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"umstore/internal/cli"
+	"umstore/internal/groupclient"
+	"umstore/placement"
+	"umstore/storegroup"
+	"umstore/wire"
+)
+
+// Limits bound a round of probes.
+type Limits struct {
+	// ProbeTimeout bounds connecting to one store and its answer, and then
+	// asking a leader for its sources.
+	ProbeTimeout time.Duration
+	// RoundTimeout bounds a whole round: the probes, then the leaders'
+	// sources.
+	RoundTimeout time.Duration
+	// Parallel bounds the connections a round has open at once; 0 opens
+	// them all at once.
+	Parallel int
+	// Reuse is how long a round's result is handed out again instead of
+	// probing anew; 0 probes every time.
+	Reuse time.Duration
+	// SkipSources leaves out asking each leader what it holds of each
+	// source, for callers that only need the stores' states.
+	SkipSources bool
+}
+
+// probeFunc asks the store at a client address for its state.
+type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, error)
+
+// sourcesFunc asks a group's leader, at a client address, what it holds of
+// each source.
+type sourcesFunc func(ctx context.Context, group int, addr string) ([]wire.SourceState, error)
+
+// ProbeResult is one store's answer to a probe, or why there was none.
+type ProbeResult struct {
+	Reply *wire.ProbeReply
+	Err   error
+}
+
+// LeaderSources is what a group's leader holds of each source.
+type LeaderSources struct {
+	From    string // the leader that answered
+	Sources []wire.SourceState
+}
+
+// Round is the outcome of one round of probes.
+type Round struct {
+	Stores  map[string]ProbeResult // by store name
+	Sources map[int]LeaderSources  // by group, for groups led by a probed store
+}
+
+// Prober asks stores for their state over the wire protocol. Rounds are
+// shared: a caller arriving while one is under way waits for it, and its
+// result is reused for Limits.Reuse, so however many callers poll, each
+// store is asked at most once per Reuse.
+type Prober struct {
+	targets []placement.StoreRef
+	probe   probeFunc
+	sources sourcesFunc
+	limits  Limits
+
+	mu      sync.Mutex
+	last    Round
+	at      time.Time     // when last was taken; zero before the first round
+	running chan struct{} // closed when the round under way ends; nil if none
+}
+
+// NewProber probes targets through dialer, within limits.
+func NewProber(targets []placement.StoreRef, dialer *wire.Dialer, limits Limits) *Prober {
+	return &Prober{
+		targets: targets,
+		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, error) {
+			return storegroup.ProbeStore(ctx, addr, dialer)
+		},
+		sources: func(ctx context.Context, group int, addr string) ([]wire.SourceState, error) {
+			c := groupclient.New(group, []string{addr}, dialer)
+			defer c.Close()
+			list, err := c.Sources(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("ask %s for its sources: %w", addr, err)
+			}
+			return list.Sources, nil
+		},
+		limits: limits,
+	}
+}
+
+// Round returns a round no older than Limits.Reuse, running one if needed.
+func (p *Prober) Round() Round {
+	if len(p.targets) == 0 {
+		return Round{}
+	}
+	p.mu.Lock()
+	for {
+		if !p.at.IsZero() && time.Since(p.at) < p.limits.Reuse {
+			r := p.last
+			p.mu.Unlock()
+			return r
+		}
+		if p.running == nil {
+			break
+		}
+		wait := p.running
+		p.mu.Unlock()
+		<-wait
+		p.mu.Lock()
+	}
+	done := make(chan struct{})
+	p.running = done
+	p.mu.Unlock()
+
+	r := p.round()
+
+	p.mu.Lock()
+	p.last, p.at, p.running = r, time.Now(), nil
+	p.mu.Unlock()
+	close(done)
+	return r
+}
+
+// round probes every target, at most Limits.Parallel at a time, then asks
+// each leader for its group's sources.
+func (p *Prober) round() Round {
+	ctx, cancel := context.WithTimeout(context.Background(), p.limits.RoundTimeout)
+	defer cancel()
+	results := make([]ProbeResult, len(p.targets))
+	parallel := p.limits.Parallel
+	if parallel < 1 {
+		parallel = len(p.targets)
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, ref := range p.targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pctx, pcancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
+			defer pcancel()
+			rep, err := p.probe(pctx, ref.ClientAddr())
+			if err != nil {
+				err = fmt.Errorf("probe %s at %s: %w", ref.Store.Name, ref.ClientAddr(), err)
+			}
+			results[i] = ProbeResult{Reply: rep, Err: err}
+		}()
+	}
+	wg.Wait()
+
+	r := Round{Stores: map[string]ProbeResult{}, Sources: map[int]LeaderSources{}}
+	var leaders []placement.StoreRef
+	for i, ref := range p.targets {
+		r.Stores[ref.Store.Name] = results[i]
+		if rep := results[i].Reply; rep != nil && rep.State == "Leader" {
+			leaders = append(leaders, ref)
+		}
+	}
+	if p.limits.SkipSources {
+		return r
+	}
+	var mu sync.Mutex
+	for _, ref := range leaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sctx, scancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
+			defer scancel()
+			list, err := p.sources(sctx, ref.Group, ref.ClientAddr())
+			if err != nil {
+				return // the group is shown without sources
+			}
+			mu.Lock()
+			r.Sources[ref.Group] = LeaderSources{From: ref.Store.Name, Sources: list}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return r
+}
+
+// Dialer is how an operator's command reaches the stores of d: with the
+// deployment's TLS configuration and token when its security section names
+// them and they can be read (without, when they cannot: the stores then
+// refuse, and the command reports them as not answering).
+func Dialer(d *placement.Deployment, client string, timeout time.Duration) *wire.Dialer {
+	dialer := &wire.Dialer{Client: client, Timeout: timeout}
+	if tlsCfg, token, err := cli.ClientSecurity(d, cli.SecurityFlags{}); err == nil {
+		dialer.TLS, dialer.Token = tlsCfg, token
+	}
+	return dialer
+}

@@ -1,0 +1,83 @@
+package deploystatus
+
+import (
+	"time"
+
+	"umstore/placement"
+	"umstore/wire"
+)
+
+// Summary is the condensed view `umstored status --json` prints: per group,
+// its leader, each store's state and what the leader holds; and whether
+// publishing is possible. Its JSON names are relied on by scripts and
+// tests: keep them.
+type Summary struct {
+	Deployment string         `json:"deployment"`
+	Intergroup string         `json:"intergroup"`
+	Groups     []SummaryGroup `json:"groups"`
+	Publishing bool           `json:"publishing"`
+	Reason     string         `json:"reason"`
+}
+
+// SummaryGroup is one group of a Summary.
+type SummaryGroup struct {
+	Index  int            `json:"index"`
+	Leader string         `json:"leader"`
+	Stores []SummaryStore `json:"stores"`
+	// Sources are as the leader holds them; null when no leader told.
+	Sources []Source `json:"sources"`
+}
+
+// SummaryStore is one store of a Summary.
+type SummaryStore struct {
+	Name         string `json:"name"`
+	Host         string `json:"host"`
+	Address      string `json:"address"`
+	State        string `json:"state"`
+	AppliedIndex uint64 `json:"applied_index"`
+	GroupID      string `json:"group_id,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// Summary condenses the view: groups in index order, each group's stores
+// in the deployment's order.
+func (v View) Summary() Summary {
+	s := Summary{Deployment: v.Deployment, Intergroup: v.Intergroup, Publishing: v.Publishing, Reason: v.Reason}
+	byName := map[string]Store{}
+	for _, st := range v.Stores {
+		byName[st.Name] = st
+	}
+	for _, g := range v.Groups {
+		sg := SummaryGroup{Index: g.Index, Leader: g.Leader, Stores: make([]SummaryStore, 0, len(g.Stores))}
+		for _, name := range g.Stores {
+			st := byName[name]
+			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, State: st.State,
+				AppliedIndex: st.AppliedIndex, GroupID: st.GroupID, Error: st.Error})
+		}
+		if g.SourcesFrom != "" {
+			sg.Sources = append([]Source{}, g.Sources...)
+		}
+		s.Groups = append(s.Groups, sg)
+	}
+	return s
+}
+
+// StoreWithState returns a store of group that answered with state or with
+// the group's identity, if there is one: such a group recovers by itself.
+func (v View) StoreWithState(group int) (Store, bool) {
+	for _, st := range v.Stores {
+		if st.Group == group && st.State != StateDown && (st.HasState || st.GroupID != "") {
+			return st, true
+		}
+	}
+	return Store{}, false
+}
+
+// Probe asks every store of d for its state, once, through dialer, and
+// builds the view of an observer that runs none of them: what
+// `umstored status`, `umstored stop` and `umstored recover` act on.
+func Probe(d *placement.Deployment, dialer *wire.Dialer, limits Limits) View {
+	limits.Reuse = 0
+	r := NewProber(d.Stores(), dialer, limits).Round()
+	return Build(d, nil, nil, nil, r, time.Now())
+}

@@ -1,0 +1,283 @@
+package deploystatus
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"umstore/placement"
+	"umstore/quorum"
+	"umstore/storegroup"
+	"umstore/wire"
+)
+
+// View is a deployment's status as one observer sees it now: its own
+// stores from their status, the others' from their answers to probes. It is
+// what a daemon's /v1/deployment returns (with the deployment's failure
+// analysis), and what [Summary] condenses for `umstored status`.
+type View struct {
+	Deployment string `json:"deployment"`
+	Time       string `json:"time"`
+	// ServedBy names the hosts whose stores run in the observing daemon.
+	ServedBy   []string            `json:"served_by"`
+	Intergroup string              `json:"intergroup"`
+	Publishing bool                `json:"publishing"`
+	Reason     string              `json:"reason"`
+	Hosts      []Host              `json:"hosts"`
+	Groups     []Group             `json:"groups"`
+	Stores     []Store             `json:"stores"`
+	Analysis   *placement.Analysis `json:"analysis"`
+}
+
+// Host is one host of the deployment.
+type Host struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	// Local is true when the observing daemon runs the host's stores.
+	Local bool `json:"local"`
+	// State is "up" when every store of the host answers, "down" when none
+	// does, "degraded" otherwise.
+	State  string   `json:"state"`
+	Stores []string `json:"stores"`
+}
+
+// Group is one store group.
+type Group struct {
+	Index  int      `json:"index"`
+	Leader string   `json:"leader"` // empty: no store reports leading the group
+	Stores []string `json:"stores"`
+	// Running counts the stores that run raft (leader, up, candidate,
+	// catching up); Quorum is how many the group needs.
+	Running int `json:"running"`
+	Quorum  int `json:"quorum"`
+	// Sources are what the group holds, as store SourcesFrom holds them
+	// (the leader if it answered, else a member run by the observer);
+	// SourcesFrom is empty when no store told.
+	Sources     []Source `json:"sources"`
+	SourcesFrom string   `json:"sources_from,omitempty"`
+	// Repair is the intergroup repair's progress, known when the observer
+	// runs the group's leader.
+	Repair *storegroup.RepairStatus `json:"repair,omitempty"`
+}
+
+// Source is what a group holds of one source.
+type Source struct {
+	Name    string `json:"name"`
+	HighSeq uint64 `json:"high_seq"`
+	LowSeq  uint64 `json:"oldest_seq"`
+	Count   uint64 `json:"count"`
+	Gaps    int    `json:"gaps"`
+}
+
+// Store is one store of the deployment.
+type Store struct {
+	Name    string `json:"name"`
+	Group   int    `json:"group"`
+	Host    string `json:"host"`
+	Address string `json:"address"`
+	// Local is true when the observer runs the store.
+	Local bool `json:"local"`
+	// State is one of the State constants (see the package documentation).
+	State string `json:"state"`
+	// RaftState is the store's own word: Leader, Follower, Candidate,
+	// Shutdown, starting, failed or refused; empty when it did not answer.
+	RaftState     string `json:"raft_state"`
+	Leader        string `json:"leader"` // the leader as this store knows it
+	AppliedIndex  uint64 `json:"applied_index"`
+	LastIndex     uint64 `json:"last_index"`
+	GroupID       string `json:"group_id"`
+	HasState      bool   `json:"has_state"`
+	CatchingUp    bool   `json:"catching_up"`
+	WaitingToJoin bool   `json:"waiting_to_join"`
+	Error         string `json:"error,omitempty"`
+}
+
+// Build assembles the view of d from the statuses of the stores the
+// observer runs (local, on hosts localHosts) and a round of probes of the
+// others (remote). d must be valid; analysis is passed through.
+func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []string, local []storegroup.Status, remote Round, now time.Time) View {
+	behaviour, name := intergroup(d)
+	v := View{
+		Deployment: d.Name,
+		Time:       now.UTC().Format(time.RFC3339),
+		ServedBy:   slices.Clone(localHosts),
+		Intergroup: name,
+		Hosts:      []Host{},
+		Groups:     []Group{},
+		Stores:     []Store{},
+		Analysis:   analysis,
+	}
+	byName := map[string]storegroup.Status{}
+	for _, st := range local {
+		byName[st.Name] = st
+	}
+	nameByAddr := map[string]string{}
+	for _, ref := range d.Stores() {
+		nameByAddr[ref.ClientAddr()] = ref.Store.Name
+	}
+	index := map[string]int{} // store name -> position in v.Stores
+	for _, ref := range d.Stores() {
+		sv := Store{Name: ref.Store.Name, Group: ref.Group, Host: ref.Host.Name, Address: ref.ClientAddr()}
+		if st, ok := byName[ref.Store.Name]; ok {
+			sv.Local = true
+			fromStatus(&sv, st)
+		} else {
+			fromProbe(&sv, remote.Stores[ref.Store.Name], nameByAddr)
+		}
+		index[sv.Name] = len(v.Stores)
+		v.Stores = append(v.Stores, sv)
+	}
+
+	withLeader := 0
+	for _, g := range d.Groups {
+		gv := Group{Index: g.Index, Stores: []string{}, Sources: []Source{}, Quorum: len(g.Stores)/2 + 1}
+		var leader *Store
+		for _, s := range g.Stores {
+			gv.Stores = append(gv.Stores, s.Name)
+			sv := &v.Stores[index[s.Name]]
+			if sv.State == StateLeader && (leader == nil || sv.LastIndex > leader.LastIndex) {
+				leader = sv
+			}
+		}
+		if leader != nil {
+			gv.Leader = leader.Name
+			withLeader++
+			for _, s := range g.Stores {
+				sv := &v.Stores[index[s.Name]]
+				if sv.State == StateUp && sv.AppliedIndex+catchingUpLag < leader.AppliedIndex {
+					sv.State = StateCatchingUp
+				}
+			}
+		}
+		for _, s := range g.Stores {
+			if slices.Contains(runningStates, v.Stores[index[s.Name]].State) {
+				gv.Running++
+			}
+		}
+		groupSources(&gv, leader, byName, remote)
+		v.Groups = append(v.Groups, gv)
+	}
+	slices.SortFunc(v.Groups, func(a, b Group) int { return a.Index - b.Index })
+
+	for _, h := range d.Hosts {
+		hv := Host{Name: h.Name, Address: h.Address, Local: slices.Contains(localHosts, h.Name), Stores: []string{}}
+		answered := 0
+		for _, ref := range d.StoresOn(h.Name) {
+			hv.Stores = append(hv.Stores, ref.Store.Name)
+			if v.Stores[index[ref.Store.Name]].State != StateDown {
+				answered++
+			}
+		}
+		switch {
+		case answered == len(hv.Stores):
+			hv.State = "up"
+		case answered == 0:
+			hv.State = "down"
+		default:
+			hv.State = "degraded"
+		}
+		v.Hosts = append(v.Hosts, hv)
+	}
+
+	n := len(d.Groups)
+	v.Publishing = publishingPossible(name, withLeader, n)
+	v.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, name, behaviour.NeededText(n))
+	return v
+}
+
+// intergroup is the deployment's intergroup behaviour and its name; an
+// unset one is "any", the default.
+func intergroup(d *placement.Deployment) (quorum.Behavior, string) {
+	if d.Stability.Intergroup == "" {
+		return quorum.Any, quorum.Any.String()
+	}
+	b, err := quorum.ParseBehavior(d.Stability.Intergroup)
+	if err != nil {
+		// A validated deployment names a known behaviour; report an unknown
+		// one under its own name, judged as the default.
+		return quorum.Any, d.Stability.Intergroup
+	}
+	return b, d.Stability.Intergroup
+}
+
+// publishingPossible says whether publishing goes on when withLeader of n
+// groups have a leader, under the intergroup behaviour named intergroup:
+// the groups with a leader are the active ones, and each of them can hold a
+// new message. An unknown name is judged as the default, any.
+func publishingPossible(intergroup string, withLeader, n int) bool {
+	b, err := quorum.ParseBehavior(intergroup)
+	if err != nil {
+		b = quorum.Any
+	}
+	return b.Met(withLeader, n, withLeader)
+}
+
+// fromStatus fills a store run by the observer from its status.
+func fromStatus(sv *Store, st storegroup.Status) {
+	sv.RaftState, sv.Leader = st.State, st.Leader
+	sv.AppliedIndex, sv.LastIndex, sv.GroupID = st.AppliedIndex, st.LastIndex, st.GroupID
+	sv.HasState, sv.CatchingUp, sv.WaitingToJoin = st.HasState, st.CatchingUp, st.WaitingToJoin
+	sv.Error = st.Error
+	sv.State = classify(st.State, st.HasState, st.CatchingUp, st.WaitingToJoin)
+}
+
+// fromProbe fills a store run elsewhere from its answer to a probe; a store
+// that did not answer is down.
+func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
+	rep := res.Reply
+	if rep == nil {
+		sv.State = StateDown
+		sv.Error = "did not answer"
+		if res.Err != nil {
+			sv.Error = res.Err.Error()
+		}
+		return
+	}
+	sv.RaftState = rep.State
+	sv.Leader = nameByAddr[rep.Leader]
+	if sv.Leader == "" {
+		sv.Leader = rep.Leader
+	}
+	sv.AppliedIndex, sv.LastIndex, sv.GroupID = rep.AppliedIndex, rep.LastIndex, rep.GroupID
+	sv.HasState, sv.CatchingUp = rep.HasState, rep.CatchingUp
+	sv.State = classify(rep.State, rep.HasState, rep.CatchingUp, false)
+}
+
+// groupSources picks where the group's sources come from: the leader when
+// the observer runs it (with the repair's progress), else the remote
+// leader's answer, else a member with state run by the observer.
+func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, remote Round) {
+	use := func(from string, list []storegroup.SourceStatus) {
+		gv.SourcesFrom = from
+		for _, s := range list {
+			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps})
+		}
+	}
+	if leader != nil && leader.Local {
+		st := local[leader.Name]
+		use(st.Name, st.Sources)
+		repair := st.Repair
+		gv.Repair = &repair
+		return
+	}
+	if rs, ok := remote.Sources[gv.Index]; ok {
+		gv.SourcesFrom = rs.From
+		gv.Sources = append(gv.Sources, wireSources(rs.Sources)...)
+		return
+	}
+	for _, name := range gv.Stores {
+		if st, ok := local[name]; ok && st.HasState && st.State != "failed" {
+			use(name, st.Sources)
+			return
+		}
+	}
+}
+
+// wireSources converts a leader's answer.
+func wireSources(list []wire.SourceState) []Source {
+	out := make([]Source, len(list))
+	for i, s := range list {
+		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: len(s.Gaps)}
+	}
+	return out
+}

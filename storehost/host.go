@@ -1,0 +1,198 @@
+package storehost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"umstore/placement"
+	"umstore/storegroup"
+)
+
+// Host is the running stores of one host of a deployment.
+type Host struct {
+	name   string
+	stores []*storegroup.Store
+	// admission lets one empty store per group catch up at a time: the
+	// staged restart of SPEC §4 rule 4.
+	admission *storegroup.HostAdmission
+}
+
+// Start opens every store d places on host, each in dataDir/<store name>,
+// all at once: a standby store waits in Open for its data directory's lock,
+// and one waiting store must not hold up the others. The stores decide by
+// themselves whether to bootstrap, rejoin or refuse. ctx ends such waits;
+// when a store cannot start, the others are stopped again and the error
+// names every store that failed.
+func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, opts Options, log *slog.Logger) (*Host, error) {
+	cfgs, err := Configs(d, host, dataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	logRestartPlan(d, host, dataDir, log)
+	h := &Host{name: host, admission: storegroup.NewHostAdmission()}
+	stores := make([]*storegroup.Store, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		cfg.Admission = h.admission
+		cfg.Logger = log.With("host", host)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = storegroup.OpenContext(ctx, cfg)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("start store %s: %w", cfg.Name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range stores {
+		if s != nil {
+			h.stores = append(h.stores, s)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		h.Stop()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Name is the host's name in the deployment.
+func (h *Host) Name() string { return h.name }
+
+// Stores are the host's stores, in the deployment's order.
+func (h *Host) Stores() []*storegroup.Store { return h.stores }
+
+// Stop closes every store, in parallel; each is marked stopped cleanly.
+func (h *Host) Stop() {
+	var wg sync.WaitGroup
+	for _, s := range h.stores {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Close() }()
+	}
+	wg.Wait()
+}
+
+// Hosts are the hosts one process runs: one for `umstored run`, every host
+// of the loopback deployment for `umstored dev`.
+type Hosts []*Host
+
+// Names lists the hosts' names, sorted.
+func (hs Hosts) Names() []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Stores lists every store of the hosts.
+func (hs Hosts) Stores() []*storegroup.Store {
+	var out []*storegroup.Store
+	for _, h := range hs {
+		out = append(out, h.stores...)
+	}
+	return out
+}
+
+// Stop stops every host's stores, one host after the other.
+func (hs Hosts) Stop() {
+	for _, h := range hs {
+		h.Stop()
+	}
+}
+
+// WaitLeaders waits until every group with a store on these hosts knows a
+// leader, logging progress every few seconds. It gives up at ctx's end.
+func (hs Hosts) WaitLeaders(ctx context.Context, log *slog.Logger) error {
+	last := time.Now()
+	for {
+		missing := map[int]bool{}
+		for _, s := range hs.Stores() {
+			if s.Status().Leader == "" {
+				missing[s.Group()] = true
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Since(last) > 3*time.Second {
+			last = time.Now()
+			log.Info("waiting for every group to elect a leader", "groups_without_leader", keys(missing))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func keys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ErrStoreStopped is returned by Serve when a store stopped itself while
+// the others kept serving.
+var ErrStoreStopped = errors.New("a store stopped itself")
+
+// Serve serves until ctx ends (SIGINT, SIGTERM), then stops every store;
+// or until every store has stopped (`umstored stop`). A store that stops
+// itself (it could not apply an entry) is logged once and the host's other
+// stores keep serving their groups; Serve then returns an error wrapping
+// ErrStoreStopped, so that a supervisor notices.
+func (hs Hosts) Serve(ctx context.Context, log *slog.Logger) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var stopped []string
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping stores")
+			hs.Stop()
+			log.Info("stores stopped")
+			return stoppedErr(stopped)
+		case <-tick.C:
+			if hs.allStopped() {
+				log.Info("every store has stopped (umstored stop); exiting")
+				return stoppedErr(stopped)
+			}
+			for _, s := range hs.Stores() {
+				if err := s.Err(); err != nil && !slices.Contains(stopped, s.Name()) {
+					stopped = append(stopped, s.Name())
+					log.Error("a store stopped itself; the others keep serving", "store", s.Name(), "err", err)
+				}
+			}
+		}
+	}
+}
+
+func stoppedErr(stores []string) error {
+	if len(stores) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %v (see the log)", ErrStoreStopped, stores)
+}
+
+// allStopped reports whether every store of the hosts has stopped.
+func (hs Hosts) allStopped() bool {
+	for _, s := range hs.Stores() {
+		select {
+		case <-s.Done():
+		default:
+			return false
+		}
+	}
+	return true
+}
