@@ -9,7 +9,6 @@ import (
 	"umstore/placement"
 	"umstore/storegroup"
 	"umstore/storehost"
-	"umstore/wire"
 )
 
 // Limits of the status page's probes of stores run by other processes.
@@ -52,7 +51,7 @@ func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
 			others = append(others, ref)
 		}
 	}
-	r.remote = deploystatus.NewProber(others, &wire.Dialer{Client: "status page", Timeout: pageLimits.ProbeTimeout}, pageLimits)
+	r.remote = deploystatus.NewProber(others, deploystatus.Dialer(d, "status page", pageLimits.ProbeTimeout), pageLimits)
 	return r
 }
 
