@@ -13,11 +13,6 @@ import (
 	"umstore/wire"
 )
 
-// ErrNoStoreWithState means every store of a group is empty although the
-// group existed: its identity is remembered elsewhere. Bootstrapping it
-// again would silently start from nothing (SPEC §4 rule 3).
-var ErrNoStoreWithState = errors.New("no store with state")
-
 // startKind says how an empty store starts.
 type startKind int
 
