@@ -30,13 +30,14 @@ const (
 )
 
 // clientDeps is what the client server needs from its store, and all it
-// may touch of it. The store builds it in one place (Store.wire, open.go).
+// may touch of it. The store builds it in one place (Store.wireHelpers,
+// open.go).
 type clientDeps struct {
-	name            string // the store's name
-	group           int    // the store's group index
-	maxFrame        int    // Config.MaxFrame
-	token           string // the deployment's token; "" admits every client
-	activityTimeout time.Duration
+	name            string        // the store's name
+	group           int           // the store's group index
+	maxFrame        int           // Config.MaxFrame
+	token           string        // the deployment's token; "" admits every client
+	activityTimeout time.Duration // Config.SourceActivityTimeout
 
 	log      *slog.Logger
 	metrics  *storeMetrics
