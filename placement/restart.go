@@ -12,6 +12,11 @@ import (
 // is nothing for an empty store to catch up from. Starting the group anyway
 // would create a quorum of empty stores and lose what the group held; the
 // operator decides what to do with `umstored recover`.
+//
+// It is the one definition of the concept: RestartPlan returns it when it
+// plans a host's restart, and a running store (package storegroup) refuses
+// with it when its group's identity is remembered elsewhere, so errors.Is
+// matches either.
 var ErrNoStoreWithState = errors.New("no store with state")
 
 // What a store must reach before the stores that wait for it may start.

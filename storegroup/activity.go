@@ -112,12 +112,8 @@ func (s *Store) expireSilent(now time.Time) {
 // proposeExpiry frees a source through the log, so every store agrees a
 // new publisher may take it over.
 func (s *Store) proposeExpiry(source, session, why string) {
-	r := s.raftNode()
-	if r == nil {
-		return
-	}
 	cmd := repository.EncodeExpireSession(repository.ExpireSession{Source: source, Session: session, UnixNano: time.Now().UnixNano()})
-	if err := r.Apply(cmd, s.cfg.ApplyTimeout).Error(); err != nil {
+	if err := s.proposer.propose(cmd).Error(); err != nil {
 		return // not the leader any more; the next leader decides
 	}
 	s.sessions.leave(source, session)

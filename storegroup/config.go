@@ -122,9 +122,9 @@ type Config struct {
 	// benchmarks: a store with NoSync can lose acknowledged messages.
 	NoSync bool
 
-	// Dial, if set, opens this store's outgoing raft connections in place of
-	// the operating system's dialer (LocalIP is then not applied; TLS still
-	// is). Tests only: internal/clustertest refuses and cuts links between
+	// Dial, if set, opens this store's outgoing connections to other
+	// stores (raft, probes, intergroup repair) in place of the operating
+	// system's dialer (LocalIP is then not applied; TLS still is). Tests only: internal/clustertest refuses and cuts links between
 	// stores with it to make partitions without a firewall. Nil in
 	// production, where it costs nothing.
 	Dial DialFunc

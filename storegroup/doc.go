@@ -4,17 +4,25 @@
 // repository (package repository) in a bbolt file, plus a client server that
 // speaks the wire protocol to publishers, receivers and other stores.
 //
-// The data path of a publish: the client server receives a Publish frame (a
-// batch of contiguous messages of one source), the leader proposes it as ONE
-// raft entry, raft commits it on a quorum of the group, the FSM applies the
-// committed entries of a whole raft batch in one bbolt transaction, and the
-// client server answers Ack once the entry is applied on the leader. A
-// follower answers NotLeader with the leader's client address.
+// The data path of a publish (publish.go, proposer.go): the client server
+// receives a Publish frame (a batch of contiguous messages of one source);
+// the leader proposes it as ONE raft entry, together with the frames of the
+// same connection that queued behind its proposals in flight and continue
+// it; raft commits the entry on a quorum of the group; the FSM applies the
+// committed entries of a whole raft batch in one bbolt transaction; and the
+// client server answers Ack as soon as the leader's FSM has decided the
+// entry's result, inside that transaction, before the repository commits
+// and fsyncs. That is safe because the entry is committed by then and apply
+// is deterministic: a store whose commit fails stops, and replays the entry
+// when it starts again. A follower answers NotLeader with the leader's
+// client address.
 //
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never
 // bootstraps; an empty store asks every other member of its group what it
 // holds (Probe) and the group is bootstrapped only when every member answers
 // empty and none knows the group's identity, and then only by the first
-// member in the deployment's order. A group's identity is created by its
-// first leader and replicated through the log.
+// member in the deployment's order (start_decision.go). A group's identity
+// is created by its first leader and replicated through the log.
+//
+// DESIGN.md, beside this file, says why the pieces are where they are.
 package storegroup

@@ -1,7 +1,6 @@
 package storegroup
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -11,10 +10,6 @@ import (
 
 	"umstore/repository"
 )
-
-// ErrStoreFailed is the response to entries a store could not apply: the
-// store has stopped itself rather than skip an entry (SPEC §4 rule 6).
-var ErrStoreFailed = errors.New("store stopped: cannot durably apply committed entries")
 
 // fsm adapts a repository to raft's BatchingFSM. Raft calls ApplyBatch,
 // Snapshot and Restore from one goroutine; Persist runs concurrently with

@@ -139,7 +139,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_repair_bytes_total", "Payload bytes copied from other groups.", st.Repair.RepairedBytes)
 	counter("umstore_consistency_violations_total", "Sequence numbers offered with a payload different from the one held (kept, never overwritten).", m.conflicts.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
-	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposed.early.Load())
+	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.answeredEarly())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
 	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
 	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))

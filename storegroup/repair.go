@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -30,23 +31,36 @@ type RepairStatus struct {
 // proposes copies through the group's own log (so every member applies
 // them), and is throttled so live publishing keeps priority.
 type repairer struct {
-	s       *Store
+	repairDeps
 	clients map[int]*groupclient.Client
 
 	mu     sync.Mutex
 	status RepairStatus
 }
 
-func newRepairer(s *Store) *repairer {
-	rp := &repairer{s: s, clients: map[int]*groupclient.Client{}}
-	d := s.dialer(2 * time.Second)
-	d.Client = "repair " + s.cfg.Name
-	for _, g := range s.cfg.OtherGroups {
+// repairDeps is what repair needs from its store (built in
+// Store.wireHelpers, open.go).
+type repairDeps struct {
+	log      *slog.Logger
+	repo     *repository.Repo // what this group holds
+	proposer *proposer        // the copies go through the group's log
+	isLeader func() bool
+	groups   []PeerGroup  // the other groups, to copy from
+	dialer   *wire.Dialer // how to reach them
+
+	interval               time.Duration // RepairInterval; 0 disables repair
+	rate                   int           // RepairBytesPerSecond; 0 means no limit
+	batchCount, batchBytes int           // RepairBatchCount, RepairBatchBytes: one fetch
+}
+
+func newRepairer(d repairDeps) *repairer {
+	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}}
+	for _, g := range d.groups {
 		var addrs []string
 		for _, m := range g.Members {
 			addrs = append(addrs, m.ClientAddr)
 		}
-		rp.clients[g.Index] = groupclient.New(g.Index, addrs, d)
+		rp.clients[g.Index] = groupclient.New(g.Index, addrs, d.dialer)
 	}
 	return rp
 }
@@ -65,10 +79,10 @@ func (rp *repairer) run(ctx context.Context) {
 			c.Close()
 		}
 	}()
-	if len(rp.clients) == 0 || rp.s.cfg.RepairInterval <= 0 {
+	if len(rp.clients) == 0 || rp.interval <= 0 {
 		return
 	}
-	t := time.NewTicker(rp.s.cfg.RepairInterval)
+	t := time.NewTicker(rp.interval)
 	defer t.Stop()
 	for {
 		select {
@@ -76,7 +90,7 @@ func (rp *repairer) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !rp.s.IsLeader() {
+		if !rp.isLeader() {
 			continue
 		}
 		err := rp.pass(ctx)
@@ -102,7 +116,7 @@ func (rp *repairer) pass(ctx context.Context) error {
 			continue
 		}
 		for _, theirs := range list.Sources {
-			ours, ok, err := rp.s.repo.Source(theirs.Name)
+			ours, ok, err := rp.repo.Source(theirs.Name)
 			if err != nil {
 				return err
 			}
@@ -128,13 +142,12 @@ func (rp *repairer) pass(ctx context.Context) error {
 // copyRange fetches a range from another group and proposes what it gets,
 // one raft entry per contiguous run, at most RepairBytesPerSecond.
 func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source string, m seqRange) error {
-	s := rp.s
 	next := m.from
 	for next <= m.to {
-		if !s.IsLeader() {
+		if !rp.isLeader() {
 			return errors.New("no longer the leader")
 		}
-		rep, err := c.Fetch(ctx, &wire.Fetch{Source: source, From: next, To: m.to, MaxCount: s.cfg.RepairBatchCount, MaxBytes: s.cfg.RepairBatchBytes})
+		rep, err := c.Fetch(ctx, &wire.Fetch{Source: source, From: next, To: m.to, MaxCount: rp.batchCount, MaxBytes: rp.batchBytes})
 		if err != nil {
 			return err
 		}
@@ -165,9 +178,7 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 }
 
 func (rp *repairer) propose(source string, first uint64, payloads [][]byte) error {
-	s := rp.s
-	r := s.raftNode()
-	f := r.Apply(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads}), s.cfg.ApplyTimeout)
+	f := rp.proposer.propose(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads}))
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return errors.New("no longer the leader")
@@ -192,11 +203,11 @@ func (rp *repairer) propose(source string, first uint64, payloads [][]byte) erro
 	rp.status.Conflicts += uint64(p.Conflicts)
 	rp.mu.Unlock()
 	if p.Conflicts > 0 {
-		s.log.Error("CONSISTENCY VIOLATION: another group holds a different payload for sequence numbers this group already holds; kept ours, copied nothing over them",
+		rp.log.Error("CONSISTENCY VIOLATION: another group holds a different payload for sequence numbers this group already holds; kept ours, copied nothing over them",
 			"source", source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
 	}
 	if p.Stored > 0 {
-		s.log.Info("repaired messages from another group", "source", source, "first", first, "stored", p.Stored)
+		rp.log.Info("repaired messages from another group", "source", source, "first", first, "stored", p.Stored)
 	}
 	return nil
 }
@@ -204,7 +215,7 @@ func (rp *repairer) propose(source string, first uint64, payloads [][]byte) erro
 // throttle sleeps so that copying `bytes` since start does not exceed
 // RepairBytesPerSecond.
 func (rp *repairer) throttle(ctx context.Context, bytes int, start time.Time) {
-	rate := rp.s.cfg.RepairBytesPerSecond
+	rate := rp.rate
 	if rate <= 0 {
 		return
 	}

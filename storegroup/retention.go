@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"syscall"
 	"time"
@@ -20,7 +21,7 @@ const retentionStep = 100_000
 // samples every RetentionInterval, so age is enforced to within that, and a
 // new leader starts sampling afresh: it keeps more, never less).
 type retainer struct {
-	s *Store
+	retainDeps
 
 	mu      sync.Mutex
 	samples map[string][]seenAt // per source, ascending
@@ -32,14 +33,29 @@ type seenAt struct {
 	when time.Time
 }
 
-func newRetainer(s *Store) *retainer { return &retainer{s: s, samples: map[string][]seenAt{}} }
+// retainDeps is what retention needs from its store (built in
+// Store.wireHelpers, open.go).
+type retainDeps struct {
+	log      *slog.Logger
+	repo     *repository.Repo // the sources and their retention plans
+	proposer *proposer        // Trim entries go through the group's log
+	isLeader func() bool
+
+	// The limits per source (RetentionMaxBytes, RetentionMaxMessages,
+	// RetentionMaxAge; 0 disables one) and how often they are checked.
+	maxBytes, maxMessages uint64
+	maxAge, interval      time.Duration
+}
+
+func newRetainer(d retainDeps) *retainer {
+	return &retainer{retainDeps: d, samples: map[string][]seenAt{}}
+}
 
 func (rt *retainer) run(ctx context.Context) {
-	cfg := rt.s.cfg
-	if cfg.RetentionInterval <= 0 || (cfg.RetentionMaxBytes == 0 && cfg.RetentionMaxMessages == 0 && cfg.RetentionMaxAge == 0) {
+	if rt.interval <= 0 || (rt.maxBytes == 0 && rt.maxMessages == 0 && rt.maxAge == 0) {
 		return
 	}
-	t := time.NewTicker(cfg.RetentionInterval)
+	t := time.NewTicker(rt.interval)
 	defer t.Stop()
 	wasLeader := false
 	for {
@@ -48,7 +64,7 @@ func (rt *retainer) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		leader := rt.s.IsLeader()
+		leader := rt.isLeader()
 		if leader && !wasLeader {
 			rt.mu.Lock()
 			rt.samples = map[string][]seenAt{}
@@ -63,14 +79,12 @@ func (rt *retainer) run(ctx context.Context) {
 
 // pass trims every source that is over a limit.
 func (rt *retainer) pass(now time.Time) {
-	s := rt.s
-	cfg := s.cfg
-	infos, err := s.repo.Sources()
+	infos, err := rt.repo.Sources()
 	if err != nil {
 		return
 	}
 	for _, in := range infos {
-		through, reason, err := s.repo.RetentionPlan(in.Name, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
+		through, reason, err := rt.repo.RetentionPlan(in.Name, rt.maxBytes, rt.maxMessages)
 		if err != nil {
 			continue
 		}
@@ -82,7 +96,7 @@ func (rt *retainer) pass(now time.Time) {
 		}
 		through = min(through, in.LowSeq+retentionStep)
 		cmd := repository.EncodeTrim(repository.Trim{Source: in.Name, Through: through, Reason: reason, UnixNano: now.UnixNano()})
-		f := s.raftNode().Apply(cmd, cfg.ApplyTimeout)
+		f := rt.proposer.propose(cmd)
 		if err := f.Error(); err != nil {
 			return
 		}
@@ -90,7 +104,7 @@ func (rt *retainer) pass(now time.Time) {
 			rt.mu.Lock()
 			rt.dropped += res.Trim.Dropped
 			rt.mu.Unlock()
-			s.log.Info("retention released the oldest messages", "source", in.Name, "through", res.Trim.Through, "dropped", res.Trim.Dropped, "reason", reason)
+			rt.log.Info("retention released the oldest messages", "source", in.Name, "through", res.Trim.Through, "dropped", res.Trim.Dropped, "reason", reason)
 		}
 	}
 }
@@ -99,7 +113,7 @@ func (rt *retainer) pass(now time.Time) {
 // number and returns the highest sequence number seen longer ago than
 // RetentionMaxAge (0 if none, or no age limit).
 func (rt *retainer) ageThrough(in repository.SourceInfo, now time.Time) uint64 {
-	maxAge := rt.s.cfg.RetentionMaxAge
+	maxAge := rt.maxAge
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	ss := rt.samples[in.Name]
@@ -127,21 +141,20 @@ func (rt *retainer) Dropped() uint64 {
 
 // logRetentionFit says at start-up how many sources at the byte limit fit
 // in the data directory's free space, and warns when not even one does.
-func (s *Store) logRetentionFit() {
-	limit := s.cfg.RetentionMaxBytes
+func logRetentionFit(log *slog.Logger, dataDir string, limit uint64) {
 	if limit == 0 {
-		s.log.Info("no per-source byte limit: the repository grows until the disk is full (set RetentionMaxBytes)")
+		log.Info("no per-source byte limit: the repository grows until the disk is full (set RetentionMaxBytes)")
 		return
 	}
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.cfg.DataDir, &st); err != nil {
+	if err := syscall.Statfs(dataDir, &st); err != nil {
 		return
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	fit := free / limit
 	if fit == 0 {
-		s.log.Warn("the data directory's free space is smaller than one source at its retention limit: the disk may fill before retention releases anything", "free_bytes", free, "limit_bytes_per_source", limit)
+		log.Warn("the data directory's free space is smaller than one source at its retention limit: the disk may fill before retention releases anything", "free_bytes", free, "limit_bytes_per_source", limit)
 		return
 	}
-	s.log.Info("retention limits checked against free space", "free_bytes", free, "limit_bytes_per_source", limit, "sources_at_limit_that_fit", fit)
+	log.Info("retention limits checked against free space", "free_bytes", free, "limit_bytes_per_source", limit, "sources_at_limit_that_fit", fit)
 }

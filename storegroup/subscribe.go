@@ -38,23 +38,22 @@ func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
 // applies them, until the connection closes or this store stops leading
 // (then it sends NotLeader so the receiver follows the new leader).
 func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
-	s := cs.s
 	cursor := max(m.From, 1)
 	heartbeat := time.NewTicker(subscriptionHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		if !s.IsLeader() {
+		if !cs.isLeader() {
 			_ = c.Send(cs.redirect(m.ReqID))
 			return
 		}
-		applied := s.appliedSignal()
-		info, known, err := s.repo.Source(m.Source)
+		applied := cs.nextApplied()
+		info, known, err := cs.repo.Source(m.Source)
 		if err != nil {
 			_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 			return
 		}
 		if known && cursor <= info.HighSeq {
-			msgs, err := s.repo.Read(m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes)
+			msgs, err := cs.repo.Read(m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes)
 			if err != nil {
 				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 				return

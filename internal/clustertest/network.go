@@ -17,11 +17,10 @@ import (
 // stores need not be running, and a cut outlives restarts.
 //
 // What is cut is what the stores dial through storegroup.Config.Dial:
-// today raft's traffic between stores. The stores' client-protocol
-// connections to each other (probes, intergroup repair) are not cut until
-// storegroup passes Config.Dial to its wire.Dialer too; connections of
-// publishers, receivers and tests never are, so a test can still reach a
-// store cut off from its group.
+// raft's traffic and the stores' client-protocol connections to each other
+// (probes, intergroup repair). Connections of publishers, receivers and
+// tests never are, so a test can still reach a store cut off from its
+// group.
 func (c *Cluster) Partition(sides ...[]string) {
 	c.t.Helper()
 	for _, side := range sides {

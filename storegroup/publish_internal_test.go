@@ -38,7 +38,7 @@ func publishResult(first, last uint64) *repository.Result {
 func TestAnswerIsNotHeldBehindALaterProposal(t *testing.T) {
 	server, client := net.Pipe()
 	defer client.Close()
-	cs := &clientServer{s: &Store{log: slog.New(slog.DiscardHandler)}}
+	cs := &clientServer{clientDeps: clientDeps{log: slog.New(slog.DiscardHandler)}}
 	replies := make(chan reply, 2)
 	later := &future{done: make(chan struct{}), resp: publishResult(2, 2)}
 	replies <- reply{req: &wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{{1}}}, future: resolved(publishResult(1, 1))}

@@ -1,0 +1,271 @@
+package storegroup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"umstore/dirlock"
+	"umstore/repository"
+)
+
+// Open opens (or creates) the store's data directory, starts its client
+// server and, in the background, its raft node: at once if the store has
+// state, or after the bootstrap decision (see the package doc) if it is
+// empty. Use Started to wait for the raft node.
+func Open(cfg Config) (*Store, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open whose wait for the data directory's lock (a standby
+// store waits until the holder goes away) ends with ctx.
+func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Store{
+		cfg:       cfg,
+		log:       cfg.Logger.With("store", cfg.Name, "group", cfg.Group),
+		started:   make(chan struct{}),
+		appliedCh: make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	s.hlog = newRaftLogger(s.log, "raft")
+	lockOpts := cfg.Lock
+	lockOpts.Name, lockOpts.Logger = cfg.Name, s.log
+	if lockOpts.OnWait == nil {
+		lockOpts.OnWait = func(holder string) {
+			s.log.Info("standby: waiting for the data directory's lock", "held_by", holder)
+		}
+	}
+	lk, err := dirlock.Acquire(ctx, cfg.DataDir, lockOpts)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lk
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.sessions = newSessions()
+	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
+	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
+	if err := s.open(ctx); err != nil {
+		s.abandon()
+		return nil, err
+	}
+	s.bg.Add(3)
+	go func() {
+		defer s.bg.Done()
+		select {
+		case <-lk.Lost():
+			s.fail(fmt.Errorf("store %s lost the lease on its data directory %s (another process took it over, or it could not renew in time): stopping without writing more", cfg.Name, cfg.DataDir))
+		case <-s.ctx.Done():
+		}
+	}()
+	go func() { defer s.bg.Done(); s.client.serve(s.ctx) }()
+	go func() { defer s.bg.Done(); s.start() }()
+	return s, nil
+}
+
+// open does what Open must finish before it returns, in order: storage,
+// the identity check against the group, the raft transport behind its vote
+// gate, and the helpers with the client server's listener. On an error,
+// abandon undoes what was done.
+func (s *Store) open(ctx context.Context) error {
+	if err := s.openStorage(); err != nil {
+		return err
+	}
+	logRetentionFit(s.log, s.cfg.DataDir, s.cfg.RetentionMaxBytes)
+	if err := s.checkIdentity(ctx); err != nil {
+		return err
+	}
+	if err := s.openTransport(); err != nil {
+		return err
+	}
+	return s.wireHelpers()
+}
+
+// abandon undoes a failed open: it closes the transport and the files that
+// were opened and releases the data directory's lock.
+func (s *Store) abandon() {
+	if s.rtrans != nil {
+		s.rtrans.Close()
+	}
+	s.closeStorage()
+	s.cancel()
+	s.lock.Release()
+}
+
+func (s *Store) openStorage() error {
+	dir := s.cfg.DataDir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create data directory %s: %w", dir, err)
+	}
+	last, err := readLastStop(dir)
+	if err != nil {
+		return err
+	}
+	s.lastStop = last
+	err = s.openFiles()
+	if err != nil && isDamage(err) {
+		// Damaged files are never deleted: move them aside and rejoin empty.
+		s.closeStorage()
+		s.repo, s.logStore = nil, nil
+		backup, berr := BackupDataDir(dir)
+		if berr != nil {
+			return fmt.Errorf("%w; moving the damaged files to a backup also failed: %v", err, berr)
+		}
+		s.log.Error("the store's files are damaged: moved them to a numbered backup; the store rejoins its group empty", "err", err, "backup", backup)
+		s.lastStop = StopNew
+		err = s.openFiles()
+	}
+	return err
+}
+
+// openFiles opens the repository and raft's log and snapshot stores.
+func (s *Store) openFiles() error {
+	dir := s.cfg.DataDir
+	var err error
+	s.repo, err = repository.Open(filepath.Join(dir, "repo.db"), repository.Options{NoSync: s.cfg.NoSync})
+	if err != nil {
+		return fmt.Errorf("open repository of store %s: %w", s.cfg.Name, err)
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(dir, "raft.db"),
+		// As the repository: the freelist is rebuilt at open instead of
+		// written by every commit, and kept as a map. Commits stay fsynced.
+		BoltOptions: &bbolt.Options{
+			Timeout:        10 * time.Second,
+			NoFreelistSync: true,
+			FreelistType:   bbolt.FreelistMapType,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
+	}
+	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock, onWriteError: func(err error) {
+		s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
+	}}
+	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
+	if err != nil {
+		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
+	}
+	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
+	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock}
+	return s.catchUpFromSnapshot()
+}
+
+// catchUpFromSnapshot restores the latest local snapshot if the repository
+// is behind it. Raft runs with NoSnapshotRestoreOnStart and replays only the
+// entries after its latest snapshot, so a repository that is behind the
+// snapshot (it should never be: snapshots are taken from durable state)
+// would otherwise silently miss entries.
+func (s *Store) catchUpFromSnapshot() error {
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	latest := metas[0]
+	if latest.Index <= s.repo.AppliedIndex() {
+		return nil
+	}
+	_, rc, ref, refIndex, err := s.snaps.open(latest.ID)
+	if err != nil {
+		return fmt.Errorf("open snapshot %s: %w", latest.ID, err)
+	}
+	defer rc.Close()
+	if ref {
+		// The store's own snapshot: the repository itself.
+		if refIndex > s.repo.AppliedIndex() {
+			return fmt.Errorf("store %s: %w (snapshot %s at %d, repository at %d)", s.cfg.Name, errBehindSnapshot, latest.ID, refIndex, s.repo.AppliedIndex())
+		}
+		return nil
+	}
+	s.log.Warn("repository is behind the latest snapshot; restoring it", "applied", s.repo.AppliedIndex(), "snapshot", latest.Index)
+	if err := s.repo.Restore(rc); err != nil {
+		return fmt.Errorf("restore snapshot %s: %w", latest.ID, err)
+	}
+	return nil
+}
+
+// openTransport listens on the raft port, behind the vote gate.
+func (s *Store) openTransport() error {
+	cfg := s.cfg
+	self := cfg.self()
+	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security, cfg.Dial)
+	if err != nil {
+		return err
+	}
+	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  s.hlog.Named("transport"),
+	})
+	s.gate = &voteGate{}
+	s.rtrans = newGatedTransport(s.trans, s.gate, raft.ServerID(cfg.Name), func(cand string, pos logPosition) {
+		_, target := s.gate.state()
+		s.log.Warn("refused a vote: this store rejoined empty and has not caught up; the candidate's log does not reach the group's last entry", "candidate", cand, "candidate_log", pos.String(), "target", target.String())
+	})
+	return nil
+}
+
+// wireHelpers builds the store's helpers, each with only what it needs of
+// the store, and the client server's listener. It runs once the storage is
+// final (the identity check may have replaced it).
+func (s *Store) wireHelpers() error {
+	cfg := s.cfg
+	repairDialer := s.dialer(2 * time.Second)
+	repairDialer.Client = "repair " + cfg.Name
+	s.repair = newRepairer(repairDeps{
+		log:        s.log,
+		repo:       s.repo,
+		proposer:   s.proposer,
+		isLeader:   s.IsLeader,
+		groups:     cfg.OtherGroups,
+		dialer:     repairDialer,
+		interval:   cfg.RepairInterval,
+		rate:       cfg.RepairBytesPerSecond,
+		batchCount: cfg.RepairBatchCount,
+		batchBytes: cfg.RepairBatchBytes,
+	})
+	s.retain = newRetainer(retainDeps{
+		log:         s.log,
+		repo:        s.repo,
+		proposer:    s.proposer,
+		isLeader:    s.IsLeader,
+		maxBytes:    cfg.RetentionMaxBytes,
+		maxMessages: cfg.RetentionMaxMessages,
+		maxAge:      cfg.RetentionMaxAge,
+		interval:    cfg.RetentionInterval,
+	})
+	client, err := newClientServer(cfg.self().ClientAddr, cfg.Security.ServerTLS, clientDeps{
+		name:            cfg.Name,
+		group:           cfg.Group,
+		maxFrame:        cfg.MaxFrame,
+		token:           cfg.Security.Token,
+		activityTimeout: cfg.SourceActivityTimeout,
+		log:             s.log,
+		metrics:         s.metrics,
+		repo:            s.repo,
+		sessions:        s.sessions,
+		proposer:        s.proposer,
+		isLeader:        s.IsLeader,
+		leader:          s.leader,
+		status:          s.Status,
+		nextApplied:     s.appliedSignal,
+		expire:          s.proposeExpiry,
+		stop:            s.Close,
+	})
+	if err != nil {
+		return err
+	}
+	s.client = client
+	return nil
+}

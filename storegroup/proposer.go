@@ -1,0 +1,230 @@
+package storegroup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/repository"
+)
+
+// proposer is the one place a store proposes raft entries. Client requests
+// (Register, Consumed, Publish), the leader's own duties (InitGroup,
+// PeerGroup, ExpireSession, Trim) and repair's copies all go through it, so
+// the timeout a proposal may wait to enter the log, the back-pressure on a
+// client connection and the early answer of a Publish live here and
+// nowhere else.
+//
+// Two kinds of proposal:
+//
+//   - propose: answered by raft's future, once the entry is applied on this
+//     store (or the proposal failed). Everything but client publishing.
+//   - proposeDecided: answered as soon as the FSM has decided the entry's
+//     result, before the repository commits (see proposals below). Client
+//     Publish frames only: their answer is on the data path.
+type proposer struct {
+	node    func() *raft.Raft // the raft node, nil until it runs
+	timeout time.Duration     // ApplyTimeout: how long a proposal may wait to enter the log
+	pending *proposals        // the proposeDecided entries still waiting for their answer
+}
+
+func newProposer(node func() *raft.Raft, timeout time.Duration) *proposer {
+	return &proposer{node: node, timeout: timeout, pending: newProposals()}
+}
+
+// propose hands cmd to raft. Its future resolves once the entry is applied
+// on this store, or with raft's error (raft.ErrNotLeader when this store
+// does not lead, or raft is not running yet).
+func (p *proposer) propose(cmd []byte) raft.ApplyFuture {
+	r := p.node()
+	if r == nil {
+		return failedFuture{raft.ErrNotLeader}
+	}
+	return r.Apply(cmd, p.timeout)
+}
+
+// proposeDecided hands cmd to raft with a token, and returns its answer,
+// which resolves when the FSM decides the entry's result or when raft's
+// future resolves, whichever comes first.
+func (p *proposer) proposeDecided(cmd []byte) raft.ApplyFuture {
+	r := p.node()
+	if r == nil {
+		return failedFuture{raft.ErrNotLeader}
+	}
+	ps := p.pending
+	n, token, answer := ps.register()
+	f := r.ApplyLog(raft.Log{Data: cmd, Extensions: token}, p.timeout)
+	go func() {
+		err := f.Error()
+		var resp any
+		var index uint64
+		if err == nil {
+			resp, index = f.Response(), f.Index()
+		}
+		ps.finish(n, index, resp, err)
+	}()
+	return answer
+}
+
+// decidedBatch is the FSM's hook (fsm.decided): it answers the
+// proposeDecided entries among a batch with their results, from inside the
+// repository's write transaction.
+func (p *proposer) decidedBatch(logs []*raft.Log, results []repository.Result) {
+	p.pending.decided(logs, results)
+}
+
+// answeredEarly counts the proposals answered by decidedBatch, before the
+// repository's commit.
+func (p *proposer) answeredEarly() uint64 { return p.pending.early.Load() }
+
+// failedFuture is a proposal refused before it reached raft.
+type failedFuture struct{ err error }
+
+func (f failedFuture) Error() error  { return f.err }
+func (f failedFuture) Response() any { return nil }
+func (f failedFuture) Index() uint64 { return 0 }
+
+// Back-pressure. Publish frames of one connection are proposed as they
+// come, but at most maxProposalsInFlight at a time: the connection's window.
+// While the window is full, later frames queue in the connection, and are
+// proposed together once a slot frees (see gather, publish.go). A slot is
+// taken before a frame is proposed and freed once its answer is written, so
+// a client that does not read its answers stops being read from.
+//
+// The bound was chosen by measurement (BENCH.md): with 4 proposals in flight
+// a publisher with a window of 4096 messages of 1 KiB kept only half its
+// window in the log; 16 proposals of at most 512 KiB took 1 KiB messages
+// from 23k to 35k msgs/s.
+const maxProposalsInFlight = 16
+
+// window is one connection's slots for Publish proposals in the log.
+type window chan struct{}
+
+func newWindow() window { return make(window, maxProposalsInFlight) }
+
+// take waits for a free slot, and reports false if ctx ended first.
+func (w window) take(ctx context.Context) bool {
+	select {
+	case w <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// release frees a slot that take took.
+func (w window) release() { <-w }
+
+// The early answer. A Publish the leader proposes is answered as soon as the
+// leader's FSM has decided its result, before the repository commits the
+// batch and fsyncs: raft applies only committed entries, so by then the
+// entry is in the fsynced raft log of a quorum, and applying is
+// deterministic, so any replay gives the same result. Should the
+// repository's commit then fail, the store stops (SPEC §4 rule 6) and
+// replays the entry when started again; the group's other members apply it
+// regardless. The answer no longer waits for a second fsync in series with
+// the log's.
+//
+// The FSM recognises the entries this store proposed by a token the
+// proposal carries in its raft log entry's Extensions (replicated with the
+// entry, never read by apply, so apply stays a function of the commands):
+// this process's random prefix and a counter. Entries proposed by other
+// stores, or by an earlier process of this one, never match. An entry that
+// is not recognised, or a proposal that fails, is answered by raft's
+// future, as every other request is.
+
+// tokenSize is the length of a proposal token: an 8-byte prefix and an
+// 8-byte counter.
+const tokenSize = 16
+
+// proposals are the Publish entries this store proposed and has not
+// answered yet.
+type proposals struct {
+	prefix [8]byte
+
+	mu      sync.Mutex
+	next    uint64
+	waiting map[uint64]*proposal
+
+	early atomic.Uint64 // proposals answered by decided, before the commit
+}
+
+func newProposals() *proposals {
+	p := &proposals{waiting: map[uint64]*proposal{}}
+	_, _ = rand.Read(p.prefix[:]) // never fails (crypto/rand panics instead)
+	return p
+}
+
+// register adds a waiting proposal and returns its counter and the token
+// its entry carries.
+func (ps *proposals) register() (uint64, []byte, *proposal) {
+	p := &proposal{done: make(chan struct{})}
+	ps.mu.Lock()
+	ps.next++
+	n := ps.next
+	ps.waiting[n] = p
+	ps.mu.Unlock()
+	token := make([]byte, tokenSize)
+	copy(token, ps.prefix[:])
+	binary.BigEndian.PutUint64(token[8:], n)
+	return n, token, p
+}
+
+// decided answers the proposals among logs with their results (one per
+// log, as the FSM's batch gives them). It runs inside the FSM's write
+// transaction: it only looks up tokens and closes channels.
+func (ps *proposals) decided(logs []*raft.Log, results []repository.Result) {
+	for i, l := range logs {
+		if n, ok := ps.token(l.Extensions); ok && ps.finish(n, l.Index, &results[i], nil) {
+			ps.early.Add(1)
+		}
+	}
+}
+
+// token returns the counter of a token this process made.
+func (ps *proposals) token(ext []byte) (uint64, bool) {
+	if len(ext) != tokenSize || [8]byte(ext[:8]) != ps.prefix {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(ext[8:]), true
+}
+
+// finish answers proposal n, if it is still waiting: the first answer
+// wins. It reports whether this one did.
+func (ps *proposals) finish(n, index uint64, resp any, err error) bool {
+	ps.mu.Lock()
+	p, ok := ps.waiting[n]
+	delete(ps.waiting, n)
+	ps.mu.Unlock()
+	if !ok {
+		return false
+	}
+	p.index, p.resp, p.err = index, resp, err
+	close(p.done)
+	return true
+}
+
+// proposal is the answer to one proposed entry.
+type proposal struct {
+	done  chan struct{}
+	index uint64
+	resp  any
+	err   error
+}
+
+var _ raft.ApplyFuture = (*proposal)(nil)
+
+// Error waits for the answer and returns raft's error for the proposal, if
+// it failed.
+func (p *proposal) Error() error { <-p.done; return p.err }
+
+// Response returns the FSM's response: a *repository.Result or an error.
+func (p *proposal) Response() any { <-p.done; return p.resp }
+
+// Index returns the entry's raft index.
+func (p *proposal) Index() uint64 { <-p.done; return p.index }

@@ -1,0 +1,64 @@
+package storegroup
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
+// logCacheEntries is how many of the latest raft log entries a store keeps
+// in memory for replication. An entry is at most about 1 MiB (merged client
+// frames), so this bounds the cache at 8 MiB per store; 32 entries held
+// 150 MB of heap over six stores at 1 KiB flat out, for no measurable gain
+// in throughput.
+const logCacheEntries = 8
+
+// startRaft builds the raft node over the store's FSM, log, snapshots and
+// gated transport, and bootstraps a brand-new group if this store was
+// chosen to.
+func (s *Store) startRaft(bootstrap bool) error {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(s.cfg.Name)
+	rc.HeartbeatTimeout = s.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = s.cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = s.cfg.LeaderLeaseTimeout
+	rc.MaxAppendEntries = s.cfg.MaxAppendEntries
+	rc.SnapshotThreshold = s.cfg.SnapshotThreshold
+	rc.SnapshotInterval = s.cfg.SnapshotInterval
+	rc.TrailingLogs = s.cfg.TrailingLogs
+	rc.NoSnapshotRestoreOnStart = true
+	// Buffer proposals while the leader writes its log: without it each
+	// client frame waits for the previous fsync and every raft batch holds a
+	// single entry. Measured on the dev topology: 64 B 82k → 139k msgs/s,
+	// 1 KiB 21k → 31k (BENCH.md). The cost is that ApplyTimeout bounds only
+	// the enqueueing; a future still resolves when leadership is lost.
+	rc.BatchApplyCh = true
+	rc.Logger = s.hlog
+	// The leader reads back every entry it sends to a follower; recent ones
+	// come from memory instead of being read and decoded from raft.db.
+	logs, err := raft.NewLogCache(logCacheEntries, s.logStore)
+	if err != nil {
+		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
+	}
+	r, err := raft.NewRaft(rc, s.fsm, logs, s.logStore, s.snaps, s.rtrans)
+	if err != nil {
+		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
+	}
+	if bootstrap {
+		var servers []raft.Server
+		for _, m := range s.cfg.Members {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.Name), Address: raft.ServerAddress(m.RaftAddr)})
+		}
+		s.log.Info("bootstrapping a brand-new group: every member reported an empty store", "members", len(servers))
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			r.Shutdown()
+			return fmt.Errorf("bootstrap group %d: %w", s.cfg.Group, err)
+		}
+	}
+	s.raftMu.Lock()
+	s.r = r
+	s.raftMu.Unlock()
+	close(s.started)
+	return nil
+}

@@ -1,0 +1,141 @@
+package storegroup
+
+import (
+	"strconv"
+
+	"github.com/hashicorp/raft"
+)
+
+// Status is a point-in-time view of a store for operators and tests.
+type Status struct {
+	Name         string `json:"name"`
+	Group        int    `json:"group"`
+	GroupID      string `json:"group_id"`
+	State        string `json:"state"` // raft state, "starting" before raft runs, "failed" after a fatal error
+	Leader       string `json:"leader"`
+	AppliedIndex uint64 `json:"applied_index"`
+	LastIndex    uint64 `json:"last_index"`
+	// SnapshotIndex is the index of the latest local snapshot: log entries
+	// before SnapshotIndex-TrailingLogs may be gone, so a member further
+	// behind is brought back by sending it the snapshot.
+	SnapshotIndex uint64 `json:"snapshot_index"`
+	HasState      bool   `json:"has_state"`
+	// LastStop says how the store stopped before this run: clean (graceful),
+	// dirty (crash or kill: raft replays its log) or new.
+	LastStop string `json:"last_stop"`
+	// CatchingUp is true while a store that joined empty has not reached
+	// CatchUpTarget (the group's last entry when it joined).
+	CatchingUp    bool   `json:"catching_up"`
+	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	// WaitingToJoin is true while an empty store waits for its turn: another
+	// empty store of its group on this host is still catching up.
+	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
+	LastTerm      uint64 `json:"last_term"`
+	// KnownGroups are the identities of the other groups this store's
+	// group has recorded, by group index.
+	KnownGroups map[int]string `json:"known_groups,omitempty"`
+	// Sources is what this store holds of each source.
+	Sources []SourceStatus `json:"sources"`
+	// Repair is the intergroup repair's progress (it runs on the leader).
+	Repair RepairStatus `json:"repair"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// SourceStatus is what a store holds of one source.
+type SourceStatus struct {
+	Name    string `json:"name"`
+	HighSeq uint64 `json:"high_seq"`
+	LowSeq  uint64 `json:"oldest_seq"` // oldest retained
+	// TrimmedThrough: retention released every message up to here.
+	TrimmedThrough uint64      `json:"trimmed_through,omitempty"`
+	Count          uint64      `json:"count"`
+	Bytes          uint64      `json:"bytes"`
+	Gaps           int         `json:"gaps"`
+	GapRanges      [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	// Receivers are the consumption positions receivers have recorded.
+	Receivers []ReceiverStatus `json:"receivers,omitempty"`
+}
+
+// ReceiverStatus is one receiver's recorded consumption of a source.
+type ReceiverStatus struct {
+	Name     string `json:"name"`
+	Consumed uint64 `json:"consumed_seq"`
+}
+
+// maxGapsShown bounds the gap ranges listed per source in a status.
+const maxGapsShown = 10
+
+// Status reports the store's current state.
+func (s *Store) Status() Status {
+	st := Status{Name: s.cfg.Name, Group: s.cfg.Group, GroupID: s.repo.GroupID(), State: "starting", AppliedIndex: s.repo.AppliedIndex(), LastStop: s.lastStop}
+	st.HasState, _ = s.hasLocalState()
+	if r := s.raftNode(); r != nil {
+		st.State = r.State().String()
+		st.LastIndex = r.LastIndex()
+		stats := r.Stats()
+		st.SnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+		st.LastTerm, _ = strconv.ParseUint(stats["last_log_term"], 10, 64)
+		if m, ok := s.leader(); ok {
+			st.Leader = m.Name
+		}
+	} else if st.HasState {
+		// Raft is not running yet (or any more), but the log on disk says
+		// how far this store got. An empty member deciding whom it may vote
+		// for reads this position: reporting 0 here let it take a stale
+		// member for the most up-to-date one.
+		st.LastIndex, st.LastTerm = s.diskPosition()
+	}
+	st.WaitingToJoin = s.waitingToJoin.Load()
+	st.Repair = s.repair.Status()
+	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
+		st.KnownGroups = peers
+	}
+	if infos, err := s.repo.Sources(); err == nil {
+		for _, in := range infos {
+			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
+			for i, g := range in.Gaps {
+				if i == maxGapsShown {
+					break
+				}
+				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
+			}
+			if rs, err := s.repo.Receivers(in.Name); err == nil {
+				for _, r := range rs {
+					ss.Receivers = append(ss.Receivers, ReceiverStatus{Name: r.Receiver, Consumed: r.Seq})
+				}
+			}
+			st.Sources = append(st.Sources, ss)
+		}
+	}
+	if shut, target := s.gate.state(); shut {
+		st.CatchingUp, st.CatchUpTarget = true, target.Index
+	}
+	if err := s.refusalErr(); err != nil {
+		st.State = "refused"
+		st.Error = err.Error()
+	}
+	if e := s.failed.Load(); e != nil {
+		st.State = "failed"
+		st.Error = (*e).Error()
+	}
+	return st
+}
+
+// diskPosition reads the last entry of the raft log on disk, or of the
+// latest snapshot when that is further, as raft itself does at start.
+func (s *Store) diskPosition() (index, term uint64) {
+	if s.logStore != nil {
+		if last, err := s.logStore.LastIndex(); err == nil && last > 0 {
+			var l raft.Log
+			if err := s.logStore.GetLog(last, &l); err == nil {
+				index, term = l.Index, l.Term
+			}
+		}
+	}
+	if s.snaps != nil {
+		if metas, err := s.snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > index {
+			index, term = metas[0].Index, metas[0].Term
+		}
+	}
+	return index, term
+}
