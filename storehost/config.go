@@ -40,14 +40,7 @@ func Configs(d *placement.Deployment, host, dataDir string, opts Options) ([]sto
 // storeConfig is the configuration of one store of d.
 func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, sec storegroup.Security, opts Options) storegroup.Config {
 	cfg := storegroup.DefaultConfig()
-	cfg.Name = ref.Store.Name
-	cfg.Group = ref.Group
-	cfg.Members = members(d, ref.Group)
-	for _, g := range d.Groups {
-		if g.Index != ref.Group {
-			cfg.OtherGroups = append(cfg.OtherGroups, storegroup.PeerGroup{Index: g.Index, Members: members(d, g.Index)})
-		}
-	}
+	topology(d).Place(&cfg, ref.Store.Name)
 	cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
 	cfg.LocalIP = net.ParseIP(ref.Host.Address)
 	cfg.Security = sec
@@ -63,13 +56,17 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	return cfg
 }
 
-// members lists a group's stores as storegroup members, in d's order.
-func members(d *placement.Deployment, group int) []storegroup.Member {
-	var out []storegroup.Member
-	for _, m := range d.Members(group) {
-		out = append(out, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+// topology lists d's groups and their stores, in d's order.
+func topology(d *placement.Deployment) storegroup.Topology {
+	var t storegroup.Topology
+	for _, g := range d.Groups {
+		pg := storegroup.PeerGroup{Index: g.Index}
+		for _, m := range d.Members(g.Index) {
+			pg.Members = append(pg.Members, storegroup.Member{Name: m.Store.Name, RaftAddr: m.RaftAddr(), ClientAddr: m.ClientAddr()})
+		}
+		t = append(t, pg)
 	}
-	return out
+	return t
 }
 
 // hostNames lists d's hosts for messages.

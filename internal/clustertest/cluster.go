@@ -165,36 +165,26 @@ func freeAddr(t testing.TB) string {
 // timeouts, raft's connections carried by the cluster's network (so that
 // Partition can cut them), then Options.Tune.
 func (c *Cluster) Config(name string) storegroup.Config {
+	var topo storegroup.Topology
 	for g, ms := range c.members {
-		for _, m := range ms {
-			if m.Name != name {
-				continue
-			}
-			cfg := storegroup.DefaultConfig()
-			cfg.Name = name
-			cfg.Group = g + 1
-			cfg.Members = ms
-			for og, oms := range c.members {
-				if og != g {
-					cfg.OtherGroups = append(cfg.OtherGroups, storegroup.PeerGroup{Index: og + 1, Members: oms})
-				}
-			}
-			cfg.Admission = c.Admission
-			cfg.DataDir = filepath.Join(c.dir, name)
-			cfg.HeartbeatTimeout = 500 * time.Millisecond
-			cfg.ElectionTimeout = 500 * time.Millisecond
-			cfg.LeaderLeaseTimeout = 250 * time.Millisecond
-			cfg.ProbeInterval = 100 * time.Millisecond
-			cfg.Logger = c.logger().With("store", name)
-			cfg.Dial = c.net.dialer(name)
-			if c.opts.Tune != nil {
-				c.opts.Tune(&cfg)
-			}
-			return cfg
-		}
+		topo = append(topo, storegroup.PeerGroup{Index: g + 1, Members: ms})
 	}
-	c.t.Fatalf("no store named %s", name)
-	return storegroup.Config{}
+	cfg := storegroup.DefaultConfig()
+	if !topo.Place(&cfg, name) {
+		c.t.Fatalf("no store named %s", name)
+	}
+	cfg.Admission = c.Admission
+	cfg.DataDir = filepath.Join(c.dir, name)
+	cfg.HeartbeatTimeout = 500 * time.Millisecond
+	cfg.ElectionTimeout = 500 * time.Millisecond
+	cfg.LeaderLeaseTimeout = 250 * time.Millisecond
+	cfg.ProbeInterval = 100 * time.Millisecond
+	cfg.Logger = c.logger().With("store", name)
+	cfg.Dial = c.net.dialer(name)
+	if c.opts.Tune != nil {
+		c.opts.Tune(&cfg)
+	}
+	return cfg
 }
 
 func (c *Cluster) logger() *slog.Logger {
