@@ -35,7 +35,9 @@ func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
 			in.acceptLoss = s.acceptsLoss()
 			d = in.decide()
 		}
-		if d.stateSeen {
+		if d.stateSeen || (d.kind != startWait && d.kind != startRefuse) {
+			// A member with state answered (an operator restored one), or
+			// the store starts: it no longer refuses.
 			s.setRefusal(nil)
 		}
 		switch d.kind {
