@@ -26,7 +26,7 @@ const (
 
 // Raft's messages about snapshots (hashicorp/raft v1.7: snapshot.go,
 // replication.go, raft.go), and the store's own when it restores a
-// received snapshot at start (storegroup/store.go).
+// received snapshot at start (storegroup/open.go).
 const (
 	logSnapshotTaken     = "snapshot complete up to"
 	logSnapshotSending   = "installing snapshot on"
