@@ -13,6 +13,13 @@ import (
 // it before proposing.
 const MaxSourceNameLen = 255
 
+// MaxSeq is the highest sequence number a source may hold: 2^53-1, the
+// same number as wire.MaxSeq (why that number is said there). A Publish or
+// PublishAs reaching above it is refused with ErrSeqCeiling on every store.
+// Like MaxSourceNameLen it is part of the replicated rules and never
+// changes.
+const MaxSeq = 1<<53 - 1
+
 // Range is an inclusive range of sequence numbers.
 type Range struct {
 	From, To uint64
