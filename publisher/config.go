@@ -115,6 +115,12 @@ var (
 	ErrSourceBusy = errors.New("source held by another live publisher")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
+	// ErrSequenceExhausted means the source has used every sequence number
+	// up to wire.MaxSeq, the highest one a source may have: Send refuses
+	// the message past it, and New a source whose groups (or state file)
+	// already hold it. Nothing more can be published under this source
+	// name; publish under a new one.
+	ErrSequenceExhausted = errors.New("the source has used every sequence number")
 )
 
 // Validate checks the configuration.

@@ -21,4 +21,10 @@
 // (to the leader, or the next store) and everything that group has not
 // confirmed is sent again. Stores treat a sequence number they already hold
 // as a no-op, so resending is always safe.
+//
+// Sequence numbers end at wire.MaxSeq (2^53-1): Send refuses to go past it
+// and New refuses a source already held up to it, both with
+// ErrSequenceExhausted. The stores accept a source's messages only on the
+// connection that registered it, which is the only way this package sends
+// them.
 package publisher

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -123,12 +124,18 @@ func (p *Publisher) FirstSeq() uint64 {
 // group. It returns once the message is retained, not once it is stable:
 // watch OnStable or call Flush. With FlightBlock it waits while FlightSize
 // messages are unstable. The publisher keeps payload; do not modify it.
+// Past wire.MaxSeq it refuses with ErrSequenceExhausted.
 func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
 			return 0, ErrClosed
+		}
+		if p.nextSeq > wire.MaxSeq {
+			p.mu.Unlock()
+			return 0, fmt.Errorf("%w: source %q sent sequence number %d, the highest a source may have; publish under a new source name",
+				ErrSequenceExhausted, p.cfg.Source, uint64(wire.MaxSeq))
 		}
 		if p.nextSeq-1-p.tracker.Stable() < uint64(p.cfg.FlightSize) {
 			break

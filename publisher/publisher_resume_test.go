@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
-	"umstore/internal/groupclient"
 	"umstore/publisher"
 	"umstore/storegroup"
-	"umstore/wire"
 )
 
 // Two groups hold the source at different heights (group 1 up to 30, group
@@ -21,7 +19,7 @@ func TestResumePastTheHigherGroupWhenTheLowerAnswersFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for g, high := range []uint64{30, 80} {
-		publishRaw(ctx, t, g+1, c.Addrs()[g], "s", high)
+		publishRaw(ctx, t, c, g+1, "s", high)
 	}
 	// Group 2 is away while the publisher registers, so group 1 answers
 	// first; group 2 comes back within RegisterTimeout.
@@ -78,15 +76,13 @@ func TestResumePastTheHigherGroupWhenTheLowerAnswersFirst(t *testing.T) {
 
 // publishRaw stores messages 1..high of source in one group directly, as an
 // earlier publisher that reached only that group would have.
-func publishRaw(ctx context.Context, t *testing.T, group int, addrs []string, source string, high uint64) {
+func publishRaw(ctx context.Context, t *testing.T, c *clustertest.Cluster, group int, source string, high uint64) {
 	t.Helper()
-	gc := groupclient.New(group, addrs, &wire.Dialer{Client: "test"})
-	defer gc.Close()
 	payloads := make([][]byte, high)
 	for i := range payloads {
 		payloads[i] = payload(uint64(i + 1))
 	}
-	if _, err := gc.Call(ctx, &wire.Publish{Source: source, FirstSeq: 1, Payloads: payloads}); err != nil {
+	if err := c.PublishDirect(ctx, group, source, 1, payloads); err != nil {
 		t.Fatalf("publish 1..%d to group %d: %v", high, group, err)
 	}
 }

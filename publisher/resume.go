@@ -61,6 +61,10 @@ type warning struct {
 //
 // It is pure: no clock, no I/O, no dependence on which group answered
 // first. register gathers the answers and calls it on each change.
+//
+// A source held up to wire.MaxSeq (or beyond, by a store from before the
+// ceiling) has no sequence number left: the decision fails with
+// ErrSequenceExhausted.
 func decideResume(in resumeInput) resumeDecision {
 	var answered []groupReply
 	var refused, busy error
@@ -111,6 +115,11 @@ func decideResume(in resumeInput) resumeDecision {
 			"the state file remembers a higher stable sequence number than any group that answered holds: resuming past it",
 			[]any{"state_file_seq", in.state.LastStable, "groups_high_seq", d.high}})
 		last = in.state.LastStable
+	}
+	if last >= wire.MaxSeq {
+		// Nothing is left to send: fail now rather than at the first Send.
+		return resumeDecision{err: fmt.Errorf("%w: source %q is held up to sequence number %d, and %d is the highest a source may have; publish under a new source name",
+			ErrSequenceExhausted, in.source, last, uint64(wire.MaxSeq))}
 	}
 	d.seq = last + 1
 	return d

@@ -148,7 +148,7 @@ func describe(d resumeDecision) string {
 		for _, e := range []struct {
 			name string
 			err  error
-		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}} {
+		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}, {"ErrSequenceExhausted", ErrSequenceExhausted}} {
 			if errors.Is(d.err, e.err) {
 				is = append(is, e.name)
 			}

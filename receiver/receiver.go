@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -208,7 +211,9 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 
 // readChunk reads one fetch's worth starting at from, fills holes from the
 // other groups, delivers in order, and returns how far it got and the
-// ranges no group holds.
+// ranges no group holds. It keeps the messages it read, never a slot per
+// sequence number: [from, to] may span billions of sequence numbers of
+// which a source holds a handful.
 func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Message) error) (uint64, []Range, error) {
 	var lastErr error
 	for i := range r.groups {
@@ -219,72 +224,92 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 			continue
 		}
 		r.primary = gi
-		through := min(rep.Through, to)
-		if through < from {
-			through = from // a store always covers at least its first message
-		}
-		slots := make([][]byte, through-from+1)
-		have := make([]bool, len(slots))
-		fill := func(msgs []wire.Msg) {
-			for _, m := range msgs {
-				if m.Seq >= from && m.Seq <= through && !have[m.Seq-from] {
-					slots[m.Seq-from], have[m.Seq-from] = m.Payload, true
-				}
-			}
-		}
-		fill(rep.Msgs)
-		holes := holesOf(have, from)
+		c := chunk{from: from, through: max(min(rep.Through, to), from)} // a store always covers at least its first message
+		c.add(rep.Msgs)
+		holes := c.holes()
 		for j := 1; j < len(r.groups) && len(holes) > 0; j++ {
 			other := r.groups[(gi+j)%len(r.groups)]
 			for _, h := range holes {
-				r.fetchRange(ctx, other, h, fill)
-			}
-			holes = holesOf(have, from)
-		}
-		for k := range slots {
-			if have[k] {
-				if err := fn(Message{Seq: from + uint64(k), Payload: slots[k]}); err != nil {
-					return 0, nil, err
+				if !r.fetchRange(ctx, other, h, &c) {
+					break // the chunk was cut short at the end of what other sent
 				}
 			}
+			holes = c.holes()
 		}
-		return through, holes, nil
+		for _, m := range c.msgs {
+			if err := fn(Message{Seq: m.Seq, Payload: m.Payload}); err != nil {
+				return 0, nil, err
+			}
+		}
+		return c.through, holes, nil
 	}
 	return 0, nil, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
 }
 
-// fetchRange reads all of h from one group (several round trips if limits
-// cut replies short); errors leave the remaining holes for the caller.
-func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Range, fill func([]wire.Msg)) {
-	next := h.From
-	for next <= h.To {
-		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: next, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
-		if err != nil {
-			return
-		}
-		fill(rep.Msgs)
-		if rep.Through >= h.To || rep.Through < next {
-			return
-		}
-		next = rep.Through + 1
+// fetchRange reads h from one group into c, until the group's reply is cut
+// short by a limit: c then ends where that reply ends (the rest is the next
+// chunk's), so a chunk holds at most about one fetch's worth per group, and
+// fetchRange reports false. Errors leave the remaining holes to the caller.
+func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Range, c *chunk) bool {
+	rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: h.From, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+	if err != nil {
+		return true
 	}
+	if rep.Through >= h.From && rep.Through < h.To {
+		c.cut(rep.Through)
+		c.add(rep.Msgs)
+		return false
+	}
+	c.add(rep.Msgs)
+	return true
 }
 
-// holesOf lists the runs of false in have, as sequence ranges.
-func holesOf(have []bool, from uint64) []Range {
-	var out []Range
-	for i := 0; i < len(have); i++ {
-		if have[i] {
-			continue
+// chunk is what a read has of the sequence numbers [from, through]: the
+// messages found, ascending and each once. A sequence number in the range
+// without a message is a hole. Its size is the messages', whatever the
+// range's width.
+type chunk struct {
+	from, through uint64
+	msgs          []wire.Msg
+}
+
+// add merges msgs (from one reply) into the chunk, keeping the payload
+// already held for a sequence number and dropping those outside the range.
+func (c *chunk) add(msgs []wire.Msg) {
+	n := len(c.msgs)
+	for _, m := range msgs {
+		if m.Seq >= c.from && m.Seq <= c.through {
+			c.msgs = append(c.msgs, m)
 		}
-		j := i
-		for j+1 < len(have) && !have[j+1] {
-			j++
-		}
-		out = append(out, Range{From: from + uint64(i), To: from + uint64(j)})
-		i = j
 	}
-	return out
+	if len(c.msgs) == n {
+		return
+	}
+	// Stable, so the message held first comes first and Compact keeps it.
+	slices.SortStableFunc(c.msgs, func(a, b wire.Msg) int { return cmp.Compare(a.Seq, b.Seq) })
+	c.msgs = slices.CompactFunc(c.msgs, func(a, b wire.Msg) bool { return a.Seq == b.Seq })
+}
+
+// cut ends the chunk at through (at least from), dropping what lies beyond.
+func (c *chunk) cut(through uint64) {
+	c.through = max(through, c.from)
+	c.msgs = c.msgs[:sort.Search(len(c.msgs), func(i int) bool { return c.msgs[i].Seq > c.through })]
+}
+
+// holes lists the ranges of [from, through] without a message, ascending.
+func (c *chunk) holes() []Range {
+	var out []Range
+	next := c.from
+	for _, m := range c.msgs {
+		if m.Seq > next {
+			out = append(out, Range{From: next, To: m.Seq - 1})
+		}
+		if m.Seq == c.through {
+			return out
+		}
+		next = m.Seq + 1
+	}
+	return append(out, Range{From: next, To: c.through})
 }
 
 // appendRanges appends b to a, merging adjacent ranges.

@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
-	"umstore/internal/groupclient"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/storegroup"
-	"umstore/wire"
 )
 
 func publish(t *testing.T, c *clustertest.Cluster, source string, n int) uint64 {
@@ -248,17 +246,14 @@ func TestFollowReportsRangeNoGroupHolds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Sequence numbers 1-100 were never stored anywhere: publish 101-110 raw.
-	d := &wire.Dialer{Client: "test"}
-	for g, addrs := range c.Addrs() {
-		gc := groupclient.New(g+1, addrs, d)
+	for g := range c.Addrs() {
 		payloads := make([][]byte, 10)
 		for i := range payloads {
 			payloads[i] = []byte(fmt.Sprint(101 + i))
 		}
-		if _, err := gc.Call(ctx, &wire.Publish{Source: "holes", FirstSeq: 101, Payloads: payloads}); err != nil {
+		if err := c.PublishDirect(ctx, g+1, "holes", 101, payloads); err != nil {
 			t.Fatal(err)
 		}
-		gc.Close()
 	}
 	cfg := receiver.DefaultConfig()
 	cfg.Source, cfg.Groups = "holes", c.Addrs()
@@ -312,15 +307,15 @@ func TestFollowWaitsForAnUnreachableGroupThatHoldsTheMessage(t *testing.T) {
 		c.Kill(m.Name)
 	}
 	// 6-10 reach group 2 only (as a publisher that knew 1-5 would send them).
-	gc := groupclient.New(2, c.Addrs()[1], &wire.Dialer{Client: "test"})
 	payloads := [][]byte{}
 	for s := 6; s <= 10; s++ {
 		payloads = append(payloads, []byte(fmt.Sprint(s)))
 	}
-	if _, err := gc.Call(context.Background(), &wire.Publish{Source: "only1", FirstSeq: 6, Payloads: payloads}); err != nil {
+	pubCtx, pubCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer pubCancel()
+	if err := c.PublishDirect(pubCtx, 2, "only1", 6, payloads); err != nil {
 		t.Fatal(err)
 	}
-	gc.Close()
 
 	cfg := receiver.DefaultConfig()
 	cfg.Source, cfg.Groups = "only1", c.Addrs()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -476,8 +475,8 @@ func (a *applier) publish(c Publish, res *Result) error {
 	case n == 0:
 		res.Err = fmt.Errorf("%w: Publish on %q carries no message", ErrBadCommand, c.Source)
 		return nil
-	case n-1 > math.MaxUint64-c.FirstSeq:
-		res.Err = fmt.Errorf("%w: Publish on %q overflows the sequence numbers", ErrBadCommand, c.Source)
+	case c.FirstSeq > MaxSeq || n-1 > MaxSeq-c.FirstSeq:
+		res.Err = fmt.Errorf("%w: %w: Publish on %q of %d messages from %d goes past %d", ErrBadCommand, ErrSeqCeiling, c.Source, n, c.FirstSeq, uint64(MaxSeq))
 		return nil
 	}
 	for _, p := range c.Payloads {

@@ -21,8 +21,9 @@ import (
 // without messages, through 0) and publishes below the point trimmed, session
 // expiries (of the session recorded, of a stale one, repeated, of a source
 // the group does not hold, with an empty session) and registrations after
-// them, malformed and ignorable entries, entries without a command, and holes
-// in the raft indexes (raft does not hand no-op entries to the FSM).
+// them, publishes reaching above the sequence-number ceiling, malformed and
+// ignorable entries, entries without a command, and holes in the raft
+// indexes (raft does not hand no-op entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	sources := []string{"alpha", "beta", "gamma", "delta"}
@@ -32,9 +33,28 @@ func randomLog(seed uint64, n int) []Entry {
 	// Session expiries come from their own generator, so that adding them
 	// left the other entries (and so the outcomes they cover) as they were.
 	xrng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	// Publishes reaching above the ceiling too, refused wherever they come.
+	crng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	var log []Entry
 	index := uint64(0)
 	for len(log) < n {
+		if crng.IntN(100) < 2 {
+			c := Publish{Source: sources[crng.IntN(len(sources))], Payloads: make([][]byte, 1+crng.IntN(3))}
+			for i := range c.Payloads {
+				c.Payloads[i] = []byte{byte(crng.Uint32())}
+			}
+			switch crng.IntN(3) {
+			case 0:
+				c.FirstSeq = MaxSeq + 1 - uint64(crng.IntN(len(c.Payloads))) // its last message is above
+			case 1:
+				c.FirstSeq = ^uint64(0) - uint64(crng.IntN(2)) // near 2^64, wrapping now and then
+			default:
+				c.FirstSeq = MaxSeq + 1 + crng.Uint64N(1<<60)
+			}
+			index++
+			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: EncodePublish(c)})
+			continue
+		}
 		if xrng.IntN(100) < 3 {
 			src := "omega"
 			if xrng.IntN(12) > 0 {
@@ -164,6 +184,9 @@ func (m *model) apply(e Entry) {
 		m.session[c.Source] = ""
 		m.expired[c.Source] = c
 	case Publish:
+		if c.FirstSeq > MaxSeq || uint64(len(c.Payloads))-1 > MaxSeq-c.FirstSeq {
+			return // above the ceiling: refused, nothing created
+		}
 		if m.msgs[c.Source] == nil {
 			m.msgs[c.Source] = map[uint64][]byte{}
 		}
@@ -434,6 +457,8 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["expire-expired"]++
 		case x.Expire != nil:
 			seen["expire-stale"]++
+		case errors.Is(x.Err, ErrSeqCeiling):
+			seen["seq-ceiling"]++
 		case x.Err != nil:
 			seen["err"]++
 		case x.InitGroup != nil && x.InitGroup.AlreadyInitialised:
@@ -469,7 +494,7 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 	}
 	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "unknown-source", "consumed-advanced", "consumed-not-advanced",
 		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention", "expire-expired", "expire-stale",
-		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command"} {
+		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command", "seq-ceiling"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

@@ -53,6 +53,23 @@
 // recorded (a new publisher registered meanwhile) changes nothing, so a late
 // or repeated one is harmless.
 //
+// A client's messages come as PublishAs, naming the session that registered
+// the source on the client's connection: it is refused (ErrStaleSession)
+// unless that session still holds the source. A plain Publish names no
+// session; the stores propose it only for their own copies between groups
+// (intergroup repair), never for a client.
+//
+// # Sequence numbers
+//
+// A source's sequence numbers run from 1 to MaxSeq (2^53-1). A Publish or
+// PublishAs reaching above MaxSeq is refused as a whole (ErrSeqCeiling), like
+// any other invalid command: on every store, whoever proposed the entry, so
+// not even a forged log entry can use up a source's sequence numbers. Within
+// the range, a held sequence number is never overwritten (a different
+// payload is counted as a conflict and the held one kept), and one at or
+// below TrimmedThrough is never stored again; both are acknowledged as
+// no-ops, so a publisher's resends stay harmless.
+//
 // # The applied index
 //
 // Raft runs with NoSnapshotRestoreOnStart: on restart it does not restore a

@@ -37,6 +37,12 @@ var (
 	// so Apply reports it in Result.Err and moves on.
 	ErrBadCommand = errors.New("malformed command")
 
+	// ErrSeqCeiling is the Result.Err (together with ErrBadCommand) of a
+	// Publish or PublishAs reaching a sequence number above MaxSeq: nothing
+	// of it is stored, whoever proposed it, so no entry can use up a
+	// source's sequence numbers for good.
+	ErrSeqCeiling = errors.New("sequence number above the ceiling")
+
 	// ErrGroupMismatch is the Result.Err of an InitGroup entry naming another
 	// group than the one this repository already belongs to.
 	ErrGroupMismatch = errors.New("repository belongs to another group")

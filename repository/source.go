@@ -13,6 +13,17 @@ import (
 // it before proposing.
 const MaxSourceNameLen = 255
 
+// MaxSeq is the highest sequence number a source may hold: 2^53-1, the
+// same number as wire.MaxSeq (why that number is said there). A Publish or
+// PublishAs reaching above it is refused with ErrSeqCeiling on every store.
+// Like MaxSourceNameLen it is part of the replicated rules and never
+// changes. It was added after Publish and PublishAs were in use: a binary
+// from before it stores such an entry where a newer one refuses it, so a
+// group running both would diverge on one. No publisher ever sent one (it
+// takes a forged or hostile write); upgrade every member of a group
+// together.
+const MaxSeq = 1<<53 - 1
+
 // Range is an inclusive range of sequence numbers.
 type Range struct {
 	From, To uint64

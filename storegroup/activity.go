@@ -58,7 +58,9 @@ func (ss *sessions) claim(source, session string, now time.Time, timeout time.Du
 	o := ss.owner[source]
 	if o != nil && o.session != session {
 		if now.Sub(o.last) < timeout {
-			return "", fmt.Errorf("source %q is held by a live publisher (session %s, heard from %v ago); it is freed after %v of silence, or when that publisher closes", source, o.session, now.Sub(o.last).Round(time.Millisecond), timeout)
+			// The holder's session is not named: it is what lets a
+			// connection speak for that publisher.
+			return "", fmt.Errorf("source %q is held by a live publisher (heard from %v ago); it is freed after %v of silence, or when that publisher closes", source, now.Sub(o.last).Round(time.Millisecond), timeout)
 		}
 		expired = o.session
 	}

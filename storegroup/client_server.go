@@ -208,7 +208,7 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 			subs.Add(1)
 			go func() { defer subs.Done(); cs.subscribe(connCtx, c, m) }()
 		case *wire.KeepAlive:
-			cs.keepAlive(m)
+			cs.keepAlive(m, conn)
 		default:
 			replies <- cs.dispatch(m, conn)
 		}
@@ -241,7 +241,10 @@ func readFrames(ctx context.Context, c *wire.Conn, out chan<- frame) {
 
 // connState is what the server remembers about one client connection.
 type connState struct {
-	sessions map[string]string // source -> the session that registered it on this connection
+	// sessions maps a source to the session that registered it on this
+	// connection: only then may the connection publish it (publish.go) and
+	// speak for that session (keepAlive).
+	sessions map[string]string
 }
 
 // dispatch handles one request other than Publish, Shutdown, Subscribe and
@@ -378,9 +381,12 @@ func (cs *clientServer) shutdown(m *wire.Shutdown, nc net.Conn) reply {
 }
 
 // keepAlive records that a publisher is alive, or frees its source when it
-// says goodbye.
-func (cs *clientServer) keepAlive(m *wire.KeepAlive) {
-	if !cs.isLeader() {
+// says goodbye. Only the connection that registered the source for that
+// session speaks for it: anyone else's keep-alive or goodbye is ignored, so
+// a stranger can neither keep a dead publisher's source held nor free a live
+// one's.
+func (cs *clientServer) keepAlive(m *wire.KeepAlive, conn *connState) {
+	if !cs.isLeader() || conn.sessions[m.Source] != m.Session || m.Session == "" {
 		return
 	}
 	if !m.Leaving {

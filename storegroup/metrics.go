@@ -30,10 +30,11 @@ const (
 	refusedTooLarge
 	refusedInvalid
 	refusedUnauthorized
+	refusedNotRegistered // a Publish on a connection that did not register its source
 	refusedReasons
 )
 
-var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized"}
+var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered"}
 
 func newStoreMetrics(name string, group int) *storeMetrics {
 	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}

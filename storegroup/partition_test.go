@@ -62,15 +62,32 @@ func TestPartitionLeaderFromFollowers(t *testing.T) {
 	oc := dial(t, clientAddr(c, old.Name())) // clients are never cut
 
 	c.Partition([]string{old.Name()}, followers)
-	// Asked at once, while it may still believe it leads: the entry it
-	// proposes cannot reach a quorum.
-	switch r := oc.call(&wire.Publish{ReqID: 1, Source: "cut-off", FirstSeq: 1, Payloads: [][]byte{[]byte("x")}}).(type) {
-	case *wire.Ack:
-		t.Fatalf("a leader cut off from its group acknowledged a Publish: %#v", r)
-	case *wire.NotLeader, *wire.Error:
-		t.Logf("publish through the cut-off leader: %#v", r)
-	default:
-		t.Fatalf("publish through the cut-off leader: got %#v, want a redirect or an error", r)
+	// Asked at once, while it may still believe it leads: the entries it
+	// proposes cannot reach a quorum. The Publish follows its Register on
+	// the same connection without waiting for the answer, so that both are
+	// proposed; the answers come in request order.
+	_ = oc.c.NetConn().SetDeadline(time.Now().Add(15 * time.Second))
+	for _, m := range []wire.Message{
+		&wire.Register{ReqID: 1, Source: "cut-off", Session: "cut-off"},
+		&wire.Publish{ReqID: 2, Source: "cut-off", FirstSeq: 1, Payloads: [][]byte{[]byte("x")}},
+	} {
+		if err := oc.c.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, what := range []string{"Register", "Publish"} {
+		r, err := oc.c.Read()
+		if err != nil {
+			t.Fatalf("read the answer to the %s: %v", what, err)
+		}
+		switch r := r.(type) {
+		case *wire.Ack, *wire.Registered:
+			t.Fatalf("a leader cut off from its group answered a %s as committed: %#v", what, r)
+		case *wire.NotLeader, *wire.Error:
+			t.Logf("%s through the cut-off leader: %#v", what, r)
+		default:
+			t.Fatalf("%s through the cut-off leader: got %#v, want a redirect or an error", what, r)
+		}
 	}
 	var elected *storegroup.Store
 	c.Eventually(30*time.Second, "the followers elect one of them", func() bool {

@@ -3,6 +3,7 @@ package storegroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -18,9 +19,9 @@ import (
 //     maxProposalsInFlight proposals in the log, proposer.go);
 //  2. gather adds the frames that queued meanwhile and continue one another
 //     (same source, next sequence number): they become one raft entry;
-//  3. the batch is encoded (as PublishAs when a session registered the
-//     source on this connection) and proposed with proposeDecided, which
-//     answers once the FSM has decided the result;
+//  3. the batch is encoded as PublishAs, on behalf of the session that
+//     registered the source on this connection, and proposed with
+//     proposeDecided, which answers once the FSM has decided the result;
 //  4. writeReplies answers every frame in request order, flushing before it
 //     waits for a later proposal, and frees the slot once the answer is
 //     written;
@@ -30,6 +31,24 @@ import (
 // Under light load every frame goes at once; under heavy load many small
 // frames share an entry, and with it the log's per-entry costs (an encode, a
 // bbolt key, an apply) on every member.
+//
+// What a connection may write. A Publish is refused, with an Error frame
+// and nothing proposed, unless:
+//
+//   - this connection registered its source (Register, answered
+//     Registered): a client that never registered, or registered another
+//     source, writes nothing (CodeNotRegistered). The registration is this
+//     connection's, never another's, and the entry names its session, so
+//     apply refuses it once another session holds the source
+//     (repository.ErrStaleSession, answered CodeBusy);
+//   - every sequence number is in 1..wire.MaxSeq (CodeBadRequest); apply
+//     refuses the same (repository.ErrSeqCeiling), so no entry can.
+//
+// Inside that range the repository's rules keep the rest: a sequence
+// number held is never overwritten (a different payload counts as a
+// conflict), one at or below what retention trimmed is never stored again
+// (both are acknowledged, so resends stay harmless), and one past the
+// source's highest opens a gap that another group's copy may fill.
 
 // A merged entry stays below these, so an entry is never larger than the
 // largest frame a publisher sends by default. raft-boltdb stores an entry as
@@ -45,7 +64,19 @@ const (
 // false if the connection is closing.
 func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-chan frame, conn *connState, slots window, replies chan<- reply) (next *frame, ok bool) {
 	if err := checkPublish(p); err != nil {
+		cs.metrics.refused(refusedInvalid)
 		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		return nil, true
+	}
+	if _, ok := conn.sessions[p.Source]; !ok {
+		if !cs.isLeader() {
+			// Only a leader registers; a follower sends the client there.
+			replies <- reply{msg: cs.redirect(p.ReqID)}
+			return nil, true
+		}
+		cs.metrics.refused(refusedNotRegistered)
+		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeNotRegistered,
+			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}}
 		return nil, true
 	}
 	if !slots.take(ctx) {
@@ -114,7 +145,9 @@ func payloadBytes(payloads [][]byte) int {
 }
 
 // encodePublish makes batch (consecutive frames of one source, checked by
-// checkPublish) one raft command.
+// checkPublish, registered on conn) one raft command, on behalf of the
+// session that registered the source: refused at apply if that session no
+// longer holds the source by then.
 func (cs *clientServer) encodePublish(batch []*wire.Publish, conn *connState) []byte {
 	first := batch[0]
 	payloads := first.Payloads
@@ -125,13 +158,9 @@ func (cs *clientServer) encodePublish(batch []*wire.Publish, conn *connState) []
 		}
 	}
 	pub := repository.Publish{Source: first.Source, FirstSeq: first.FirstSeq, Payloads: payloads}
-	if session, ok := conn.sessions[first.Source]; ok {
-		// On behalf of the registered session: refused at apply if the
-		// session no longer holds the source by then.
-		cs.sessions.touch(first.Source, session, time.Now())
-		return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
-	}
-	return repository.EncodePublish(pub)
+	session := conn.sessions[first.Source]
+	cs.sessions.touch(first.Source, session, time.Now())
+	return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
 }
 
 func checkPublish(m *wire.Publish) error {
@@ -144,8 +173,9 @@ func checkPublish(m *wire.Publish) error {
 	if len(m.Payloads) == 0 {
 		return errors.New("publish batch is empty")
 	}
-	if m.FirstSeq+uint64(len(m.Payloads))-1 < m.FirstSeq {
-		return errors.New("sequence numbers overflow")
+	if m.FirstSeq > wire.MaxSeq || uint64(len(m.Payloads))-1 > wire.MaxSeq-m.FirstSeq {
+		return fmt.Errorf("a publish of %d messages from sequence number %d goes past %d, the highest a source may have; nothing was stored (publish under a new source name)",
+			len(m.Payloads), m.FirstSeq, uint64(wire.MaxSeq))
 	}
 	return nil
 }

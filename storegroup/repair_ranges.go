@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"math"
 	"sort"
 
 	"umstore/repository"
@@ -74,6 +75,9 @@ func missingRanges(ours *repository.SourceInfo, theirs wire.SourceState) []seqRa
 		theirGaps = append(theirGaps, seqRange{g.From, g.To})
 	}
 	theirHeld := heldBy(theirs.LowSeq, theirs.HighSeq, theirGaps)
+	// Above the ceiling nothing is copied: apply would refuse it (a group
+	// from before the ceiling may hold such messages).
+	theirHeld = subtract(theirHeld, []seqRange{{wire.MaxSeq + 1, math.MaxUint64}})
 	if ours == nil {
 		return theirHeld
 	}

@@ -30,6 +30,10 @@ func TestMissingRanges(t *testing.T) {
 			wire.SourceState{LowSeq: 1, HighSeq: 60}, nil},
 		{"they retain less than we miss", &repository.SourceInfo{LowSeq: 50, HighSeq: 60, Gaps: []repository.Range{{From: 1, To: 49}}},
 			wire.SourceState{LowSeq: 20, HighSeq: 70}, []seqRange{{20, 49}, {61, 70}}},
+		{"nothing above the sequence-number ceiling", &repository.SourceInfo{LowSeq: 1, HighSeq: 5},
+			wire.SourceState{LowSeq: 1, HighSeq: 1<<64 - 1, Gaps: []wire.Range{{From: 8, To: 1<<64 - 2}}}, []seqRange{{6, 7}}},
+		{"a source they hold only above the ceiling", nil,
+			wire.SourceState{LowSeq: wire.MaxSeq + 1, HighSeq: wire.MaxSeq + 9}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,6 +116,9 @@ func TestNoAckWithoutAQuorum(t *testing.T) {
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))
+	if r, ok := lc.call(&wire.Register{ReqID: 9, Source: "s", Session: "p"}).(*wire.Registered); !ok {
+		t.Fatalf("register: got %#v", r)
+	}
 	if ack, ok := lc.call(&wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{[]byte("a")}}).(*wire.Ack); !ok || ack.LastSeq != 1 {
 		t.Fatalf("publish with a quorum: got %#v", ack)
 	}

@@ -63,6 +63,9 @@ const (
 	CodeInternal    = "internal"     // the store failed; the request may be retried
 	CodeAuth        = "unauthorized" // the client did not present the deployment's token
 	CodeBusy        = "source-busy"  // another live publisher holds the source
+	// CodeNotRegistered refuses a Publish sent on a connection that has not
+	// registered its source: register the source on this connection first.
+	CodeNotRegistered = "not-registered"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -99,7 +102,9 @@ type Registered struct {
 }
 
 // Publish carries contiguous messages FirstSeq, FirstSeq+1, ... of one
-// source. The leader makes the whole batch one raft entry.
+// source. The leader makes the whole batch one raft entry. A store accepts
+// it only on a connection that registered Source first (anything else is an
+// Error with CodeNotRegistered) and only for sequence numbers 1 to MaxSeq.
 type Publish struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64

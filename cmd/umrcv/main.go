@@ -22,6 +22,7 @@ import (
 	"umstore/internal/cli"
 	"umstore/internal/version"
 	"umstore/receiver"
+	"umstore/wire"
 )
 
 const usage = `Usage: umrcv (--deployment FILE | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
@@ -80,6 +81,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case *fromFlag != "oldest" && *fromFlag != "newest" && (parseSeq(*fromFlag) == 0):
 		fmt.Fprintf(stderr, "umrcv: --from %q: want a sequence number (1 or more), oldest or newest\n", *fromFlag)
+		return 2
+	case parseSeq(*fromFlag) > wire.MaxSeq:
+		fmt.Fprintf(stderr, "umrcv: --from %s is above %d, the highest sequence number a source can have\n", *fromFlag, uint64(wire.MaxSeq))
+		return 2
+	case fs.Changed("to") && *to > wire.MaxSeq:
+		fmt.Fprintf(stderr, "umrcv: --to %d is above %d, the highest sequence number a source can have; omit --to to read up to the highest one held\n", *to, uint64(wire.MaxSeq))
 		return 2
 	case fs.Changed("to") && parseSeq(*fromFlag) != 0 && *to < parseSeq(*fromFlag):
 		fmt.Fprintf(stderr, "umrcv: --to %d is below --from %s\n", *to, *fromFlag)
