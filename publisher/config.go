@@ -115,6 +115,10 @@ var (
 	ErrSourceBusy = errors.New("source held by another live publisher")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
+	// ErrTooLarge is returned by Send for a payload larger than
+	// wire.MaxPayload, the largest a store keeps and serves back. The
+	// payload gets no sequence number; later messages are not affected.
+	ErrTooLarge = errors.New("payload too large")
 )
 
 // Validate checks the configuration.
