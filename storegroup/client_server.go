@@ -401,7 +401,8 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 		bytes = defaultFetchBytes
 	}
 	bytes = min(bytes, cs.maxFrame/2)
-	msgs, err := cs.repo.Read(m.Source, m.From, min(m.To, info.HighSeq), count, bytes)
+	to := min(m.To, info.HighSeq)
+	msgs, err := cs.repo.Read(m.Source, m.From, to, count, bytes)
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
 	}
@@ -409,11 +410,20 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 	for i, msg := range msgs {
 		rep.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
 	}
-	// A reply cut short by a limit covers only up to its last message.
-	if len(msgs) == count || replyBytes(msgs) >= bytes {
+	if cutShort(msgs, to) {
 		rep.Through = msgs[len(msgs)-1].Seq
 	}
 	return rep
+}
+
+// cutShort reports whether a read of [from, to] may have stopped at a limit
+// before to: then the reply covers only up to its last message. A read
+// that was not cut returns every message held up to to, so one ending
+// before to either was cut (by count, or by a next message too large for
+// the byte budget, however little the reply holds) or ends at a gap: saying
+// so costs the client one more request, claiming to to would hide messages.
+func cutShort(msgs []repository.Message, to uint64) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Seq < to
 }
 
 // shutdown stops the store cleanly at an operator's request, answering
@@ -460,14 +470,6 @@ func (cs *clientServer) sources(m *wire.Sources) wire.Message {
 		rep.Sources[i] = st
 	}
 	return rep
-}
-
-func replyBytes(msgs []repository.Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Payload)
-	}
-	return n
 }
 
 func reqIDOf(m wire.Message) uint64 {
