@@ -178,8 +178,8 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 	_ = nc.SetDeadline(time.Time{})
 	rd := &frameReader{c: c, idle: cs.limits.IdleTimeout, frame: cs.limits.FrameTimeout, last: time.Now()}
 	m, err := rd.read()
-	if err != nil && wire.IsFatal(err) {
-		cs.closing(nc, err)
+	if err != nil && wire.IsFatal(err) && !errors.Is(err, wire.ErrFrameTooLarge) {
+		cs.closing(nc, err) // gone, silent or too slow: nothing to answer
 		return
 	}
 	rd.handedOver()
