@@ -225,6 +225,7 @@ func TestLimits(t *testing.T) {
 	go trickle(t, ctx, onA[0], slowCut)
 
 	t.Run("20000 idle connections", func(t *testing.T) {
+		rssBefore := rssOf(d.a.cmd.Process.Pid)
 		floods := []*flooder{
 			startFlood(t, "127.0.0.101", onA, 10000),
 			startFlood(t, "127.0.0.102", onA, 10000),
@@ -237,6 +238,7 @@ func TestLimits(t *testing.T) {
 				t.Fatal("a flood helper did not finish opening its connections")
 			}
 		}
+		t.Logf("host A's resident memory: %s before the flood, %s under it", rssBefore, rssOf(d.a.cmd.Process.Pid))
 		// Under the flood: host A's admin server and every store of host
 		// A answer, and a publisher is served by every group.
 		if _, err := httpGet("http://" + d.a.admin + "/healthz"); err != nil {
@@ -432,6 +434,20 @@ func refusalsCounted(metrics string) bool {
 		}
 	}
 	return false
+}
+
+// rssOf returns a process's resident memory as /proc reports it.
+func rssOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return "?"
 }
 
 func grepLines(s, sub string) string {
