@@ -1,12 +1,17 @@
 package wire
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"umstore/internal/testpki"
 )
 
 // A payload of MaxPayload bytes fits in a default frame whichever frame
@@ -62,6 +67,34 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 	return client, server
 }
 
+// tlsPair returns the two ends of a loopback TLS connection, handshaken.
+func tlsPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	files := testpki.New(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	rawClient, rawServer := tcpPair(t)
+	tc := tls.Client(rawClient, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	ts := tls.Server(rawServer, &tls.Config{Certificates: []tls.Certificate{cert}})
+	errc := make(chan error, 1)
+	go func() { errc <- ts.Handshake() }()
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return tc, ts
+}
+
 // ReadTimed tells a frame that never began (the stream intact: a frame sent
 // later reads whole) from one that began and trickled (the stream spoilt).
 func TestReadTimedBounds(t *testing.T) {
@@ -86,6 +119,22 @@ func TestReadTimedBounds(t *testing.T) {
 		m, err := c.ReadTimed(time.Now().Add(5*time.Second), time.Second)
 		if p, ok := m.(*Probe); err != nil || !ok || p.ReqID != 42 {
 			t.Fatalf("the frame after an idle timeout: %#v, %v", m, err)
+		}
+	})
+	t.Run("idle over TLS, then a frame", func(t *testing.T) {
+		// A read timeout leaves a TLS connection usable: a subscription's
+		// connection re-arms its idle deadline over and over.
+		client, server := tlsPair(t)
+		c := NewConn(server, 0)
+		for i := 0; i < 2; i++ {
+			if _, err := c.ReadTimed(time.Now().Add(100*time.Millisecond), time.Second); !errors.Is(err, ErrIdle) {
+				t.Fatalf("nothing sent over TLS: got %v, want ErrIdle", err)
+			}
+		}
+		go client.Write(frame)
+		m, err := c.ReadTimed(time.Now().Add(5*time.Second), time.Second)
+		if p, ok := m.(*Probe); err != nil || !ok || p.ReqID != 42 {
+			t.Fatalf("the frame after idle timeouts over TLS: %#v, %v", m, err)
 		}
 	})
 	t.Run("a trickled frame", func(t *testing.T) {
