@@ -24,7 +24,7 @@
 //     with [Deployment.FillDefaults] and then validate), [Deployment.Validate]
 //     (a pure check), [Deployment.Marshal] and [Deployment.WriteFile]; strict
 //     about unknown keys and precise about where a problem is (file, line and
-//     key path);
+//     key path), and refusing a file larger than [MaxFileSize] unread;
 //   - [Dev], the two-host, two-group loopback topology used by `umstored dev`;
 //   - [Plan], the planner, which lays out stores over hosts and refuses unsafe
 //     requests with a [Refusal] that explains why;

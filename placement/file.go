@@ -12,15 +12,48 @@ import (
 	"umstore/internal/atomicfile"
 )
 
+// MaxFileSize bounds a deployment file. A planned deployment file is a few
+// kilobytes; the bound keeps a wrong path (a log, a device such as
+// /dev/zero) from being read without end and decoded at many times its size.
+const MaxFileSize = 1 << 20
+
+// ErrFileTooLarge means a deployment file is larger than MaxFileSize.
+var ErrFileTooLarge = errors.New("deployment file too large")
+
 // Load reads and decodes the deployment file at path, fills in the defaults
 // and validates it. Errors name the file, the line and the key that is
-// wrong.
+// wrong. A file larger than MaxFileSize is refused before it is decoded.
 func Load(path string) (*Deployment, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxFileSize)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// readBounded reads the file at path, refusing one larger than limit bytes.
+// It reads at most limit+1 bytes, whatever the file is: a regular file's
+// size is checked first, and a device or pipe that never ends is cut there.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading deployment file: %w (create one with `umstored plan`)", err)
 	}
-	return Parse(data, path)
+	defer f.Close()
+	tooLarge := func() error {
+		return fmt.Errorf("%w: %s is larger than %d bytes, the limit for a deployment file (is it the file `umstored plan` wrote?)", ErrFileTooLarge, path, limit)
+	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, tooLarge()
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading deployment file %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge()
+	}
+	return data, nil
 }
 
 // Parse decodes a deployment file held in memory, fills in the defaults

@@ -121,6 +121,10 @@ var (
 	// already hold it. Nothing more can be published under this source
 	// name; publish under a new one.
 	ErrSequenceExhausted = errors.New("the source has used every sequence number")
+	// ErrTooLarge is returned by Send for a payload larger than
+	// wire.MaxPayload, the largest a store keeps and serves back. The
+	// payload gets no sequence number; later messages are not affected.
+	ErrTooLarge = errors.New("payload too large")
 )
 
 // Validate checks the configuration.

@@ -215,7 +215,7 @@ func (g *group) stream(c *wire.Conn) error {
 		payloads = payloads[:0]
 		for len(payloads) < p.cfg.MaxBatch && size < p.cfg.MaxBatchBytes {
 			b, ok := p.retained.get(next)
-			if !ok {
+			if !ok || !fitsFrame(len(payloads), size, len(b)) {
 				break
 			}
 			payloads = append(payloads, b)
@@ -262,6 +262,14 @@ func (g *group) stream(c *wire.Conn) error {
 		default:
 		}
 	}
+}
+
+// fitsFrame reports whether a payload of n bytes may join a Publish frame
+// that holds count payloads of size bytes: the frame must stay within what
+// a store reads (one payload of wire.MaxPayload always fits alone). Each
+// payload costs its bytes and up to 5 bytes of framing.
+func fitsFrame(count, size, n int) bool {
+	return count == 0 || size+n+5*(count+1) <= wire.MaxPayload
 }
 
 // readAcks handles the group's replies until the connection fails or the

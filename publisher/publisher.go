@@ -123,9 +123,14 @@ func (p *Publisher) FirstSeq() uint64 {
 // Send assigns the next sequence number to payload and hands it to every
 // group. It returns once the message is retained, not once it is stable:
 // watch OnStable or call Flush. With FlightBlock it waits while FlightSize
-// messages are unstable. The publisher keeps payload; do not modify it.
-// Past wire.MaxSeq it refuses with ErrSequenceExhausted.
+// messages are unstable. The publisher keeps payload; do not modify it. A
+// payload larger than wire.MaxPayload is refused with ErrTooLarge before it
+// is given a sequence number; past wire.MaxSeq Send refuses with
+// ErrSequenceExhausted.
 func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
+	if len(payload) > wire.MaxPayload {
+		return 0, fmt.Errorf("%w: %d bytes, the limit is %d (wire.MaxPayload): split the message, or store it elsewhere and publish a reference", ErrTooLarge, len(payload), wire.MaxPayload)
+	}
 	p.mu.Lock()
 	for {
 		if p.closed {

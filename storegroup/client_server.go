@@ -38,6 +38,7 @@ type clientDeps struct {
 	maxFrame        int           // Config.MaxFrame
 	token           string        // the deployment's token; "" admits every client
 	activityTimeout time.Duration // Config.SourceActivityTimeout
+	limits          ClientLimits  // Config.ClientLimits, defaults filled in by newClientServer
 
 	log      *slog.Logger
 	metrics  *storeMetrics
@@ -58,11 +59,20 @@ type clientServer struct {
 	clientDeps
 	ln net.Listener
 
+	counter    *connCounter // connections per store and address, against limits
+	refusalLog logEvery     // refused connections: one warning per interval
+	slowLog    logEvery     // connections cut for a slow frame: likewise
+	acceptLog  logEvery     // failed accepts: likewise
+
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
 }
+
+// limitLogInterval is how often a store repeats a warning about clients
+// over a limit; the warning counts the ones in between.
+const limitLogInterval = 10 * time.Second
 
 func newClientServer(addr string, serverTLS *tls.Config, d clientDeps) (*clientServer, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -72,11 +82,21 @@ func newClientServer(addr string, serverTLS *tls.Config, d clientDeps) (*clientS
 	if serverTLS != nil {
 		ln = tls.NewListener(ln, serverTLS)
 	}
-	return &clientServer{clientDeps: d, ln: ln, conns: map[net.Conn]struct{}{}}, nil
+	d.limits = d.limits.withDefaults(d.activityTimeout)
+	return &clientServer{
+		clientDeps: d,
+		ln:         ln,
+		conns:      map[net.Conn]struct{}{},
+		counter:    newConnCounter(d.limits, processConnBudget()),
+		refusalLog: logEvery{interval: limitLogInterval},
+		slowLog:    logEvery{interval: limitLogInterval},
+		acceptLog:  logEvery{interval: limitLogInterval},
+	}, nil
 }
 
 // serve accepts connections until close; each connection's requests are
-// served until ctx ends or the connection closes.
+// served until ctx ends or the connection closes. A connection over a
+// limit (ClientLimits) is refused at once.
 func (cs *clientServer) serve(ctx context.Context) {
 	for {
 		nc, err := cs.ln.Accept()
@@ -87,13 +107,21 @@ func (cs *clientServer) serve(ctx context.Context) {
 			if closed {
 				return
 			}
-			cs.log.Warn("accepting a client connection failed", "err", err)
+			if dropped, ok := cs.acceptLog.allow(time.Now()); ok {
+				cs.log.Warn("accepting a client connection failed", "err", err, "failed_since_last_warning", dropped)
+			}
 			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		key, reason, admitted := cs.counter.admit(nc.RemoteAddr())
+		if !admitted {
+			cs.refuse(nc, reason, key)
 			continue
 		}
 		cs.mu.Lock()
 		if cs.closed {
 			cs.mu.Unlock()
+			cs.counter.release(key)
 			nc.Close()
 			return
 		}
@@ -102,6 +130,7 @@ func (cs *clientServer) serve(ctx context.Context) {
 		cs.mu.Unlock()
 		go func() {
 			defer cs.wg.Done()
+			defer cs.counter.release(key)
 			cs.handle(ctx, nc)
 			cs.mu.Lock()
 			delete(cs.conns, nc)
@@ -125,6 +154,9 @@ func (cs *clientServer) close() {
 // proposals or immediate answers, and a writer that answers in request
 // order, flushing whenever it has caught up (writeReplies). Publish frames
 // go to the Publish half (publish.go); every other request to dispatch.
+// Until its first request a connection holds only its read buffer and this
+// goroutine, so idle connections cost little; frames are read within the
+// time bounds of ClientLimits (frameReader).
 func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
 	if tc, ok := nc.(*net.TCPConn); ok {
@@ -144,7 +176,19 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 		return
 	}
 	_ = nc.SetDeadline(time.Time{})
+	rd := &frameReader{c: c, idle: cs.limits.IdleTimeout, frame: cs.limits.FrameTimeout, last: time.Now()}
+	m, err := rd.read()
+	if err != nil && wire.IsFatal(err) && !errors.Is(err, wire.ErrFrameTooLarge) {
+		cs.closing(nc, err) // gone, silent or too slow: nothing to answer
+		return
+	}
+	rd.handedOver()
+	cs.serveConn(ctx, nc, rd, frame{m: m, err: err})
+}
 
+// serveConn serves a handshaken connection from its first frame on.
+func (cs *clientServer) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, first frame) {
+	c := rd.c
 	replies := make(chan reply, pendingReplies)
 	writerDone := make(chan struct{})
 	go func() {
@@ -162,9 +206,9 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 		subs.Wait()
 	}()
 	frames := make(chan frame, readAhead)
-	go readFrames(connCtx, c, frames)
+	go readFrames(connCtx, rd, frames)
 	slots := newWindow()
-	var next *frame // read but not yet handled
+	next := &first // read but not yet handled
 	for {
 		var f frame
 		if next != nil {
@@ -182,6 +226,7 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 				replies <- reply{msg: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error() + "; closing the connection"}}
 			}
 			if wire.IsFatal(err) {
+				cs.closing(nc, err)
 				return
 			}
 			code, reason := wire.CodeBadRequest, refusedMalformed
@@ -194,6 +239,11 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 		}
 		switch m := m.(type) {
 		case *wire.Publish:
+			if err := checkPayloads(m); err != nil {
+				cs.metrics.refused(refusedTooLarge)
+				replies <- reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}}
+				continue
+			}
 			var ok bool
 			if next, ok = cs.publish(connCtx, m, frames, conn, slots, replies); !ok {
 				return
@@ -206,7 +256,12 @@ func (cs *clientServer) handle(ctx context.Context, nc net.Conn) {
 				continue
 			}
 			subs.Add(1)
-			go func() { defer subs.Done(); cs.subscribe(connCtx, c, m) }()
+			rd.subscribed.Add(1) // the idle bound is waived while it runs
+			go func() {
+				defer subs.Done()
+				defer rd.subscribed.Add(-1)
+				cs.subscribe(connCtx, c, m)
+			}()
 		case *wire.KeepAlive:
 			cs.keepAlive(m, conn)
 		default:
@@ -222,12 +277,12 @@ type frame struct {
 	err error
 }
 
-// readFrames decodes frames from c until a fatal error, which it delivers
+// readFrames decodes frames from rd until a fatal error, which it delivers
 // last. It stops early when ctx ends. It closes out when it returns.
-func readFrames(ctx context.Context, c *wire.Conn, out chan<- frame) {
+func readFrames(ctx context.Context, rd *frameReader, out chan<- frame) {
 	defer close(out)
 	for {
-		m, err := c.Read()
+		m, err := rd.read()
 		select {
 		case out <- frame{m: m, err: err}:
 		case <-ctx.Done():
@@ -236,6 +291,7 @@ func readFrames(ctx context.Context, c *wire.Conn, out chan<- frame) {
 		if err != nil && wire.IsFatal(err) {
 			return
 		}
+		rd.handedOver()
 	}
 }
 
@@ -348,7 +404,8 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 		bytes = defaultFetchBytes
 	}
 	bytes = min(bytes, cs.maxFrame/2)
-	msgs, err := cs.repo.Read(m.Source, m.From, min(m.To, info.HighSeq), count, bytes)
+	to := min(m.To, info.HighSeq)
+	msgs, err := cs.repo.Read(m.Source, m.From, to, count, bytes)
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
 	}
@@ -356,11 +413,20 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 	for i, msg := range msgs {
 		rep.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
 	}
-	// A reply cut short by a limit covers only up to its last message.
-	if len(msgs) == count || replyBytes(msgs) >= bytes {
+	if cutShort(msgs, to) {
 		rep.Through = msgs[len(msgs)-1].Seq
 	}
 	return rep
+}
+
+// cutShort reports whether a read of [from, to] may have stopped at a limit
+// before to: then the reply covers only up to its last message. A read
+// that was not cut returns every message held up to to, so one ending
+// before to either was cut (by count, or by a next message too large for
+// the byte budget, however little the reply holds) or ends at a gap: saying
+// so costs the client one more request, claiming to to would hide messages.
+func cutShort(msgs []repository.Message, to uint64) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Seq < to
 }
 
 // shutdown stops the store cleanly at an operator's request, answering
@@ -410,14 +476,6 @@ func (cs *clientServer) sources(m *wire.Sources) wire.Message {
 		rep.Sources[i] = st
 	}
 	return rep
-}
-
-func replyBytes(msgs []repository.Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Payload)
-	}
-	return n
 }
 
 func reqIDOf(m wire.Message) uint64 {

@@ -111,6 +111,10 @@ type Config struct {
 	SourceActivityTimeout time.Duration
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
+	// ClientLimits bounds client connections: how many per store and per
+	// remote address, how long one may stay idle, how long a frame may
+	// take (client_limits.go). Zero fields take the defaults.
+	ClientLimits ClientLimits
 	// Security, if set, encrypts and authenticates the client and raft
 	// transports and requires a token from clients.
 	Security Security
@@ -143,6 +147,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:       10 * time.Second,
 		ProbeInterval:      500 * time.Millisecond,
 		MaxFrame:           16 << 20,
+		ClientLimits:       DefaultClientLimits(),
 
 		RepairInterval:       2 * time.Second,
 		RepairBytesPerSecond: 32 << 20,
@@ -204,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RetentionInterval < 0 || c.RetentionMaxAge < 0 {
 		return fmt.Errorf("%w: store %s: retention settings must not be negative", ErrConfig, c.Name)
+	}
+	if err := c.ClientLimits.validate(); err != nil {
+		return fmt.Errorf("%w: store %s: %v", ErrConfig, c.Name, err)
 	}
 	if c.RepairInterval < 0 || c.RepairBytesPerSecond < 0 || c.RepairBatchCount < 1 || c.RepairBatchBytes < 1 {
 		return fmt.Errorf("%w: store %s: repair settings must be positive (RepairInterval 0 disables repair)", ErrConfig, c.Name)

@@ -24,5 +24,9 @@
 // member in the deployment's order (start_decision.go). A group's identity
 // is created by its first leader and replicated through the log.
 //
+// Clients are bounded (client_limits.go, ClientLimits): connections per
+// store, per remote address and per process, how long a connection may be
+// idle or take over one frame, and the largest payload (wire.MaxPayload).
+//
 // DESIGN.md, beside this file, says why the pieces are where they are.
 package storegroup

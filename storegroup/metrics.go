@@ -21,6 +21,8 @@ type storeMetrics struct {
 	conflicts     atomic.Uint64
 	connections   atomic.Int64
 	refusedFrames [refusedReasons]atomic.Uint64
+	refusedConns  [connRefusals]atomic.Uint64 // client_limits.go
+	closedConns   [connClosings]atomic.Uint64
 }
 
 // Reasons a client frame is refused, for umstore_client_frames_refused_total.
@@ -146,6 +148,12 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))
 	for i, name := range refusedReasonNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)
+	}
+	for i, name := range connRefusedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_refused_total", "Client connections refused at accept, by the limit they met (ClientLimits).", "reason"), prometheus.CounterValue, float64(m.refusedConns[i].Load()), name)
+	}
+	for i, name := range connClosedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.closedConns[i].Load()), name)
 	}
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
 		h.Collect(ch)

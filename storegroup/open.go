@@ -251,6 +251,7 @@ func (s *Store) wireHelpers() error {
 		maxFrame:        cfg.MaxFrame,
 		token:           cfg.Security.Token,
 		activityTimeout: cfg.SourceActivityTimeout,
+		limits:          cfg.ClientLimits,
 		log:             s.log,
 		metrics:         s.metrics,
 		repo:            s.repo,

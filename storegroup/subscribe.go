@@ -62,7 +62,7 @@ func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Sub
 			for i, msg := range msgs {
 				d.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
 			}
-			if len(msgs) == defaultFetchCount || replyBytes(msgs) >= defaultFetchBytes {
+			if cutShort(msgs, info.HighSeq) {
 				d.Through = msgs[len(msgs)-1].Seq
 			}
 			if err := c.Send(d); err != nil {

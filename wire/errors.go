@@ -16,4 +16,10 @@ var (
 	ErrVersion = errors.New("wire: unsupported protocol version")
 	// ErrUnauthorized means the store refused the client's token.
 	ErrUnauthorized = errors.New("wire: not authorised: wrong or missing token")
+	// ErrIdle means no frame began before ReadTimed's idle deadline. The
+	// stream is intact: the reader may wait again or close the connection.
+	ErrIdle = errors.New("wire: no frame arrived before the idle deadline")
+	// ErrSlowFrame means a frame had begun but did not arrive whole within
+	// ReadTimed's frame bound. The stream cannot be resynchronised.
+	ErrSlowFrame = errors.New("wire: a frame did not arrive within its time bound")
 )
