@@ -25,6 +25,15 @@ type Server struct {
 	reporter *reporter
 }
 
+// Options are the admin server's choices beyond its address.
+type Options struct {
+	// Pprof serves Go's profiler under /debug/pprof/ (umstored run and
+	// dev --pprof). Off by default: profiles and goroutine dumps tell
+	// whoever can reach the address much about the process, and a CPU
+	// profile or trace costs the stores while it runs.
+	Pprof bool
+}
+
 // hostStatus is what /v1/status returns.
 type hostStatus struct {
 	Deployment string              `json:"deployment"`
@@ -42,15 +51,20 @@ type hostStatus struct {
 //	/v1/status        this daemon's own stores, in full
 //	/healthz, /readyz liveness and readiness of this daemon's stores
 //	/metrics          Prometheus metrics
-//	/debug/pprof/     profiling
+//	/debug/pprof/     profiling, with opts.Pprof only
 //
-// Addr is the address listened on. Close stops the server.
-func Start(addr string, d *placement.Deployment, hosts storehost.Hosts, log *slog.Logger) (*Server, error) {
+// None of it asks who is asking, so on an address other than loopback
+// Start logs a warning saying what the address exposes. Addr is the
+// address listened on. Close stops the server.
+func Start(addr string, d *placement.Deployment, hosts storehost.Hosts, log *slog.Logger, opts Options) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on admin address %s: %w", addr, err)
 	}
-	a := newServer(d, hosts)
+	if w := exposure(ln.Addr(), opts); w != "" {
+		log.Warn(w, "admin_addr", ln.Addr().String())
+	}
+	a := newServer(d, hosts, opts)
 	a.Addr = ln.Addr().String()
 	go func() {
 		if err := a.Serve(ln); err != nil && err != http.ErrServerClosed {
@@ -61,7 +75,7 @@ func Start(addr string, d *placement.Deployment, hosts storehost.Hosts, log *slo
 }
 
 // newServer prepares the admin server of hosts; it does not listen.
-func newServer(d *placement.Deployment, hosts storehost.Hosts) *Server {
+func newServer(d *placement.Deployment, hosts storehost.Hosts, opts Options) *Server {
 	a := &Server{hosts: hosts, d: d, reporter: newReporter(d, hosts)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -71,10 +85,12 @@ func newServer(d *placement.Deployment, hosts storehost.Hosts) *Server {
 	mux.HandleFunc("GET /{$}", a.page)
 	mux.HandleFunc("GET /web/{file}", a.asset)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(newRegistry(hosts), promhttp.HandlerOpts{}))
-	// Profiling for performance work; the admin address is loopback by default.
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	if opts.Pprof {
+		// Profiling for performance work, asked for with --pprof.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	a.Server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return a
 }
@@ -108,4 +124,19 @@ func (a *Server) status(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(a.snapshot())
+}
+
+// exposure is the warning to log when the admin server listens on addr,
+// or "" when addr is loopback (the default, reachable from this machine
+// only).
+func exposure(addr net.Addr, opts Options) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	what := "the status of every store and source of the deployment, its hosts' addresses and ports, and the metrics"
+	if opts.Pprof {
+		what += ", and (--pprof) profiles, traces and goroutine stacks of this process"
+	}
+	return "the admin address is not loopback: whoever can reach it reads, without any credential, " + what +
+		"; listen on 127.0.0.1 and reach it through SSH or an authenticating proxy, or firewall the port"
 }

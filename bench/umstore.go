@@ -48,6 +48,10 @@ func buildUmstore(ctx context.Context, repo, dir string) (umBins, error) {
 	if bytes.Contains(help, []byte("--retention-max-bytes")) {
 		b.storeArgs = append(b.storeArgs, "--retention-max-bytes", "0")
 	}
+	if bytes.Contains(help, []byte("--pprof")) {
+		// --cpuprofile reads /debug/pprof/profile, served only with --pprof.
+		b.storeArgs = append(b.storeArgs, "--pprof")
+	}
 	return b, nil
 }
 

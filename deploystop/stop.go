@@ -38,7 +38,9 @@ func Order(d *placement.Deployment, v deploystatus.View, host string) []placemen
 
 // Store asks the store at ref to stop and waits, up to timeout, until it
 // no longer answers. A store that does not answer counts as stopped.
-func Store(ref placement.StoreRef, dialer *wire.Dialer, timeout time.Duration) error {
+// operatorToken is the deployment's operator token ("" if it has none):
+// a store that has one stops only for it.
+func Store(ref placement.StoreRef, dialer *wire.Dialer, operatorToken string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c, _, err := dialer.Dial(ctx, ref.ClientAddr())
@@ -46,7 +48,7 @@ func Store(ref placement.StoreRef, dialer *wire.Dialer, timeout time.Duration) e
 		return nil // not running
 	}
 	_ = c.NetConn().SetDeadline(time.Now().Add(10 * time.Second))
-	err = c.Send(&wire.Shutdown{ReqID: 1})
+	err = c.Send(&wire.Shutdown{ReqID: 1, Token: operatorToken})
 	var m wire.Message
 	if err == nil {
 		m, err = c.Read()

@@ -4,12 +4,14 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"umstore/deploystatus"
 	"umstore/internal/clustertest"
 	"umstore/placement"
+	"umstore/storegroup"
 	"umstore/wire"
 )
 
@@ -60,7 +62,7 @@ func TestStore(t *testing.T) {
 	m := c.Members(1)[2]
 	s := c.Store(m.Name)
 	dialer := &wire.Dialer{Client: "test", Timeout: 2 * time.Second}
-	if err := Store(ref(t, m.Name, m.ClientAddr), dialer, 30*time.Second); err != nil {
+	if err := Store(ref(t, m.Name, m.ClientAddr), dialer, "", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// It no longer answers; it finishes closing its files on its own.
@@ -72,7 +74,34 @@ func TestStore(t *testing.T) {
 			return false
 		}
 	})
-	if err := Store(ref(t, m.Name, m.ClientAddr), dialer, time.Second); err != nil {
+	if err := Store(ref(t, m.Name, m.ClientAddr), dialer, "", time.Second); err != nil {
 		t.Fatalf("a store that is gone: %v", err)
 	}
+}
+
+// Store sends the operator token: without it a store that has one refuses
+// and Store says why; with it the store stops.
+func TestStoreSendsTheOperatorToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a group of stores")
+	}
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.Security.OperatorToken = "op-secret" })
+	m := c.Members(1)[2]
+	s := c.Store(m.Name)
+	dialer := &wire.Dialer{Client: "test", Timeout: 2 * time.Second}
+	err := Store(ref(t, m.Name, m.ClientAddr), dialer, "", 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "operator token") {
+		t.Fatalf("without the operator token: %v, want a refusal naming it", err)
+	}
+	if err := Store(ref(t, m.Name, m.ClientAddr), dialer, "op-secret", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(30*time.Second, m.Name+" has stopped", func() bool {
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return false
+		}
+	})
 }

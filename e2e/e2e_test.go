@@ -249,6 +249,22 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"umstored", "nope"}, 2, "unknown command"},
 		{[]string{"umstored", "run", "--deployment", bad, "--host", "A", "--data-dir", t.TempDir()}, 1, "bogus"},
 		{[]string{"umstored", "plan", "--host", "A=127.0.0.2", "--stores-per-group", "2", "--out", filepath.Join(t.TempDir(), "d.yaml")}, 1, "stores"},
+		// A flag the parser rejects says what was wrong and where to look.
+		{[]string{"umpub", "--store", "127.0.0.1:1", "--source", "s", "--rate", "abc"}, 2,
+			"umpub: invalid argument \"abc\" for \"--rate\" flag: strconv.ParseFloat: parsing \"abc\": invalid syntax\nRun 'umpub --help' for usage.\n"},
+		{[]string{"umpub", "--sauce", "s"}, 2, "umpub: unknown flag: --sauce\nRun 'umpub --help' for usage.\n"},
+		{[]string{"umrcv", "--store", "127.0.0.1:1", "--source", "s", "--to", "-1"}, 2,
+			"umrcv: invalid argument \"-1\" for \"--to\" flag: strconv.ParseUint: parsing \"-1\": invalid syntax\nRun 'umrcv --help' for usage.\n"},
+		{[]string{"umstored", "status", "--timeout", "soon"}, 2,
+			"umstored status: invalid argument \"soon\" for \"--timeout\" flag: time: invalid duration \"soon\"\nRun 'umstored status --help' for usage.\n"},
+		{[]string{"umstored", "stop", "--deployment", bad, "--hots", "A"}, 2, "umstored stop: unknown flag: --hots\nRun 'umstored stop --help' for usage.\n"},
+		{[]string{"umstored", "run", "--deployment", bad, "stray"}, 2, "umstored run: unexpected argument \"stray\""},
+		{[]string{"umstored", "plan", "--groups", "two"}, 2, "umstored plan: invalid argument \"two\" for \"--groups\" flag"},
+		// A source name the stores would refuse, shown escaped.
+		{[]string{"umpub", "--store", "127.0.0.1:1", "--source", "evil\x1b[2J"}, 2, `umpub: --source: invalid source name: "evil\x1b[2J" has the unprintable character U+001B`},
+		// --help is not an error.
+		{[]string{"umpub", "--help"}, 0, "Usage: umpub"},
+		{[]string{"umstored", "stop", "--help"}, 0, "Usage: umstored stop"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

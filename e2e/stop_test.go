@@ -1,6 +1,9 @@
 package e2e_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,4 +49,47 @@ func TestStopIsClean(t *testing.T) {
 		}
 		return clean == 6
 	})
+}
+
+// With an operator token in the deployment, umstored stop works with it,
+// and a stop that presents only the client token is refused by every store:
+// every store keeps running and the command says what it lacks.
+func TestStopNeedsTheOperatorToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test")
+	}
+	bin := binaries(t)
+	d := planTwoHosts(t, bin)
+	for name, token := range map[string]string{"client.token": "client-secret\n", "operator.token": "operator-secret\n"} {
+		if err := os.WriteFile(filepath.Join(d.dir, name), []byte(token), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.OpenFile(d.deploy, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, "security:\n  token-file: client.token\n  operator-token-file: operator.token\n")
+	f.Close()
+	d.startAll(t)
+
+	out, errOut, code := runTool(t, bin, "umstored", "stop", "--deployment", d.deploy, "--operator-token-file", filepath.Join(d.dir, "client.token"))
+	if code != 1 || strings.Contains(out, "stopped ") || strings.Count(errOut, "needs the deployment's operator token") != 6 {
+		t.Fatalf("umstored stop with the client token as operator token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if g, _, _ := deploymentStatus(t, bin, d.deploy); !allUp(g) {
+		t.Fatalf("a store stopped without the operator token: %+v", g)
+	}
+	out, errOut, code = runTool(t, bin, "umstored", "stop", "--deployment", d.deploy)
+	if code != 0 || strings.Count(out, "stopped ") != 6 {
+		t.Fatalf("umstored stop with the deployment's operator token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, h := range []*host{d.a, d.b} {
+		select {
+		case <-h.done:
+			h.cmd = nil
+		case <-time.After(30 * time.Second):
+			t.Fatalf("host %s's daemon did not exit after its stores stopped", h.name)
+		}
+	}
 }

@@ -68,6 +68,11 @@ type Security struct {
 	// TokenFile holds a shared secret every client presents in its
 	// handshake; stores refuse a client without it.
 	TokenFile string `yaml:"token-file,omitempty" json:"token-file,omitempty"`
+	// OperatorTokenFile holds the operators' secret: with it, a store
+	// stops (`umstored stop`) only for a request that carries it, and the
+	// client token no longer suffices. Without it, the client token stops
+	// stores, and with no token at all only loopback may (docs/security.md).
+	OperatorTokenFile string `yaml:"operator-token-file,omitempty" json:"operator-token-file,omitempty"`
 }
 
 // TLS names PEM files: the deployment's CA, and this host's certificate and

@@ -171,8 +171,8 @@ func (v *validator) security() {
 	if sec == nil {
 		return
 	}
-	if sec.TLS == nil && sec.TokenFile == "" {
-		v.add("security", "is empty; give tls (ca, cert, key) and/or token-file, or remove the section")
+	if sec.TLS == nil && sec.TokenFile == "" && sec.OperatorTokenFile == "" {
+		v.add("security", "is empty; give tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
 	}
 	if t := sec.TLS; t != nil {
 		for _, f := range []struct{ key, val string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {

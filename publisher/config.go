@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"umstore/quorum"
+	"umstore/wire"
 )
 
 // FlightBehavior says what Send does when FlightSize messages are unstable.
@@ -25,7 +26,9 @@ const (
 
 // Config configures a Publisher. Start from DefaultConfig.
 type Config struct {
-	// Source names the stream of messages; one publisher per source.
+	// Source names the stream of messages; one publisher per source. It
+	// is 1 to wire.MaxSourceNameLen bytes of printable UTF-8
+	// (wire.CheckSourceName).
 	Source string
 	// Groups lists, per store group (index 0 is group 1), the client
 	// addresses of its stores. The publisher registers with every group.
@@ -131,6 +134,9 @@ var (
 func (c *Config) Validate() error {
 	if c.Source == "" {
 		return fmt.Errorf("%w: Source is empty", ErrConfig)
+	}
+	if err := wire.CheckSourceName(c.Source); err != nil {
+		return fmt.Errorf("%w: Source: %w", ErrConfig, err)
 	}
 	if len(c.Groups) == 0 {
 		return fmt.Errorf("%w: no store groups given", ErrConfig)

@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type clientDeps struct {
 	group           int           // the store's group index
 	maxFrame        int           // Config.MaxFrame
 	token           string        // the deployment's token; "" admits every client
+	operatorToken   string        // the operators' token for Shutdown; "" when none
 	activityTimeout time.Duration // Config.SourceActivityTimeout
 	limits          ClientLimits  // Config.ClientLimits, defaults filled in by newClientServer
 
@@ -339,6 +341,9 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: cs.proposer.propose(cmd)}
 	case *wire.Fetch:
+		if err := checkSource(m.Source); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
@@ -430,13 +435,14 @@ func cutShort(msgs []repository.Message, to uint64) bool {
 }
 
 // shutdown stops the store cleanly at an operator's request, answering
-// first. Without a deployment token only a loopback client may ask.
+// first. Who may ask: with an operator token, a request carrying it; else,
+// with a client token, any client (the handshake checked the token); with
+// neither, a client on loopback.
 func (cs *clientServer) shutdown(m *wire.Shutdown, nc net.Conn) reply {
-	if cs.token == "" {
-		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
-			cs.metrics.refused(refusedUnauthorized)
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeAuth, Message: "stopping a store needs the deployment's token, or a client on loopback"}}
-		}
+	if why := cs.mayStop(m, nc.RemoteAddr()); why != "" {
+		cs.metrics.refused(refusedUnauthorized)
+		cs.log.Warn("refused to stop at a client's request", "remote", nc.RemoteAddr(), "why", why)
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeAuth, Message: why}}
 	}
 	cs.log.Info("stopping at an operator's request", "remote", nc.RemoteAddr())
 	go func() {
@@ -444,6 +450,23 @@ func (cs *clientServer) shutdown(m *wire.Shutdown, nc net.Conn) reply {
 		cs.stop()
 	}()
 	return reply{msg: &wire.OK{ReqID: m.ReqID}}
+}
+
+// mayStop says why m may not stop the store, or "" if it may.
+func (cs *clientServer) mayStop(m *wire.Shutdown, remote net.Addr) string {
+	switch {
+	case cs.operatorToken != "":
+		if subtle.ConstantTimeCompare([]byte(m.Token), []byte(cs.operatorToken)) != 1 {
+			return "stopping a store needs the deployment's operator token (security.operator-token-file); umstored stop sends it from the deployment file, or from --operator-token-file"
+		}
+	case cs.token != "":
+		// The handshake checked the client token.
+	default:
+		if ta, ok := remote.(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+			return "this deployment has no operator or client token, so only a client on loopback may stop a store: run umstored stop on the store's host, or give the deployment a security.operator-token-file"
+		}
+	}
+	return ""
 }
 
 // keepAlive records that a publisher is alive, or frees its source when it
@@ -490,12 +513,9 @@ func reqIDOf(m wire.Message) uint64 {
 	return 0
 }
 
+// checkSource refuses a source name that is not 1 to maxSourceName bytes
+// of printable UTF-8 (wire.CheckSourceName): such a name could not be held,
+// or would be unsafe to print in status output and logs.
 func checkSource(name string) error {
-	if name == "" {
-		return errors.New("source name is empty")
-	}
-	if len(name) > maxSourceName {
-		return fmt.Errorf("source name is %d bytes; the limit is %d", len(name), maxSourceName)
-	}
-	return nil
+	return wire.CheckSourceName(name)
 }

@@ -30,6 +30,10 @@ type Security struct {
 	ClientTLS *tls.Config
 	// Token, if set, must be presented by every client in its Hello.
 	Token string
+	// OperatorToken, if set, must be carried by a Shutdown (umstored
+	// stop): the client token then no longer stops the store. With neither
+	// token set, only a loopback client may stop it.
+	OperatorToken string
 }
 
 // PeerGroup is another group of the deployment.

@@ -250,6 +250,7 @@ func (s *Store) wireHelpers() error {
 		group:           cfg.Group,
 		maxFrame:        cfg.MaxFrame,
 		token:           cfg.Security.Token,
+		operatorToken:   cfg.Security.OperatorToken,
 		activityTimeout: cfg.SourceActivityTimeout,
 		limits:          cfg.ClientLimits,
 		log:             s.log,

@@ -1,6 +1,7 @@
 package storehost
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -15,24 +16,34 @@ import (
 // d's order: each store's name and group, its group's members and every
 // other group (names, raft and client addresses), its data directory
 // dataDir/<store name>, the host's address as the address its connections
-// leave from, the transport security of d's security section, and opts.
+// leave from (a name resolved to one address of this machine, see
+// localAddress), the transport security of d's security section, and opts.
 // Logger and Admission are left for the caller: Start shares one admission
 // among the host's stores.
 func Configs(d *placement.Deployment, host, dataDir string, opts Options) ([]storegroup.Config, error) {
-	if _, ok := d.HostByName(host); !ok {
+	h, ok := d.HostByName(host)
+	if !ok {
 		return nil, fmt.Errorf("host %q is not in the deployment %q (its hosts: %s)", host, d.Name, hostNames(d))
 	}
 	refs := d.StoresOn(host)
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("the deployment places no stores on host %q", host)
 	}
+	local, err := localAddress(context.Background(), h)
+	if err != nil {
+		return nil, err
+	}
 	sec, err := cli.StoreSecurity(d)
 	if err != nil {
+		return nil, err
+	}
+	if sec.OperatorToken, err = cli.OperatorToken(d, ""); err != nil {
 		return nil, err
 	}
 	cfgs := make([]storegroup.Config, len(refs))
 	for i, ref := range refs {
 		cfgs[i] = storeConfig(d, ref, dataDir, sec, opts)
+		cfgs[i].LocalIP = net.IP(local.AsSlice())
 	}
 	return cfgs, nil
 }
@@ -42,7 +53,7 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	cfg := storegroup.DefaultConfig()
 	topology(d).Place(&cfg, ref.Store.Name)
 	cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
-	cfg.LocalIP = net.ParseIP(ref.Host.Address)
+	// LocalIP is set by Configs, which resolves the host's address.
 	cfg.Security = sec
 	cfg.Lock = opts.Lock
 	cfg.RetentionMaxBytes, cfg.RetentionMaxMessages, cfg.RetentionMaxAge = opts.RetentionMaxBytes, opts.RetentionMaxMessages, opts.RetentionMaxAge

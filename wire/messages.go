@@ -271,11 +271,15 @@ type Consumed struct {
 }
 
 // Shutdown asks a store to stop cleanly (graceful stop, marked clean). It is
-// an operator's request: a store accepts it only from an authenticated
-// client (the deployment's token) or, without a token, from loopback.
+// an operator's request: a store with an operator token accepts it only
+// when Token is that token; one without accepts it from a client that
+// presented the deployment's client token or, with no token at all, from
+// loopback. Token was added after ReqID, so an older client's Shutdown
+// decodes with Token empty.
 type Shutdown struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
+	Token    string // the deployment's operator token, if it has one
 }
 
 // KeepAlive tells a group's leader that the publisher session holding

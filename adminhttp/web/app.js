@@ -46,6 +46,15 @@
     $(id).replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
   }
 
+  // shown makes text that came from the stores (source names, a leader's
+  // address, errors) visible as it is: control, format and line-separator
+  // characters become \u{...} escapes instead of vanishing or reordering
+  // the text around them. Every text reaches the page through text nodes
+  // and setAttribute (el above), never as HTML, so "<script>" is shown, not
+  // run.
+  const shown = (t) => String(t).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+    (c) => "\\u{" + c.codePointAt(0).toString(16) + "}");
+
   const clock = (d) => d.toTimeString().slice(0, 8);
   const num = (n) => Number(n || 0).toLocaleString("en-US");
   const stateLabel = (s) => (STATES[s] || ["", s])[1];
@@ -81,9 +90,9 @@
     const title = [
       s.name + " (group " + s.group + ", host " + s.host + ", " + s.address + ")",
       "state: " + stateLabel(s.state) + (s.raft_state ? " (raft: " + s.raft_state + ")" : ""),
-      s.leader ? "knows leader: " + s.leader : "",
+      s.leader ? "knows leader: " + shown(s.leader) : "",
       s.group_id ? "group id: " + s.group_id : "",
-      s.error ? "error: " + s.error : "",
+      s.error ? "error: " + shown(s.error) : "",
     ].filter(Boolean).join("\n");
     return el("div", {
       "class": "store " + groupClass(s.group),
@@ -130,7 +139,7 @@
       const ok = g.leader !== "";
       return el("div", {"class": "group " + groupClass(g.index), "data-group": g.index, "data-group-leader": g.leader},
         el("span", {"class": "group-name"}, "group " + g.index),
-        ok ? el("span", {"class": "group-leader"}, "★ leader " + g.leader)
+        ok ? el("span", {"class": "group-leader"}, "★ leader " + shown(g.leader))
            : el("span", {"class": "group-noleader"}, "✕ no leader"),
         el("span", {"class": "group-quorum"},
           g.running + " of " + g.stores.length + " running, quorum " + g.quorum +
@@ -176,7 +185,7 @@
   function repairText(g) {
     if (!g.repair) {
       return g.leader
-        ? ["— runs on " + g.leader, "intergroup repair runs on the group's leader, " + g.leader + ", in another process"]
+        ? ["— runs on " + shown(g.leader), "intergroup repair runs on the group's leader, " + shown(g.leader) + ", in another process"]
         : ["— no leader", "intergroup repair runs on the group's leader; the group has none"];
     }
     const r = g.repair;
@@ -185,7 +194,7 @@
     if (r.repaired_messages) more.push(num(r.repaired_messages) + " repaired");
     if (r.conflicts) more.push("⚠ " + num(r.conflicts) + " conflicts");
     if (more.length) t += " · " + more.join(" · ");
-    return [t, (r.passes || 0) + " passes" + (r.last_error ? "; last error: " + r.last_error : "")];
+    return [t, (r.passes || 0) + " passes" + (r.last_error ? "; last error: " + shown(r.last_error) : "")];
   }
 
   function renderSources(v) {
@@ -193,11 +202,11 @@
     for (const g of v.groups) {
       const [repair, repairTitle] = repairText(g);
       g.sources.forEach((s, i) => {
-        rows.push(el("tr", {"data-group": g.index, "data-source": s.name},
+        rows.push(el("tr", {"data-group": g.index, "data-source": shown(s.name)},
           i === 0 ? el("th", {"scope": "row", "rowspan": g.sources.length, "class": "grp"},
             el("span", {"class": "gchip " + groupClass(g.index)}, "group " + g.index),
             el("div", {"class": "held"}, "as held by " + g.sources_from + (g.leader ? "" : " (no leader)"))) : null,
-          el("td", {"class": "src"}, s.name),
+          el("td", {"class": "src"}, shown(s.name)),
           el("td", {"class": "n"}, num(s.high_seq)),
           el("td", {"class": "n"}, num(s.oldest_seq)),
           el("td", {"class": "n"}, num(s.count)),

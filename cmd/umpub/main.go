@@ -26,6 +26,7 @@ import (
 	"umstore/internal/version"
 	"umstore/publisher"
 	"umstore/quorum"
+	"umstore/wire"
 )
 
 const usage = `Usage: umpub (--deployment FILE | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
@@ -83,10 +84,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	secFlags := cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return cli.FlagError(stderr, "umpub", err)
+	}
+	if fs.NArg() > 0 {
+		return cli.UsageError(stderr, "umpub", fmt.Sprintf("unexpected argument %q (every option is a --flag)", fs.Arg(0)))
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "umpub", version.String())
@@ -172,6 +173,8 @@ func (o *options) check() error {
 	switch {
 	case o.source == "":
 		return errors.New("--source is required")
+	case wire.CheckSourceName(o.source) != nil:
+		return fmt.Errorf("--source: %w", wire.CheckSourceName(o.source))
 	case !o.stdin && o.count < 1:
 		return fmt.Errorf("--count must be at least 1, got %d", o.count)
 	case o.size < 0 || o.size > 8<<20:

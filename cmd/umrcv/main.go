@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
@@ -66,10 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	secFlags := cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return cli.FlagError(stderr, "umrcv", err)
+	}
+	if fs.NArg() > 0 {
+		return cli.UsageError(stderr, "umrcv", fmt.Sprintf("unexpected argument %q (every option is a --flag)", fs.Arg(0)))
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "umrcv", version.String())
@@ -78,6 +79,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *source == "":
 		fmt.Fprintln(stderr, "umrcv: --source is required")
+		return 2
+	case wire.CheckSourceName(*source) != nil:
+		fmt.Fprintln(stderr, "umrcv: --source:", wire.CheckSourceName(*source))
 		return 2
 	case *fromFlag != "oldest" && *fromFlag != "newest" && (parseSeq(*fromFlag) == 0):
 		fmt.Fprintf(stderr, "umrcv: --from %q: want a sequence number (1 or more), oldest or newest\n", *fromFlag)
@@ -212,12 +216,16 @@ func startSeq(ctx context.Context, r *receiver.Receiver, from string) (uint64, e
 	return parseSeq(from), nil
 }
 
-// showPayload prints text as is and anything else as base64.
+// showPayload prints printable text as is and anything else as base64, so
+// that a payload can neither break the one-message-per-line format nor
+// send a terminal control sequences: C0 and C1 controls (ESC, the 8-bit
+// CSI U+009B), DEL, and format characters such as bidirectional overrides
+// all make a payload "not printable". Tabs are kept.
 func showPayload(p []byte) string {
 	if utf8.Valid(p) {
 		printable := true
 		for _, c := range string(p) {
-			if c == '\n' || c == '\r' || (c < 0x20 && c != '\t') {
+			if c != '\t' && !unicode.IsPrint(c) && !unicode.Is(unicode.Zs, c) {
 				printable = false
 				break
 			}

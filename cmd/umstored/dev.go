@@ -38,14 +38,18 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	dataDir := fs.String("data-dir", "umstore-dev", "directory for the stores' data and the deployment file")
 	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
+	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address")
 	var opts storehost.Options
 	addRetentionFlags(fs, &opts)
 	addSnapshotFlags(fs, &opts)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, devUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	if *pprofOn && *adminAddr == "" {
+		return cli.UsageError(stderr, "umstored dev", "--pprof serves the profiler on the admin address: give --admin-addr too")
 	}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
@@ -94,7 +98,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	}
 	statusURL := ""
 	if *adminAddr != "" {
-		srv, err := adminhttp.Start(*adminAddr, d, hosts, log)
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn})
 		if err != nil {
 			hosts.Stop()
 			fmt.Fprintln(stderr, "umstored dev:", err)

@@ -16,5 +16,6 @@
 // adminhttp serves their admin endpoints (run.go, dev.go), deploystatus
 // probes and classifies a deployment (status.go), deploystop stops it
 // (stop.go), and storegroup's recovery functions change data directories
-// (recover.go). store_flags.go holds the flags run and dev share.
+// (recover.go). store_flags.go holds the flags run and dev share, and
+// parseFlags, which reports every flag error with the --help hint.
 package main

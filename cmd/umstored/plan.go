@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -61,8 +63,12 @@ Examples:
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --host C=10.0.0.3 --out /etc/umstore/deployment.yaml
   umstored plan --host A=127.0.0.2 --host B=127.0.0.3 --groups 3 --base-port 20000 --json
 
+An existing deployment file or unit is never replaced without --force:
+plan refuses and writes nothing.
+
 Exit status: 0 when the files are written, 1 when the request is refused as
-unsafe or a file cannot be written, 2 for bad flags.
+unsafe, a file exists (without --force) or cannot be written, 2 for bad
+flags.
 `
 
 // planOutput is what `umstored plan --json` prints: one JSON object.
@@ -95,13 +101,15 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		format   string
 		unitsDir string
 		unit     unitOptions
+		force    bool
 	)
 	fs.StringArrayVar(&hostArgs, "host", nil, "a host that runs stores, as `NAME=ADDRESS` (repeat once per host; at least two),\ne.g. --host A=10.0.0.1 --host B=store-b.example.net --host C=[::1]")
 	fs.IntVar(&req.Groups, "groups", placement.DefaultGroups, "`N` store groups; publishers send every message to every group")
 	fs.IntVar(&req.StoresPerGroup, "stores-per-group", placement.DefaultStoresPerGroup, "`N` stores in each group: an odd number, at least 3, at most 9")
 	fs.IntVar(&req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
 	fs.StringVar(&req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
-	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is replaced atomically")
+	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is kept unless --force is given")
+	fs.BoolVar(&force, "force", false, "replace an existing deployment file (and, with --format systemd, existing units), atomically")
 	fs.StringVar(&format, "format", planFormatYAML, "`FORMAT` of the output: yaml writes the deployment file alone; systemd also writes\none systemd unit per host, umstored-NAME.service (see Units below)")
 	fs.StringVar(&unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out)")
 	fs.StringVar(&unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts")
@@ -166,6 +174,10 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "umstored plan: warning: %s\n", w)
 		}
 	}
+	if err := refuseOverwrite(append([]string{out}, pathsOf(units)...), force); err != nil {
+		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
 	if err := d.WriteFile(out); err != nil {
 		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
 		return planExitRefused
@@ -174,10 +186,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
 		return planExitRefused
 	}
-	var unitPaths []string
-	for _, u := range units {
-		unitPaths = append(unitPaths, u.Path)
-	}
+	unitPaths := pathsOf(units)
 
 	layout := placement.RenderLayout(d)
 	if asJSON {
@@ -254,7 +263,7 @@ func parseHostFlag(arg string) (placement.Host, error) {
 }
 
 func planUsageError(stderr io.Writer, msg string) int {
-	fmt.Fprintf(stderr, "umstored plan: %s\nRun \"umstored plan --help\" for the flags and examples.\n", msg)
+	fmt.Fprintf(stderr, "umstored plan: %s\nRun 'umstored plan --help' for the flags and examples.\n", msg)
 	return planExitUsage
 }
 
@@ -276,4 +285,22 @@ func planRefused(stdout, stderr io.Writer, err error, asJSON bool) int {
 		return planExitUsage
 	}
 	return planExitRefused
+}
+
+// refuseOverwrite returns an error naming the first of paths that exists,
+// unless force: a deployment file in use holds the stores' addresses, and
+// replacing it by mistake (another --base-port, another host list) would
+// make the next restart split the groups.
+func refuseOverwrite(paths []string, force bool) error {
+	if force {
+		return nil
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists; nothing was written. Give another --out (or --units-dir), or --force to replace it", p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("check whether %s exists: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -254,6 +254,15 @@ func prepareUnits(d *placement.Deployment, dir string, o unitOptions) (files []u
 	return files, warnings, nil
 }
 
+// pathsOf lists where the units go.
+func pathsOf(files []unitFile) []string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
 // writeUnits writes each unit atomically (a temporary file renamed over the
 // old one), readable by everyone as systemd expects.
 func writeUnits(files []unitFile) error {

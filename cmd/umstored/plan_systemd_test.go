@@ -240,3 +240,27 @@ func TestPlanSystemdWarnsAboutLowPorts(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// An existing unit is kept unless --force is given, and then nothing at
+// all is written, not even the deployment file.
+func TestPlanSystemdRefusesToOverwriteUnits(t *testing.T) {
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "umstored-B.service")
+	if err := os.WriteFile(unit, []byte("# edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--host", "A=10.0.0.1", "--host", "B=10.0.0.2", "--format", "systemd", "--out", filepath.Join(dir, "deployment.yaml")}
+	code, _, stderr := runPlan(t, args...)
+	if code != 1 || !strings.Contains(stderr, unit+" exists") {
+		t.Errorf("exit %d, stderr %q; want 1 naming %s", code, stderr, unit)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the directory, want only the existing unit", len(entries))
+	}
+	if code, _, stderr := runPlan(t, append(args, "--force")...); code != 0 {
+		t.Fatalf("--force: exit %d\n%s", code, stderr)
+	}
+	if got, _ := os.ReadFile(unit); strings.Contains(string(got), "edited by hand") {
+		t.Error("--force did not replace the unit")
+	}
+}

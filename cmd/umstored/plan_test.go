@@ -163,3 +163,28 @@ func TestPlanOutIntoMissingDirectory(t *testing.T) {
 		t.Errorf("exit %d stderr %s", code, stderr)
 	}
 }
+
+// An existing deployment file is kept unless --force is given: plan says
+// so, writes nothing and exits 1; with --force it replaces the file.
+func TestPlanRefusesToOverwrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "deployment.yaml")
+	old := []byte("# the deployment the stores run with\n")
+	if err := os.WriteFile(path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts := []string{"--host", "A=10.0.0.1", "--host", "B=10.0.0.2", "--out", path}
+	code, stdout, stderr := runPlan(t, hosts...)
+	if code != 1 || !strings.Contains(stderr, path+" exists; nothing was written") || !strings.Contains(stderr, "--force") || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and a refusal naming the file and --force", code, stdout, stderr)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(old) {
+		t.Fatalf("the existing file was replaced:\n%s", got)
+	}
+	code, _, stderr = runPlan(t, append(hosts, "--force")...)
+	if code != 0 {
+		t.Fatalf("--force: exit %d\n%s", code, stderr)
+	}
+	if _, err := placement.Load(path); err != nil {
+		t.Errorf("--force did not write the deployment: %v", err)
+	}
+}

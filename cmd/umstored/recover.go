@@ -13,6 +13,7 @@ import (
 
 	"umstore/deploystatus"
 	"umstore/dirlock"
+	"umstore/internal/cli"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -52,8 +53,8 @@ func cmdRecover(args []string, stdout, stderr io.Writer) int {
 	promote := fs.String("promote", "", "make this backup `PATH` its store's state")
 	acceptLoss := fs.Bool("accept-loss", false, "start the group empty under a new identity: its messages are lost")
 	fs.Usage = func() { fmt.Fprint(stderr, recoverUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	actions := 0
 	for _, b := range []bool{*list, *promote != "", *acceptLoss} {
@@ -129,7 +130,7 @@ func recoverList(stdout, stderr io.Writer, dataDir string, refs []placement.Stor
 			}
 			var srcs []string
 			for _, s := range c.Sources {
-				srcs = append(srcs, fmt.Sprintf("%s:%d", s.Name, s.HighSeq))
+				srcs = append(srcs, fmt.Sprintf("%s:%d", cli.Printable(s.Name), s.HighSeq))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ref.Store.Name, what, taken, orDash(c.GroupID), c.AppliedIndex, orDash(strings.Join(srcs, " ")))
 		}

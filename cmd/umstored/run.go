@@ -49,11 +49,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	addRetentionFlags(fs, &opts)
 	addSnapshotFlags(fs, &opts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
+	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address (for performance work: whoever reaches the address can read the process's profiles and stacks)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	if *pprofOn && *adminAddr == "" {
+		return cli.UsageError(stderr, "umstored run", "--pprof serves the profiler on the admin address: give --admin-addr too")
 	}
 	if *deployment == "" || *host == "" || *dataDir == "" {
 		fmt.Fprintln(stderr, "umstored run: --deployment, --host and --data-dir are required")
@@ -104,7 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	hosts := storehost.Hosts{h}
 	if *adminAddr != "" {
-		srv, err := adminhttp.Start(*adminAddr, d, hosts, log)
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn})
 		if err != nil {
 			h.Stop()
 			fmt.Fprintln(stderr, "umstored run:", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"umstore/deploystatus"
+	"umstore/internal/cli"
 	"umstore/placement"
 )
 
@@ -42,12 +43,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for each store")
 	fs.Usage = func() { fmt.Fprint(stderr, statusUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	if *deployment == "" {
-		fmt.Fprintln(stderr, "umstored status: --deployment is required")
-		return 2
+		return cli.UsageError(stderr, "umstored status", "--deployment is required")
 	}
 	d, err := placement.Load(*deployment)
 	if err != nil {
@@ -69,7 +69,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// printStatus prints the summary as tables.
+// printStatus prints the summary as tables. What the stores said about
+// themselves (source names, a leader's address) is printed through
+// cli.Printable, so it cannot move the cursor or forge a row.
 func printStatus(w io.Writer, st deploystatus.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\n")
@@ -85,7 +87,7 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 		if leader == "" {
 			leader = "none (no quorum, or an election is under way)"
 		}
-		fmt.Fprintf(w, "group %d leader: %s\n", g.Index, leader)
+		fmt.Fprintf(w, "group %d leader: %s\n", g.Index, cli.Printable(leader))
 	}
 	printed := false
 	for _, g := range st.Groups {
@@ -96,7 +98,7 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 				fmt.Fprintf(tw, "GROUP\tSOURCE\tHIGHEST\tOLDEST\tMESSAGES\tGAPS\n")
 				printed = true
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", g.Index, src.Name, src.HighSeq, src.LowSeq, src.Count, src.Gaps)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", g.Index, cli.Printable(src.Name), src.HighSeq, src.LowSeq, src.Count, src.Gaps)
 		}
 	}
 	if printed {

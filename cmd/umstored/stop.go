@@ -9,6 +9,7 @@ import (
 
 	"umstore/deploystatus"
 	"umstore/deploystop"
+	"umstore/internal/cli"
 	"umstore/placement"
 )
 
@@ -19,9 +20,12 @@ finishes what it applies, closes its files and marks itself clean, so its
 next start needs no replay. Within each group the followers stop first and
 the leader last. A host's daemon exits once all its stores have stopped.
 
-Stopping is an operator's action: the stores accept it from a client with
-the deployment's token, or, in a deployment without a token, from loopback
-only.
+Stopping is an operator's action. With security.operator-token-file in the
+deployment, the stores stop only for a request with that token (read from
+the deployment's file, or --operator-token-file); the client token no
+longer suffices. Without it, they accept the deployment's client token
+(security.token-file), and in a deployment with no token at all, a request
+from loopback only. docs/security.md explains who holds which.
 
 Flags:
 `
@@ -32,13 +36,13 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 	deployment := fs.String("deployment", "", "deployment `FILE` (required)")
 	only := fs.String("host", "", "stop only this host's stores")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for each store to stop")
+	operatorFile := fs.String("operator-token-file", "", "send the operator token in this `FILE` (default: the deployment's security.operator-token-file)")
 	fs.Usage = func() { fmt.Fprint(stderr, stopUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
 	}
 	if *deployment == "" {
-		fmt.Fprintln(stderr, "umstored stop: --deployment is required")
-		return 2
+		return cli.UsageError(stderr, "umstored stop", "--deployment is required")
 	}
 	d, err := placement.Load(*deployment)
 	if err != nil {
@@ -51,11 +55,16 @@ func cmdStop(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	operatorToken, err := cli.OperatorToken(d, *operatorFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored stop:", err)
+		return 2
+	}
 	dialer := deploystatus.Dialer(d, "umstored stop", 2*time.Second)
 	v := deploystatus.Probe(d, dialer, deploystatus.Limits{ProbeTimeout: 2 * time.Second, RoundTimeout: 3 * time.Second, SkipSources: true})
 	code := 0
 	for _, ref := range deploystop.Order(d, v, *only) {
-		if err := deploystop.Store(ref, dialer, *timeout); err != nil {
+		if err := deploystop.Store(ref, dialer, operatorToken, *timeout); err != nil {
 			fmt.Fprintf(stderr, "umstored stop: %s: %v\n", ref.Store.Name, err)
 			code = 1
 			continue

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/spf13/pflag"
+
+	"umstore/internal/cli"
 
 	"umstore/storegroup"
 	"umstore/storehost"
@@ -26,10 +31,17 @@ func addSnapshotFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	fs.Uint64Var(&o.TrailingLogs, "trailing-logs", def.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
 }
 
-// exitUsage is the exit code after a flag error: 0 for --help, else 2.
-func exitUsage(err error) int {
-	if err == pflag.ErrHelp {
-		return 0
+// parseFlags parses a subcommand's flags. It returns -1 when the command
+// should go on, else the exit code: 0 after --help, 2 after a flag error or
+// a stray argument, which it reports with the --help hint (a subcommand
+// takes no positional arguments).
+func parseFlags(fs *pflag.FlagSet, args []string, stderr io.Writer) int {
+	cmd := "umstored " + fs.Name()
+	if err := fs.Parse(args); err != nil {
+		return cli.FlagError(stderr, cmd, err)
 	}
-	return 2
+	if fs.NArg() > 0 {
+		return cli.UsageError(stderr, cmd, fmt.Sprintf("unexpected argument %q (every option is a --flag)", fs.Arg(0)))
+	}
+	return -1
 }

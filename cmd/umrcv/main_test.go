@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Printable text is printed as it is; anything that could break the
+// one-message-per-line format or reach the terminal as a control sequence
+// is printed as base64.
+func TestShowPayload(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		plain   bool
+	}{
+		{"hello world", true},
+		{"tab\tseparated", true},
+		{"Grüße, 世界 ✓", true},
+		{"no\u00a0break", true},
+		{"", true},
+		{"two\nlines", false},
+		{"cr\rreturn", false},
+		{"esc\x1b[2J", false},
+		{"csi\u009b2J", false},
+		{"del\x7f", false},
+		{"rtl\u202eevil", false},
+		{"line\u2028separator", false},
+		{"bad\xffutf8", false},
+	} {
+		got := showPayload([]byte(tc.payload))
+		if tc.plain && got != tc.payload {
+			t.Errorf("%q shown as %q, want it as it is", tc.payload, got)
+		}
+		if !tc.plain && !strings.HasPrefix(got, "base64:") {
+			t.Errorf("%q shown as %q, want base64", tc.payload, got)
+		}
+	}
+}
+
+// A source name the stores would refuse is a usage error, named escaped.
+func TestSourceNameChecked(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--store", "127.0.0.1:1", "--source", "evil\x1b[2J"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), `--source: invalid source name: "evil\x1b[2J"`) || strings.Contains(errOut.String(), "\x1b") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
