@@ -21,6 +21,7 @@ type storeMetrics struct {
 	conflicts     atomic.Uint64
 	connections   atomic.Int64
 	refusedFrames [refusedReasons]atomic.Uint64
+	refusedPeers  [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
 }
 
 // Reasons a client frame is refused, for umstore_client_frames_refused_total.
@@ -145,6 +146,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))
 	for i, name := range refusedReasonNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)
+	}
+	for i, name := range peerRefusalNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
 	}
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
 		h.Collect(ch)
