@@ -1,7 +1,11 @@
 package storegroup
 
 import (
+	"errors"
+	"io"
+	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -9,10 +13,13 @@ import (
 // idleConn is an accepted raft connection that is closed when nothing
 // arrives for idle: each Read (and Write) waits at most that long. raft's
 // handler reads through a large buffer, so this costs one deadline update
-// per buffer fill, not per entry.
+// per buffer fill, not per entry. An idle cut reads as the end of the
+// stream, which raft's handler takes quietly, as when a peer hangs up: it
+// is the normal end of a connection raft's pool no longer used.
 type idleConn struct {
 	net.Conn
 	idle time.Duration
+	log  *slog.Logger
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
@@ -21,7 +28,13 @@ func (c *idleConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.log.Debug("raft port: closed a connection on which nothing arrived for the idle timeout (its dialer opens a new one when it needs it)", "remote", c.RemoteAddr().String(), "idle", c.idle)
+		c.Conn.Close()
+		return 0, io.EOF
+	}
+	return n, err
 }
 
 func (c *idleConn) Write(p []byte) (int, error) {

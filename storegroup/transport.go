@@ -210,7 +210,7 @@ func (s *streamLayer) handshake(raw net.Conn) {
 		return
 	}
 	select {
-	case s.ready <- &idleConn{Conn: conn, idle: s.idleTimeout}:
+	case s.ready <- &idleConn{Conn: conn, idle: s.idleTimeout, log: s.log}:
 	case <-s.done:
 		conn.Close()
 	}
