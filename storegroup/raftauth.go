@@ -95,7 +95,8 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 	if m.secret == nil {
 		return conn, 0, nil
 	}
-	why := refusedSecret // unless Allowed says otherwise
+	var claimed bool // a well-formed hello naming a member it may be
+	var why peerRefusal
 	var claimErr error
 	_, err := memberauth.Accept(conn, memberauth.Config{
 		Secret:  m.secret,
@@ -103,7 +104,8 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		Binding: binding,
 		Allowed: func(name string) bool {
 			why, claimErr = m.claim(name, id)
-			return claimErr == nil
+			claimed = claimErr == nil
+			return claimed
 		},
 	})
 	switch {
@@ -113,10 +115,12 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		return nil, why, claimErr
 	case !time.Now().Before(deadline):
 		return nil, refusedTimeout, err
-	case errors.Is(err, memberauth.ErrProtocol):
-		return nil, refusedProtocol, err
+	case claimed:
+		// After a good hello, a wrong proof, or a dialer that hung up on
+		// this store's proof: the two hold different secrets.
+		return nil, refusedSecret, err
 	}
-	return nil, why, err
+	return nil, refusedProtocol, err
 }
 
 // claim checks the store name a peer claims in its hello: another member
