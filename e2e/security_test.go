@@ -30,12 +30,19 @@ func TestSecureDeploymentEndToEnd(t *testing.T) {
 	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(base), "--out", deploy); code != 0 {
 		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
 	}
-	f, err := os.OpenFile(deploy, os.O_APPEND|os.O_WRONLY, 0)
+	// plan wrote a security section naming the member secret; add TLS and
+	// the clients' token to it.
+	planned, err := os.ReadFile(deploy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprint(f, "security:\n  tls: {ca: ca.pem, cert: host.pem, key: host-key.pem}\n  token-file: token\n")
-	f.Close()
+	secured := strings.Replace(string(planned), "security:\n", "security:\n  tls: {ca: ca.pem, cert: host.pem, key: host-key.pem}\n  token-file: token\n", 1)
+	if secured == string(planned) {
+		t.Fatalf("plan wrote no security section:\n%s", planned)
+	}
+	if err := os.WriteFile(deploy, []byte(secured), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	var hosts []*host
 	for _, h := range []struct{ name, addr string }{{"A", "127.0.0.2"}, {"B", "127.0.0.3"}} {

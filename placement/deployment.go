@@ -68,6 +68,12 @@ type Security struct {
 	// TokenFile holds a shared secret every client presents in its
 	// handshake; stores refuse a client without it.
 	TokenFile string `yaml:"token-file,omitempty" json:"token-file,omitempty"`
+	// MemberSecretFile holds the deployment's member secret (one line of
+	// hex, written by `umstored plan`): every raft connection between two
+	// stores proves that both ends hold it before raft reads a byte. Only
+	// the hosts that run stores need the file; clients never read it, so
+	// the deployment file itself can be handed to them.
+	MemberSecretFile string `yaml:"member-secret-file,omitempty" json:"member-secret-file,omitempty"`
 	// OperatorTokenFile holds the operators' secret: with it, a store
 	// stops (`umstored stop`) only for a request that carries it, and the
 	// client token no longer suffices. Without it, the client token stops
@@ -76,8 +82,9 @@ type Security struct {
 }
 
 // TLS names PEM files: the deployment's CA, and this host's certificate and
-// key (valid for the host's address; stores also present it to their raft
-// peers, so raft ports accept only the deployment's stores).
+// key (valid for the host's address, for server and client use; stores
+// also present it to their raft peers, which accept it only from that
+// host's address).
 type TLS struct {
 	CA   string `yaml:"ca" json:"ca"`
 	Cert string `yaml:"cert" json:"cert"`
@@ -85,6 +92,22 @@ type TLS struct {
 	// ClientAuth makes the client ports require a certificate signed by CA
 	// from publishers and receivers too (mutual TLS).
 	ClientAuth bool `yaml:"client-auth,omitempty" json:"client-auth,omitempty"`
+	// ClientCert and ClientKey name the certificate publishers, receivers
+	// and operators' commands present when ClientAuth is on: a client
+	// certificate of their own, signed by CA, never the stores' (a store's
+	// key stays on the store hosts). Each client machine holds its own
+	// files at these paths, or overrides them with --tls-cert/--tls-key.
+	ClientCert string `yaml:"client-cert,omitempty" json:"client-cert,omitempty"`
+	ClientKey  string `yaml:"client-key,omitempty" json:"client-key,omitempty"`
+}
+
+// File is the path of the file the deployment was read from ("" for one
+// built in code), for messages that tell the operator which file to edit.
+func (d *Deployment) File() string {
+	if d.source == "deployment" {
+		return ""
+	}
+	return d.source
 }
 
 // Resolve returns path as it is if absolute, else relative to the

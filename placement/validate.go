@@ -171,14 +171,17 @@ func (v *validator) security() {
 	if sec == nil {
 		return
 	}
-	if sec.TLS == nil && sec.TokenFile == "" && sec.OperatorTokenFile == "" {
-		v.add("security", "is empty; give tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
+	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" {
+		v.add("security", "is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
 	}
 	if t := sec.TLS; t != nil {
 		for _, f := range []struct{ key, val string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
 			if f.val == "" {
 				v.add("security.tls."+f.key, "is required: a PEM file (relative paths are relative to the deployment file)")
 			}
+		}
+		if (t.ClientCert == "") != (t.ClientKey == "") {
+			v.add("security.tls.client-cert", "and client-key go together: name both the clients' certificate and its key, or neither")
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"umstore/dirlock"
+	"umstore/internal/memberauth"
 )
 
 // Member is one store of a group as the deployment describes it.
@@ -19,11 +20,20 @@ type Member struct {
 }
 
 // Security is a store's transport security. The zero value is plain TCP
-// without a token (suitable on a trusted network or loopback only).
+// without a token or member secret: anyone who can reach the raft port can
+// write the log (suitable on loopback only).
 type Security struct {
+	// MemberSecret is the deployment's member secret: every raft
+	// connection proves, in both directions, that its ends hold it and are
+	// members of the same group before raft reads a byte
+	// (internal/memberauth). Nil turns the check off (deployments written
+	// before the secret existed).
+	MemberSecret []byte
 	// ServerTLS serves the client and raft ports over TLS. For the raft
-	// port, client certificates are always required when ServerTLS has
-	// ClientCAs: only stores of the deployment may join the log.
+	// port, when ServerTLS has ClientCAs, a peer must present a
+	// certificate signed by them that is valid as a server certificate for
+	// the address of another member's host, and connect from that address:
+	// a client's certificate never passes as a store's.
 	ServerTLS *tls.Config
 	// ClientTLS is used for the store's own connections: raft to its
 	// peers, probes, repair fetches from other groups.
@@ -119,6 +129,14 @@ type Config struct {
 	// remote address, how long one may stay idle, how long a frame may
 	// take (client_limits.go). Zero fields take the defaults.
 	ClientLimits ClientLimits
+	// RaftHandshakeTimeout bounds how long a connection to the raft port
+	// may take to prove membership (TLS and the member handshake); a peer
+	// still silent then is cut. RaftIdleTimeout closes an accepted raft
+	// connection on which nothing arrived for that long (the dialing store
+	// replaces its pooled connections before, so raft never notices).
+	// Zero means the default.
+	RaftHandshakeTimeout time.Duration
+	RaftIdleTimeout      time.Duration
 	// Security, if set, encrypts and authenticates the client and raft
 	// transports and requires a token from clients.
 	Security Security
@@ -152,6 +170,9 @@ func DefaultConfig() Config {
 		ProbeInterval:      500 * time.Millisecond,
 		MaxFrame:           16 << 20,
 		ClientLimits:       DefaultClientLimits(),
+
+		RaftHandshakeTimeout: 5 * time.Second,
+		RaftIdleTimeout:      2 * time.Minute,
 
 		RepairInterval:       2 * time.Second,
 		RepairBytesPerSecond: 32 << 20,
@@ -207,6 +228,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)
+	}
+	if c.RaftHandshakeTimeout < 0 || c.RaftIdleTimeout < 0 {
+		return fmt.Errorf("%w: store %s: RaftHandshakeTimeout and RaftIdleTimeout must not be negative (0: the default)", ErrConfig, c.Name)
+	}
+	if n := len(c.Security.MemberSecret); n > 0 && n < memberauth.MinSecret {
+		return fmt.Errorf("%w: store %s: the member secret is %d bytes, at least %d are needed (umstored plan writes a good one)", ErrConfig, c.Name, n, memberauth.MinSecret)
 	}
 	if c.SourceActivityTimeout <= 0 {
 		return fmt.Errorf("%w: store %s: SourceActivityTimeout must be positive", ErrConfig, c.Name)

@@ -23,6 +23,7 @@ type storeMetrics struct {
 	refusedFrames [refusedReasons]atomic.Uint64
 	refusedConns  [connRefusals]atomic.Uint64 // client_limits.go
 	closedConns   [connClosings]atomic.Uint64
+	refusedPeers  [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
 }
 
 // Reasons a client frame is refused, for umstore_client_frames_refused_total.
@@ -154,6 +155,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, name := range connClosedNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.closedConns[i].Load()), name)
+	}
+	for i, name := range peerRefusalNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
 	}
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
 		h.Collect(ch)

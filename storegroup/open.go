@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -198,7 +199,18 @@ func (s *Store) catchUpFromSnapshot() error {
 func (s *Store) openTransport() error {
 	cfg := s.cfg
 	self := cfg.self()
-	stream, err := newStreamLayer(self.RaftAddr, cfg.LocalIP, cfg.Security, cfg.Dial)
+	def := DefaultConfig()
+	stream, err := newStreamLayer(streamOptions{
+		bind:             self.RaftAddr,
+		localIP:          cfg.LocalIP,
+		security:         cfg.Security,
+		dial:             cfg.Dial,
+		auth:             newMemberCheck(cfg),
+		log:              s.log,
+		refused:          func(r peerRefusal) { s.metrics.refusedPeers[r].Add(1) },
+		handshakeTimeout: cmp.Or(cfg.RaftHandshakeTimeout, def.RaftHandshakeTimeout),
+		idleTimeout:      cmp.Or(cfg.RaftIdleTimeout, def.RaftIdleTimeout),
+	})
 	if err != nil {
 		return err
 	}

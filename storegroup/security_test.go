@@ -30,7 +30,7 @@ func TestSecureDeploymentRefusesStrangers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &placement.Deployment{Security: &placement.Security{
-		TLS:       &placement.TLS{CA: pki.CA, Cert: pki.Cert, Key: pki.Key, ClientAuth: true},
+		TLS:       &placement.TLS{CA: pki.CA, Cert: pki.Cert, Key: pki.Key, ClientAuth: true, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey},
 		TokenFile: filepath.Join(dir, "token"),
 	}}
 	sec, err := cli.StoreSecurity(d)

@@ -33,6 +33,7 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 	if err != nil {
 		return nil, err
 	}
+	warnWithoutMemberSecret(d, log)
 	logRestartPlan(d, host, dataDir, log)
 	h := &Host{name: host, admission: storegroup.NewHostAdmission()}
 	stores := make([]*storegroup.Store, len(cfgs))

@@ -79,7 +79,18 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
+	// The stores authenticate each other as in production: a member
+	// secret beside the deployment file, kept across runs.
+	if _, _, err := memberSecretBeside(path); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+	d.Security = &placement.Security{MemberSecretFile: placement.MemberSecretFileFor(path)}
 	if err := d.WriteFile(path); err != nil {
+		fmt.Fprintln(stderr, "umstored dev:", err)
+		return 1
+	}
+	if d, err = placement.Load(path); err != nil { // so the secret's path resolves beside it
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
@@ -153,8 +164,12 @@ func checkDevDeployment(path string, want *placement.Deployment, portChosen bool
 	if err != nil {
 		return fmt.Errorf("%s exists but cannot be read (%v); remove the directory to start afresh", path, err)
 	}
-	a, errA := old.Marshal()
-	b, errB := want.Marshal()
+	// The security section is dev's own (its member secret), not the
+	// stores' addresses: a file from before the secret existed is reused.
+	oldLayout, wantLayout := *old, *want
+	oldLayout.Security, wantLayout.Security = nil, nil
+	a, errA := oldLayout.Marshal()
+	b, errB := wantLayout.Marshal()
 	if errA == nil && errB == nil && bytes.Equal(a, b) {
 		return nil
 	}

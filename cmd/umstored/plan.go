@@ -57,6 +57,16 @@ machine. Each unit runs "umstored run --deployment PATH --host NAME
 the steps to install the units are printed when they are written, and in
 docs/operations.md.
 
+Member secret: beside the deployment file, plan writes (or keeps, if it is
+there) NAME.member-secret, mode 0600, and the deployment names it
+(security.member-secret-file). Every raft connection between two stores
+proves that both hold it. Copy it to every host that runs stores, readable
+only by the stores' user; publishers, receivers and operators never need it.
+A deployment file without one (written before it existed) still runs, with
+a warning; add one with
+  umstored plan --add-member-secret --deployment FILE [--force]
+then copy both files to every host and restart every host.
+
 Examples:
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --format systemd --out dist/deployment.yaml
@@ -78,6 +88,8 @@ type planOutput struct {
 	Analysis   *placement.Analysis   `json:"analysis"`
 	File       string                `json:"file"`
 	Units      []string              `json:"units,omitempty"` // with --format systemd
+	// MemberSecret is the member secret file beside File.
+	MemberSecret string `json:"member_secret"`
 }
 
 // Formats of `umstored plan --format`.
@@ -88,6 +100,9 @@ const (
 
 // cmdPlan implements `umstored plan ARGS...` and returns the exit code.
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
+	if wantsAddMemberSecret(args) {
+		return cmdPlanAddMemberSecret(args, stdout, stderr)
+	}
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // help is printed below, on stdout
@@ -178,8 +193,14 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
 		return planExitRefused
 	}
+	d.Security = &placement.Security{MemberSecretFile: placement.MemberSecretFileFor(out)}
 	if err := d.WriteFile(out); err != nil {
 		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
+	secret, created, err := memberSecretBeside(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "umstored plan: wrote %s, but %v\n", out, err)
 		return planExitRefused
 	}
 	if err := writeUnits(units); err != nil {
@@ -192,20 +213,22 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out, Units: unitPaths}); err != nil {
+		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out, Units: unitPaths, MemberSecret: secret}); err != nil {
 			fmt.Fprintf(stderr, "umstored plan: writing JSON: %v\n", err)
 			return planExitRefused
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(append([]string{out}, unitPaths...), ", "))
+		fmt.Fprintf(stderr, "%s\n", secretNote(secret, created))
 		return planExitOK
 	}
 	fmt.Fprintf(stdout, "Layout of %q:\n\n%s\n%s\n", d.Name, layout, analysis.Render())
 	fmt.Fprintf(stdout, "Wrote %s: %d groups of %d stores on %d hosts.\n", out, len(d.Groups), req.StoresPerGroup, len(d.Hosts))
+	fmt.Fprintf(stdout, "%s\n", secretNote(secret, created))
 	if format == planFormatSystemd {
-		printUnitSteps(stdout, out, unitPaths, unit)
+		printUnitSteps(stdout, out, secret, unitPaths, unit)
 		return planExitOK
 	}
-	fmt.Fprintf(stdout, "Copy it to every host and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", out, d.Hosts[0].Name)
+	fmt.Fprintf(stdout, "Copy both to every host that runs stores (clients need only %s) and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", filepath.Base(out), out, d.Hosts[0].Name)
 	return planExitOK
 }
 
@@ -232,7 +255,7 @@ func checkPlanFormat(fs *pflag.FlagSet, format string, unit unitOptions) string 
 
 // printUnitSteps tells the operator where the units went and how to install
 // them; docs/operations.md has the whole procedure.
-func printUnitSteps(w io.Writer, out string, unitPaths []string, unit unitOptions) {
+func printUnitSteps(w io.Writer, out, secret string, unitPaths []string, unit unitOptions) {
 	fmt.Fprintf(w, "Wrote %d systemd units:\n", len(unitPaths))
 	for _, p := range unitPaths {
 		fmt.Fprintf(w, "  %s\n", p)
@@ -241,11 +264,12 @@ func printUnitSteps(w io.Writer, out string, unitPaths []string, unit unitOption
   useradd --system --user-group --home-dir %[3]s --shell /usr/sbin/nologin %[4]s
   install -d -o %[4]s -g %[4]s -m 0750 %[3]s
   install -D -m 0644 %[1]s %[2]s
+  install -D -m 0600 -o %[4]s -g %[4]s %[6]s %[7]s
   install -m 0755 umstored %[5]s
   install -m 0644 umstored-NAME.service /etc/systemd/system/
   systemctl daemon-reload && systemctl enable --now umstored-NAME.service
   umstored status --deployment %[2]s
-`, out, unit.DeploymentPath, unit.DataDir, unitUser, unit.Binary)
+`, out, unit.DeploymentPath, unit.DataDir, unitUser, unit.Binary, secret, filepath.Join(filepath.Dir(unit.DeploymentPath), filepath.Base(secret)))
 }
 
 // parseHostFlag splits NAME=ADDRESS. Brackets around an IPv6 address are

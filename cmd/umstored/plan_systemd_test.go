@@ -171,8 +171,11 @@ func TestPlanSystemdWritesUnits(t *testing.T) {
 		t.Errorf("stdout lacks the install steps:\n%s", stdout)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 3 {
-		t.Errorf("want the deployment file and two units in %s, found %d entries", dir, len(entries))
+	if len(entries) != 4 {
+		t.Errorf("want the deployment file, its member secret and two units in %s, found %d entries", dir, len(entries))
+	}
+	if !strings.Contains(stdout, "install -D -m 0600 -o umstore -g umstore "+filepath.Join(dir, "deployment.member-secret")+" /etc/umstore/deployment.member-secret\n") {
+		t.Errorf("stdout lacks the step that installs the member secret beside the deployment file:\n%s", stdout)
 	}
 }
 

@@ -43,8 +43,11 @@ func TestPlanWritesSpecLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The SPEC example, and the reference to the member secret plan
+	// writes beside it.
+	want = append(want, "security:\n  member-secret-file: deployment.member-secret\n"...)
 	if string(got) != string(want) {
-		t.Errorf("deployment file differs from the SPEC example:\n%s", got)
+		t.Errorf("deployment file differs from the SPEC example with its member secret:\n%s", got)
 	}
 }
 

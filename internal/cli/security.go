@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"umstore/internal/memberauth"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -23,16 +24,23 @@ type SecurityFlags struct {
 // ClientSecurity returns the TLS configuration and token a client uses with
 // the deployment's stores: the deployment's security section (if any),
 // overridden by flags. A nil *tls.Config means plain TCP.
+//
+// A client presents a certificate only of its own: --tls-cert/--tls-key,
+// else security.tls.client-cert/client-key. It never presents the stores'
+// certificate (security.tls.cert): that key belongs on the store hosts
+// alone, and a raft port refuses any certificate but a store's from its
+// own host anyway. With client-auth on and no client certificate, it says
+// what to add rather than connecting to be refused.
 func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, string, error) {
 	var sec placement.Security
+	clientAuth := false
 	if d != nil && d.Security != nil {
 		sec = *d.Security
 		if sec.TLS != nil {
 			t := *sec.TLS
-			t.CA, t.Cert, t.Key = d.Resolve(t.CA), d.Resolve(t.Cert), d.Resolve(t.Key)
-			if !t.ClientAuth {
-				t.Cert, t.Key = "", "" // the stores ask no certificate of clients
-			}
+			clientAuth = t.ClientAuth
+			t.CA = d.Resolve(t.CA)
+			t.Cert, t.Key = d.Resolve(t.ClientCert), d.Resolve(t.ClientKey)
 			sec.TLS = &t
 		}
 		sec.TokenFile = d.Resolve(sec.TokenFile)
@@ -65,6 +73,9 @@ func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, stri
 		return nil, "", err
 	}
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if clientAuth && sec.TLS.Cert == "" && sec.TLS.Key == "" {
+		return nil, "", errors.New("the stores require a client certificate (security.tls.client-auth in the deployment): name this client's certificate and key in security.tls.client-cert and client-key, or give --tls-cert and --tls-key; clients do not present the stores' certificate")
+	}
 	if sec.TLS.Cert != "" || sec.TLS.Key != "" {
 		cert, err := tls.LoadX509KeyPair(sec.TLS.Cert, sec.TLS.Key)
 		if err != nil {
@@ -76,13 +87,22 @@ func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, stri
 }
 
 // StoreSecurity returns the stores' transport security from the
-// deployment's security section (the zero value without one). The host's
-// certificate serves the client and raft ports and is presented to raft
-// peers; raft ports accept only certificates signed by the deployment's CA.
+// deployment's security section (the zero value without one): the member
+// secret from security.member-secret-file; the host's certificate, which
+// serves the client and raft ports and is presented to raft peers; raft
+// ports accept only a certificate signed by the deployment's CA that is
+// valid for the host the peer connects from.
 func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
 	var out storegroup.Security
 	if d == nil || d.Security == nil {
 		return out, nil
+	}
+	if f := d.Security.MemberSecretFile; f != "" {
+		secret, err := memberauth.LoadSecret(d.Resolve(f))
+		if err != nil {
+			return out, fmt.Errorf("%w (security.member-secret-file in the deployment; every host that runs stores needs this file beside the deployment file, the same on all hosts)", err)
+		}
+		out.MemberSecret = secret
 	}
 	token, err := readToken(d.Resolve(d.Security.TokenFile))
 	if err != nil {
@@ -140,8 +160,8 @@ func readToken(path string) (string, error) {
 func AddSecurityFlags(fs *pflag.FlagSet) *SecurityFlags {
 	f := &SecurityFlags{}
 	fs.StringVar(&f.CA, "tls-ca", "", "verify the stores' certificates with this CA `FILE` (default: the deployment's security.tls.ca)")
-	fs.StringVar(&f.Cert, "tls-cert", "", "present this client certificate `FILE` (for deployments with client-auth)")
-	fs.StringVar(&f.Key, "tls-key", "", "the client certificate's key `FILE`")
+	fs.StringVar(&f.Cert, "tls-cert", "", "present this client certificate `FILE` (for deployments with client-auth; default: the deployment's security.tls.client-cert)")
+	fs.StringVar(&f.Key, "tls-key", "", "the client certificate's key `FILE` (default: the deployment's security.tls.client-key)")
 	fs.StringVar(&f.TokenFile, "token-file", "", "present the token in this `FILE` (default: the deployment's security.token-file)")
 	return f
 }

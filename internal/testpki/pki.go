@@ -22,11 +22,19 @@ type Files struct {
 	CA, Cert, Key string
 	// Other is a second CA with its own leaf certificate: trusted by nobody.
 	OtherCert, OtherKey string
+	// Client is a client certificate signed by CA: client use only, no
+	// address, as a publisher's host would hold.
+	ClientCert, ClientKey string
+	// ElsewhereCert is signed by CA for server and client use, but valid
+	// only for 192.0.2.1, an address no test host has: a store
+	// certificate of some other host.
+	ElsewhereCert, ElsewhereKey string
 }
 
 // New writes, into dir, a CA and a certificate (server and client use)
-// valid for 127.0.0.1, 127.0.0.2, 127.0.0.3 and localhost, plus a
-// certificate from an unrelated CA.
+// valid for 127.0.0.1, 127.0.0.2, 127.0.0.3 and localhost, a client
+// certificate and a certificate for another address from the same CA, and
+// a certificate from an unrelated CA.
 func New(t testing.TB, dir string) Files {
 	t.Helper()
 	caCert, caKey := newCA(t, "umstore test CA")
@@ -37,15 +45,47 @@ func New(t testing.TB, dir string) Files {
 		Key:       filepath.Join(dir, "host-key.pem"),
 		OtherCert: filepath.Join(dir, "other.pem"),
 		OtherKey:  filepath.Join(dir, "other-key.pem"),
+
+		ClientCert:    filepath.Join(dir, "client.pem"),
+		ClientKey:     filepath.Join(dir, "client-key.pem"),
+		ElsewhereCert: filepath.Join(dir, "elsewhere.pem"),
+		ElsewhereKey:  filepath.Join(dir, "elsewhere-key.pem"),
 	}
 	writePEM(t, f.CA, "CERTIFICATE", caCert.Raw)
-	leaf, key := newLeaf(t, caCert, caKey)
-	writePEM(t, f.Cert, "CERTIFICATE", leaf)
-	writeKey(t, f.Key, key)
-	oleaf, okey := newLeaf(t, otherCA, otherKey)
-	writePEM(t, f.OtherCert, "CERTIFICATE", oleaf)
-	writeKey(t, f.OtherKey, okey)
+	for _, l := range []struct {
+		cert, key string
+		ca        *x509.Certificate
+		caKey     *ecdsa.PrivateKey
+		tmpl      x509.Certificate
+	}{
+		{f.Cert, f.Key, caCert, caKey, hostTemplate()},
+		{f.OtherCert, f.OtherKey, otherCA, otherKey, hostTemplate()},
+		{f.ClientCert, f.ClientKey, caCert, caKey, x509.Certificate{
+			Subject:     pkix.Name{CommonName: "umstore client"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		}},
+		{f.ElsewhereCert, f.ElsewhereKey, caCert, caKey, x509.Certificate{
+			Subject:     pkix.Name{CommonName: "umstore host elsewhere"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+			IPAddresses: []net.IP{net.ParseIP("192.0.2.1")},
+		}},
+	} {
+		der, key := newLeaf(t, l.ca, l.caKey, l.tmpl)
+		writePEM(t, l.cert, "CERTIFICATE", der)
+		writeKey(t, l.key, key)
+	}
 	return f
+}
+
+// hostTemplate is a store host's certificate: server and client use, valid
+// for the loopback addresses the tests use.
+func hostTemplate() x509.Certificate {
+	return x509.Certificate{
+		Subject:     pkix.Name{CommonName: "umstore host"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3")},
+		DNSNames:    []string{"localhost"},
+	}
 }
 
 func newCA(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
@@ -73,22 +113,18 @@ func newCA(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	return cert, key
 }
 
-func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey) ([]byte, *ecdsa.PrivateKey) {
+// newLeaf signs a leaf certificate with the subject, uses and addresses of
+// tmpl.
+func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl x509.Certificate) ([]byte, *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "umstore host"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2"), net.ParseIP("127.0.0.3")},
-		DNSNames:     []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
 	}

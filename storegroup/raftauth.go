@@ -1,0 +1,290 @@
+package storegroup
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"umstore/internal/memberauth"
+)
+
+// Channel binding: keying material both ends export from the TLS session
+// and mix into the member handshake's proofs, so a proof made on one TLS
+// session is worthless on another (RFC 5705 exporter).
+const (
+	bindingLabel = "EXPORTER-umstore-raft-member-v1"
+	bindingSize  = 32
+)
+
+// memberCheck is what a store proves to its raft peers and checks of them:
+// the other members of its group, where their hosts are, and the
+// deployment's member secret.
+type memberCheck struct {
+	self   string
+	group  int
+	secret []byte            // nil: no member handshake
+	hosts  map[string]string // other members of the group: name -> host address
+	byAddr map[string]string // other members: raft address -> name
+	// lookup resolves a host name (net.DefaultResolver's in production).
+	lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+func newMemberCheck(cfg Config) memberCheck {
+	m := memberCheck{
+		self:   cfg.Name,
+		group:  cfg.Group,
+		secret: cfg.Security.MemberSecret,
+		hosts:  map[string]string{},
+		byAddr: map[string]string{},
+		lookup: net.DefaultResolver.LookupIPAddr,
+	}
+	for _, mem := range cfg.Members {
+		if mem.Name == cfg.Name {
+			continue
+		}
+		host, _, err := net.SplitHostPort(mem.RaftAddr)
+		if err != nil {
+			host = mem.RaftAddr
+		}
+		m.hosts[mem.Name] = host
+		m.byAddr[mem.RaftAddr] = mem.Name
+	}
+	return m
+}
+
+// accept runs the acceptor's side on a connection to the raft port whose
+// deadline is set: TLS if serverTLS is set (and, when it has ClientCAs,
+// the peer certificate's identity and the connection's source address
+// against the deployment's hosts), then the member handshake if there is a
+// secret. It returns the connection raft may read (the TLS one, with TLS),
+// or why the peer is refused.
+func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.Time) (net.Conn, peerRefusal, error) {
+	conn := raw
+	var binding []byte
+	var id peerIdentity
+	if serverTLS != nil {
+		tc := tls.Server(raw, serverTLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, timedOutOr(deadline, refusedTLS), fmt.Errorf("TLS handshake: %w", err)
+		}
+		st := tc.ConnectionState()
+		if serverTLS.ClientCAs != nil {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			var why peerRefusal
+			var err error
+			id, why, err = m.identify(ctx, st, serverTLS.ClientCAs, raw.RemoteAddr())
+			cancel()
+			if err != nil {
+				return nil, why, err
+			}
+		}
+		if m.secret != nil {
+			var err error
+			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, bindingSize); err != nil {
+				return nil, refusedTLS, fmt.Errorf("the TLS session exports no keying material to bind the member handshake to (%w); use TLS 1.3, or 1.2 with extended master secret", err)
+			}
+		}
+		conn = tc
+	}
+	if m.secret == nil {
+		return conn, 0, nil
+	}
+	var claimed bool // a well-formed hello naming a member it may be
+	var why peerRefusal
+	var claimErr error
+	_, err := memberauth.Accept(conn, memberauth.Config{
+		Secret:  m.secret,
+		Self:    m.self,
+		Binding: binding,
+		Allowed: func(name string) bool {
+			why, claimErr = m.claim(name, id)
+			claimed = claimErr == nil
+			return claimed
+		},
+	})
+	switch {
+	case err == nil:
+		return conn, 0, nil
+	case claimErr != nil:
+		return nil, why, claimErr
+	case !time.Now().Before(deadline):
+		return nil, refusedTimeout, err
+	case claimed:
+		// After a good hello, a wrong proof, or a dialer that hung up on
+		// this store's proof: the two hold different secrets.
+		return nil, refusedSecret, err
+	}
+	return nil, refusedProtocol, err
+}
+
+// claim checks the store name a peer claims in its hello: another member
+// of the group and, with TLS, one whose host the connection comes from and
+// whose host the certificate is valid for.
+func (m memberCheck) claim(name string, id peerIdentity) (peerRefusal, error) {
+	if _, ok := m.hosts[name]; !ok {
+		return refusedNotMember, fmt.Errorf("the peer claims to be %q, which is not another member of group %d (%s)", name, m.group, m.describeMembers())
+	}
+	if !id.checked {
+		return 0, nil
+	}
+	if !slices.Contains(id.fromHostOf, name) {
+		return refusedAddress, fmt.Errorf("the peer claims to be %s, whose host is %s, but connects from %s", name, m.hosts[name], id.ip)
+	}
+	if !slices.Contains(id.certifiedFor, name) {
+		return refusedCertificate, fmt.Errorf("the peer claims to be %s, but its certificate is not valid for %s's host %s", name, name, m.hosts[name])
+	}
+	return 0, nil
+}
+
+// peerIdentity is what a TLS peer's address and certificate show.
+type peerIdentity struct {
+	checked      bool
+	ip           string
+	fromHostOf   []string // members whose host has the peer's address
+	certifiedFor []string // of those, the ones the certificate is valid for
+}
+
+// identify checks a TLS peer before it says a word: it must connect from
+// the host of another member of the group, with a certificate signed by
+// the deployment's CA that is valid as a server certificate for that
+// host's address. A client's certificate (client use only, or issued for a
+// name that is no store host) fails, wherever it connects from.
+func (m memberCheck) identify(ctx context.Context, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
+	id := peerIdentity{checked: true, ip: remoteIP(remote)}
+	ip := net.ParseIP(id.ip)
+	if len(st.PeerCertificates) == 0 {
+		return id, refusedCertificate, errors.New("the peer presented no certificate")
+	}
+	leaf := st.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, c := range st.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	var certErr error
+	verified := map[string]error{} // host -> result, each host checked once
+	for _, name := range m.memberNames() {
+		host := m.hosts[name]
+		if !m.hostHas(ctx, host, ip) {
+			continue
+		}
+		id.fromHostOf = append(id.fromHostOf, name)
+		err, done := verified[host]
+		if !done {
+			_, err = leaf.Verify(x509.VerifyOptions{
+				Roots:         roots,
+				Intermediates: inter,
+				DNSName:       host,
+				KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			})
+			verified[host] = err
+		}
+		if err != nil {
+			certErr = err
+			continue
+		}
+		id.certifiedFor = append(id.certifiedFor, name)
+	}
+	if len(id.fromHostOf) == 0 {
+		return id, refusedAddress, fmt.Errorf("the connection comes from %s, which is the host of no other member of group %d (%s)", id.ip, m.group, m.describeMembers())
+	}
+	if len(id.certifiedFor) == 0 {
+		return id, refusedCertificate, fmt.Errorf("the certificate presented (subject %q) is not a store certificate for this address: %w", leaf.Subject.String(), certErr)
+	}
+	return id, 0, nil
+}
+
+// hostHas reports whether host (an IP address or a name) has the address ip.
+func (m memberCheck) hostHas(ctx context.Context, host string, ip net.IP) bool {
+	if ip == nil {
+		return false
+	}
+	if hip := net.ParseIP(host); hip != nil {
+		return hip.Equal(ip)
+	}
+	addrs, err := m.lookup(ctx, host)
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if a.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// dial runs the dialer's side on a new connection to address whose
+// deadline is set: TLS if clientTLS is set (the standard checks: the peer's
+// certificate is valid for the address dialed), then the member handshake
+// if there is a secret, expecting the member the deployment places there.
+func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (net.Conn, error) {
+	conn := raw
+	var binding []byte
+	if clientTLS != nil {
+		tc := tls.Client(raw, clientTLS)
+		if err := tc.Handshake(); err != nil {
+			return nil, fmt.Errorf("raft connection to %s: TLS handshake: %w", address, err)
+		}
+		conn = tc
+		if m.secret != nil {
+			var err error
+			st := tc.ConnectionState()
+			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, bindingSize); err != nil {
+				return nil, fmt.Errorf("raft connection to %s: the TLS session exports no keying material to bind the member handshake to: %w", address, err)
+			}
+		}
+	}
+	if m.secret == nil {
+		return conn, nil
+	}
+	want, known := m.byAddr[address]
+	_, err := memberauth.Dial(conn, memberauth.Config{
+		Secret:  m.secret,
+		Self:    m.self,
+		Binding: binding,
+		Allowed: func(name string) bool {
+			if known {
+				return name == want
+			}
+			_, ok := m.hosts[name]
+			return ok
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raft connection to %s: %w", address, err)
+	}
+	return conn, nil
+}
+
+// memberNames lists the other members, sorted.
+func (m memberCheck) memberNames() []string {
+	names := make([]string, 0, len(m.hosts))
+	for n := range m.hosts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// describeMembers is "G1S2 on 10.0.0.1, G1S3 on 10.0.0.2", for messages.
+func (m memberCheck) describeMembers() string {
+	var parts []string
+	for _, n := range m.memberNames() {
+		parts = append(parts, n+" on "+m.hosts[n])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// timedOutOr is refusedTimeout once the deadline has passed, else why.
+func timedOutOr(deadline time.Time, why peerRefusal) peerRefusal {
+	if !time.Now().Before(deadline) {
+		return refusedTimeout
+	}
+	return why
+}

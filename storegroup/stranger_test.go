@@ -1,0 +1,215 @@
+package storegroup_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"umstore/internal/cli"
+	"umstore/internal/clustertest"
+	"umstore/internal/memberauth"
+	"umstore/internal/testpki"
+	"umstore/placement"
+	"umstore/publisher"
+	"umstore/repository"
+	"umstore/storegroup"
+)
+
+// tlsStream is a raft.StreamLayer over TLS, as an attacker would write one
+// to use hashicorp/raft's own NetworkTransport against a TLS raft port.
+type tlsStream struct {
+	net.Listener
+	cfg *tls.Config
+}
+
+func (s tlsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(addr), s.cfg)
+}
+
+// strangerTransport is hashicorp/raft's TCP transport, or its network
+// transport over TLS with the given client configuration.
+func strangerTransport(t *testing.T, tlsCfg *tls.Config) *raft.NetworkTransport {
+	t.Helper()
+	var trans *raft.NetworkTransport
+	if tlsCfg == nil {
+		tcp, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 3*time.Second, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trans = tcp
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		trans = raft.NewNetworkTransport(tlsStream{ln, tlsCfg}, 2, 3*time.Second, io.Discard)
+	}
+	t.Cleanup(func() { trans.Close() })
+	return trans
+}
+
+// forgeTrim sends the follower, as a leader of the next term would, one
+// entry that trims every message of source through high, with a commit
+// index covering it; then a TimeoutNow. It returns the two RPCs' errors
+// and whether the follower said it appended the entry.
+func forgeTrim(trans *raft.NetworkTransport, follower storegroup.Member, st storegroup.Status, term uint64, source string, high uint64) (appendErr, timeoutErr error, success bool) {
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("intruder"), Addr: []byte(trans.LocalAddr())}
+	req := &raft.AppendEntriesRequest{
+		RPCHeader:    hdr,
+		Term:         term + 1,
+		PrevLogEntry: st.LastIndex,
+		PrevLogTerm:  st.LastTerm,
+		Entries: []*raft.Log{{
+			Index: st.LastIndex + 1,
+			Term:  term + 1,
+			Type:  raft.LogCommand,
+			Data:  repository.EncodeTrim(repository.Trim{Source: source, Through: high, Reason: "forged"}),
+		}},
+		LeaderCommitIndex: st.LastIndex + 1,
+	}
+	var resp raft.AppendEntriesResponse
+	appendErr = trans.AppendEntries(raft.ServerID(follower.Name), raft.ServerAddress(follower.RaftAddr), req, &resp)
+	var tresp raft.TimeoutNowResponse
+	timeoutErr = trans.TimeoutNow(raft.ServerID(follower.Name), raft.ServerAddress(follower.RaftAddr), &raft.TimeoutNowRequest{RPCHeader: hdr}, &tresp)
+	return appendErr, timeoutErr, resp.Success
+}
+
+// A process that is not a member dials a follower's raft port with
+// hashicorp/raft's own transport and sends a forged AppendEntries (the
+// next term, one Trim entry, a commit index) and a TimeoutNow. Before
+// members authenticated each other the follower applied it: with no
+// security section, with a client token (the raft port ignored it) and
+// with mutual TLS given any certificate of the deployment's CA. Now the
+// follower answers nothing, the group's data is unchanged, and the refusal
+// is counted with its reason.
+func TestStrangerCannotWriteTheRaftLog(t *testing.T) {
+	dir := t.TempDir()
+	pki := testpki.New(t, dir)
+	secretFile := filepath.Join(dir, "demo.member-secret")
+	tokenFile := filepath.Join(dir, "token")
+	for path, content := range map[string][]byte{secretFile: memberauth.NewSecret(), tokenFile: []byte("clients-only\n")} {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mtls := func() *placement.TLS {
+		return &placement.TLS{CA: pki.CA, Cert: pki.Cert, Key: pki.Key, ClientAuth: true, ClientCert: pki.ClientCert, ClientKey: pki.ClientKey}
+	}
+	attackerTLS := func(cert, key string) func(t *testing.T, clientTLS *tls.Config) *tls.Config {
+		return func(t *testing.T, clientTLS *tls.Config) *tls.Config {
+			pair, err := tls.LoadX509KeyPair(cert, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &tls.Config{RootCAs: clientTLS.RootCAs, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}
+		}
+	}
+	cases := []struct {
+		name     string
+		security placement.Security
+		attacker func(t *testing.T, clientTLS *tls.Config) *tls.Config // nil: plain TCP
+		reason   string                                                // of umstore_raft_peers_refused_total
+	}{
+		{"the member secret alone", placement.Security{MemberSecretFile: secretFile}, nil, "protocol"},
+		{"a client token", placement.Security{MemberSecretFile: secretFile, TokenFile: tokenFile}, nil, "protocol"},
+		{"mutual TLS, a client certificate of the deployment's CA", placement.Security{MemberSecretFile: secretFile, TokenFile: tokenFile, TLS: mtls()},
+			attackerTLS(pki.ClientCert, pki.ClientKey), "certificate"},
+		{"mutual TLS, another host's store certificate", placement.Security{MemberSecretFile: secretFile, TLS: mtls()},
+			attackerTLS(pki.ElsewhereCert, pki.ElsewhereKey), "certificate"},
+		{"mutual TLS, the stores' own certificate on their host", placement.Security{MemberSecretFile: secretFile, TLS: mtls()},
+			attackerTLS(pki.Cert, pki.Key), "protocol"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &placement.Deployment{Security: &tc.security}
+			sec, err := cli.StoreSecurity(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clientTLS, token, err := cli.ClientSecurity(d, cli.SecurityFlags{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) { cfg.Security = sec }})
+			const n = 20
+			publishSecure(t, c, clientTLS, token, "acked", n)
+			for _, m := range c.Members(1) {
+				c.WaitHeld(m.Name, "acked", n, 10*time.Second)
+			}
+			c.RequireSame(1, 10*time.Second)
+
+			leader := c.WaitLeader(1, 10*time.Second)
+			var follower storegroup.Member
+			for _, m := range c.Members(1) {
+				if m.Name != leader.Name() {
+					follower = m
+					break
+				}
+			}
+			fs := c.Store(follower.Name)
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(fs.Collector())
+			me := map[string]string{"store": follower.Name}
+			term := uint64(metricValue(t, reg, "umstore_raft_term", me))
+			st := fs.Status()
+			info, _, _ := fs.Repository().Source("acked")
+
+			var attackerCfg *tls.Config
+			if tc.attacker != nil {
+				attackerCfg = tc.attacker(t, clientTLS)
+			}
+			appendErr, timeoutErr, success := forgeTrim(strangerTransport(t, attackerCfg), follower, st, term, "acked", info.HighSeq)
+			if appendErr == nil || success {
+				t.Errorf("the follower answered a stranger's AppendEntries (success %v, err %v)", success, appendErr)
+			}
+			if timeoutErr == nil {
+				t.Errorf("the follower answered a stranger's TimeoutNow")
+			}
+			// The group's data is unchanged, and it still takes writes.
+			publishSecure(t, c, clientTLS, token, "after", 5)
+			for _, m := range c.Members(1) {
+				c.WaitHeld(m.Name, "after", 5, 10*time.Second)
+				got, ok, err := c.Store(m.Name).Repository().Source("acked")
+				if err != nil || !ok || got.Count != n || got.HighSeq != info.HighSeq {
+					t.Errorf("%s holds %+v of the acknowledged source (ok %v, err %v), want all %d messages", m.Name, got, ok, err, n)
+				}
+			}
+			c.RequireSame(1, 10*time.Second)
+			c.Eventually(5*time.Second, "both refusals are counted", func() bool {
+				return metricValue(t, reg, "umstore_raft_peers_refused_total", map[string]string{"store": follower.Name, "reason": tc.reason}) >= 2
+			})
+		})
+	}
+}
+
+// publishSecure publishes count messages to source with the given client
+// security and waits until they are stable.
+func publishSecure(t *testing.T, c *clustertest.Cluster, clientTLS *tls.Config, token, source string, count int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.TLS, cfg.Token = source, c.Addrs(), clientTLS, token
+	p, err := publisher.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < count; i++ {
+		if _, err := p.Send(ctx, []byte(fmt.Sprintf("%s-%d", source, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
