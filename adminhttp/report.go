@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"umstore/deploystatus"
+	"umstore/internal/cli"
 	"umstore/placement"
 	"umstore/storegroup"
 	"umstore/storehost"
+	"umstore/wire"
 )
 
 // Limits of the status page's probes of stores run by other processes.
@@ -51,7 +53,7 @@ func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
 			others = append(others, ref)
 		}
 	}
-	r.remote = deploystatus.NewProber(others, deploystatus.Dialer(d, "status page", pageLimits.ProbeTimeout), pageLimits)
+	r.remote = deploystatus.NewProber(others, pageDialer(d), pageLimits)
 	return r
 }
 
@@ -72,4 +74,20 @@ func (a *Server) deployment(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(a.reporter.view())
+}
+
+// pageDialer is how the status page reaches the other hosts' stores: as an
+// operator's command would (the deployment's client certificate and
+// token), or, where the deployment names no client certificate but the
+// client ports ask for one, with the store certificate of this host, which
+// the daemon holds anyway and which every client port accepts.
+func pageDialer(d *placement.Deployment) *wire.Dialer {
+	dialer := deploystatus.Dialer(d, "status page", pageLimits.ProbeTimeout)
+	if dialer.TLS != nil || d.Security == nil || d.Security.TLS == nil {
+		return dialer
+	}
+	if sec, err := cli.StoreSecurity(d); err == nil && sec.ClientTLS != nil {
+		dialer.TLS, dialer.Token = sec.ClientTLS, sec.Token
+	}
+	return dialer
 }
