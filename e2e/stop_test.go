@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,12 +64,19 @@ func TestStopNeedsTheOperatorToken(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.OpenFile(d.deploy, os.O_APPEND|os.O_WRONLY, 0)
+	// plan wrote a security section naming the member secret: add the
+	// tokens to it.
+	planned, err := os.ReadFile(d.deploy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprint(f, "security:\n  token-file: client.token\n  operator-token-file: operator.token\n")
-	f.Close()
+	secured := strings.Replace(string(planned), "security:\n", "security:\n  token-file: client.token\n  operator-token-file: operator.token\n", 1)
+	if secured == string(planned) {
+		t.Fatalf("plan wrote no security section:\n%s", planned)
+	}
+	if err := os.WriteFile(d.deploy, []byte(secured), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d.startAll(t)
 
 	out, errOut, code := runTool(t, bin, "umstored", "stop", "--deployment", d.deploy, "--operator-token-file", filepath.Join(d.dir, "client.token"))

@@ -77,7 +77,7 @@ func TestValidateInCode(t *testing.T) {
 		{"group index zero", func(d *Deployment) { d.Groups[0].Index = 0 }, []string{"groups[0].index: missing; groups are numbered 1..2"}},
 		{"an operator token alone is a security section", func(d *Deployment) { d.Security = &Security{OperatorTokenFile: "operator.token"} }, nil},
 		{"an empty security section", func(d *Deployment) { d.Security = &Security{} },
-			[]string{"security: is empty; give tls (ca, cert, key), token-file and/or operator-token-file"}},
+			[]string{"security: is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,7 +51,9 @@ func TestPlanWritesTheMemberSecret(t *testing.T) {
 		t.Errorf("stdout does not tell where the secret goes:\n%s", stdout)
 	}
 
-	code, stdout, stderr = runPlan(t, args...)
+	// Planning again over the same file needs --force; the secret stays.
+	again := append(append([]string{}, args...), "--force")
+	code, stdout, stderr = runPlan(t, again...)
 	if code != 0 {
 		t.Fatalf("again: exit %d: %s", code, stderr)
 	}
@@ -65,7 +67,7 @@ func TestPlanWritesTheMemberSecret(t *testing.T) {
 	if err := os.WriteFile(secretPath, []byte("not a secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runPlan(t, args...)
+	code, _, stderr = runPlan(t, again...)
 	if code != 1 || !strings.Contains(stderr, secretPath) || !strings.Contains(stderr, "remove") {
 		t.Errorf("a junk secret file: exit %d, stderr %s; want a refusal naming the file", code, stderr)
 	}
