@@ -1,0 +1,59 @@
+package boltfile
+
+import (
+	"fmt"
+	"runtime/debug"
+)
+
+// Fault is a memory fault or a panic that Guard recovered while a mapped
+// file was being read.
+type Fault struct {
+	Path  string // the file being read
+	Op    string // what was being done, for the message
+	Value any    // what was recovered
+	Stack []byte // where
+}
+
+// Memory reports whether the fault is a memory access fault (SIGBUS,
+// SIGSEGV at a mapped address): a page of the file that is not there (the
+// file shrank under its mapping) or could not be read (an I/O error on a
+// mapped page). That is damage of the file, not a bug.
+func (f *Fault) Memory() bool {
+	_, ok := f.Value.(interface{ Addr() uintptr })
+	return ok
+}
+
+func (f *Fault) Error() string {
+	if a, ok := f.Value.(interface{ Addr() uintptr }); ok {
+		return fmt.Sprintf("%s: reading %s faulted (memory fault at address %#x): the file is shorter than bbolt's map of it, or a page of it cannot be read: it is damaged", f.Op, f.Path, a.Addr())
+	}
+	return fmt.Sprintf("%s: panic while reading %s: %v", f.Op, f.Path, f.Value)
+}
+
+// Unwrap makes a memory fault match ErrDamaged.
+func (f *Fault) Unwrap() error {
+	if f.Memory() {
+		return ErrDamaged
+	}
+	return nil
+}
+
+// Guard runs fn, which reads the bbolt file at path (op says what it does),
+// with memory faults turned into panics (runtime/debug.SetPanicOnFault, for
+// this goroutine only, restored after), and returns a recovered fault or
+// panic as a *Fault instead of letting it end the process. fn's own error
+// is returned as it is.
+//
+// bbolt releases its locks and rolls back a transaction in deferred calls,
+// so after a Fault the file can still be closed; but whatever was being
+// written is not, and the caller must treat the file as unusable from then
+// on (stop using it, and let the next start check it).
+func Guard(path, op string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if v := recover(); v != nil {
+			err = &Fault{Path: path, Op: op, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,88 @@
+package boltfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestGuard(t *testing.T) {
+	errOwn := errors.New("fn's own error")
+	cases := []struct {
+		name    string
+		fn      func() error
+		fault   bool // a *Fault comes back
+		damaged bool // and it wraps ErrDamaged
+	}{
+		{"no error", func() error { return nil }, false, false},
+		{"own error", func() error { return errOwn }, false, false},
+		{"panic", func() error { panic("invalid page type") }, true, false},
+		{"nil dereference", func() error { var p *int; return errors.New(string(rune(*p))) }, true, false},
+		{"memory fault", readPastTheEnd(t), true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Guard("/data/x.db", "read x", tc.fn)
+			var f *Fault
+			if got := errors.As(err, &f); got != tc.fault {
+				t.Fatalf("Guard: %v; want a *Fault: %v", err, tc.fault)
+			}
+			if !tc.fault {
+				if tc.name == "own error" && err != errOwn {
+					t.Fatalf("Guard changed fn's error: %v", err)
+				}
+				return
+			}
+			if errors.Is(err, ErrDamaged) != tc.damaged || f.Memory() != tc.damaged {
+				t.Fatalf("Guard: %v; want ErrDamaged: %v", err, tc.damaged)
+			}
+			if !strings.Contains(err.Error(), "/data/x.db") || !strings.Contains(err.Error(), "read x") || len(f.Stack) == 0 {
+				t.Fatalf("the fault %q does not name the file and the operation, or has no stack", err)
+			}
+		})
+	}
+	// Only inside Guard: the goroutine's setting is restored.
+	if debugPanicOnFault() {
+		t.Fatal("Guard left SetPanicOnFault on")
+	}
+}
+
+// readPastTheEnd maps a file, cuts it, and returns a func reading the page
+// that is no longer there: the SIGBUS a truncated bbolt file gives.
+func readPastTheEnd(t *testing.T) func() error {
+	path := filepath.Join(t.TempDir(), "cut")
+	size := 4 * os.Getpagesize()
+	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Munmap(m) })
+	if err := os.Truncate(path, int64(os.Getpagesize())); err != nil {
+		t.Fatal(err)
+	}
+	return func() error {
+		if m[size-1] != 0 {
+			return errors.New("read a byte that is not there")
+		}
+		return nil
+	}
+}
+
+// debugPanicOnFault reports the calling goroutine's SetPanicOnFault setting.
+func debugPanicOnFault() bool {
+	old := debug.SetPanicOnFault(false)
+	debug.SetPanicOnFault(old)
+	return old
+}
