@@ -24,36 +24,47 @@ import (
 // owner stops: a repository never applies anything after a fault (SPEC §4
 // rule 6). The next Open checks the file before mapping it.
 
-// guard runs fn, which uses the bbolt file, with faults turned into errors.
+// guard runs fn, which uses the bbolt file, with faults turned into errors;
+// damage wraps ErrFormat too.
 func (r *Repo) guard(op string, fn func() error) error {
-	if p := r.fault.Load(); p != nil {
-		return *p
-	}
-	err := boltfile.Guard(r.path, op, fn)
-	var f *boltfile.Fault
-	if !errors.As(err, &f) {
-		return err
-	}
-	err = fmt.Errorf("repository %s is unusable after a fault: %w", r.path, err)
-	if errors.Is(err, boltfile.ErrDamaged) {
+	err := r.file.Run(op, fn)
+	if err != nil && errors.Is(err, boltfile.ErrDamaged) && !errors.Is(err, ErrFormat) {
 		err = fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	if r.fault.CompareAndSwap(nil, &err) && r.opts.OnFault != nil {
-		r.opts.OnFault(err)
-	}
-	return *r.fault.Load()
+	return err
 }
 
-// update runs fn in a write transaction under guard.
+// update runs fn in a write transaction under guard, and commits it if fn
+// returns nil.
+//
+// It is bbolt's DB.Update but for the roll back after a panic: Update's
+// rebuilds the free list by reading every page (the file is opened with
+// NoFreelistSync), which on a file cut short faults again inside the
+// deferred call and leaves bbolt's write lock held, so that Close waits
+// forever. Tx.Rollback only releases the transaction; the in-memory free
+// list it may leave behind does not matter, as the file is not used again
+// after a fault.
 func (r *Repo) update(op string, fn func(tx *bolt.Tx) error) error {
-	return r.guard(op, func() error { return r.db.Update(fn) })
+	return r.guard(op, func() error {
+		tx, err := r.db.Begin(true)
+		if err != nil {
+			return err
+		}
+		done := false
+		defer func() {
+			if !done {
+				_ = tx.Rollback()
+			}
+		}()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		err = tx.Commit() // on an error it has rolled back itself
+		done = true
+		return err
+	})
 }
 
 // Fault returns the error that made the repository unusable (a fault or
 // panic while using its file), or nil.
-func (r *Repo) Fault() error {
-	if p := r.fault.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+func (r *Repo) Fault() error { return r.file.Err() }

@@ -175,8 +175,9 @@ type Repo struct {
 	appliedTerm atomic.Uint64
 	group       atomic.Pointer[groupInfo]
 
-	// fault, once set, is returned by every call but Close (guard.go).
-	fault atomic.Pointer[error]
+	// file guards every use of the bbolt file: after a fault, every call
+	// but Close returns it (guard.go).
+	file *boltfile.Guarded
 }
 
 type groupInfo struct {
@@ -201,7 +202,7 @@ func Open(path string, opts Options) (*Repo, error) {
 	// Only now that the file lock is ours: another process's Restore in
 	// progress must not lose its staging file.
 	removeRestoreLeftovers(path)
-	r := &Repo{path: path, opts: opts, db: db}
+	r := &Repo{path: path, opts: opts, db: db, file: &boltfile.Guarded{Path: path, What: "repository", OnFault: opts.OnFault}}
 	if err := r.load(); err != nil {
 		db.Close()
 		return nil, err

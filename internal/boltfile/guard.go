@@ -1,8 +1,10 @@
 package boltfile
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // Fault is a memory fault or a panic that Guard recovered while a mapped
@@ -56,4 +58,42 @@ func Guard(path, op string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// Guarded is one open bbolt file's guard: Run is Guard, except that the
+// first fault ends the file's use. Every later Run returns the same error
+// without calling its function (a write was cut in the middle; nothing says
+// what else is wrong with the file), and OnFault hears of it once, on the
+// goroutine that hit the fault. The zero value is not usable: set Path.
+type Guarded struct {
+	Path    string      // the file
+	What    string      // what the file is, for the message: "repository", "raft log"
+	OnFault func(error) // optional
+
+	fault atomic.Pointer[error]
+}
+
+// Run runs fn (see Guard) unless the file already faulted.
+func (g *Guarded) Run(op string, fn func() error) error {
+	if p := g.fault.Load(); p != nil {
+		return *p
+	}
+	err := Guard(g.Path, op, fn)
+	var f *Fault
+	if !errors.As(err, &f) {
+		return err
+	}
+	err = fmt.Errorf("%s %s is unusable after a fault: %w", g.What, g.Path, err)
+	if g.fault.CompareAndSwap(nil, &err) && g.OnFault != nil {
+		g.OnFault(err)
+	}
+	return *g.fault.Load()
+}
+
+// Err returns the error that ended the file's use, or nil.
+func (g *Guarded) Err() error {
+	if p := g.fault.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

@@ -86,3 +86,25 @@ func debugPanicOnFault() bool {
 	debug.SetPanicOnFault(old)
 	return old
 }
+
+// After its first fault a Guarded file is not used again: later calls get
+// the same error without running, and OnFault hears of it once.
+func TestGuardedStopsAtTheFirstFault(t *testing.T) {
+	var faults []error
+	g := &Guarded{Path: "/data/raft.db", What: "raft log", OnFault: func(err error) { faults = append(faults, err) }}
+	if err := g.Run("get log", func() error { return nil }); err != nil || g.Err() != nil {
+		t.Fatalf("Run before any fault: %v, Err %v", err, g.Err())
+	}
+	first := g.Run("get log", readPastTheEnd(t))
+	if !errors.Is(first, ErrDamaged) || !strings.Contains(first.Error(), "raft log /data/raft.db is unusable") {
+		t.Fatalf("Run that faulted: %v", first)
+	}
+	ran := false
+	later := g.Run("store logs", func() error { ran = true; return nil })
+	if ran || later == nil || later.Error() != first.Error() || g.Err() == nil {
+		t.Fatalf("Run after the fault: ran %v, %v; want the first fault without running", ran, later)
+	}
+	if len(faults) != 1 || faults[0].Error() != first.Error() {
+		t.Fatalf("OnFault heard %v; want the fault once", faults)
+	}
+}
