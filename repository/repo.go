@@ -216,26 +216,24 @@ func Open(path string, opts Options) (*Repo, error) {
 // reads it (it walks every page to rebuild its free list) is returned as an
 // error; damage wraps ErrFormat and boltfile.ErrDamaged.
 func openDB(path string, opts Options, readOnly bool) (*bolt.DB, error) {
-	if err := boltfile.Check(path); err != nil {
-		if errors.Is(err, boltfile.ErrDamaged) {
-			return nil, fmt.Errorf("open repository %s: %w: %w", path, ErrFormat, err)
-		}
-		return nil, fmt.Errorf("open repository %s: %w", path, err)
-	}
 	var db *bolt.DB
-	err := boltfile.Guard(path, "open repository", func() error {
+	err := boltfile.Open(path, "open repository", opts.bolt(readOnly), func(bo *bolt.Options) error {
 		var err error
-		db, err = openBolt(path, opts, readOnly)
+		db, err = openBolt(path, bo, readOnly)
 		return err
 	})
-	if errors.Is(err, boltfile.ErrDamaged) {
+	if err != nil && errors.Is(err, boltfile.ErrDamaged) && !errors.Is(err, ErrFormat) {
 		return nil, fmt.Errorf("open repository %s: %w: %w", path, ErrFormat, err)
+	}
+	var fault *boltfile.Fault
+	if errors.As(err, &fault) {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
 	return db, err
 }
 
-func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, opts.bolt(readOnly))
+func openBolt(path string, bo *bolt.Options, readOnly bool) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
 			return nil, fmt.Errorf("open repository %s: %w: %v", path, ErrFormat, err)

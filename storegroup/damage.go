@@ -108,26 +108,34 @@ func (s *Store) fileFaulted(file string) func(error) {
 	return func(err error) {
 		var f *boltfile.Fault
 		memory := errors.As(err, &f) && f.Memory()
-		mark := func() {}
-		if memory {
-			mark = func() {
-				if werr := writeDamageMark(s.cfg.DataDir, file, err); werr != nil {
-					s.log.Error("could not mark the store's files damaged; if it faults again after a restart, move its data directory aside", "file", file, "err", werr)
-				}
-			}
-		} else if f != nil {
+		if !memory && f != nil {
 			s.log.Error("panic while using a file of the store", "file", file, "stack", string(f.Stack))
 		}
-		if !s.running.Load() {
-			mark()
-			return
-		}
-		advice := "start it again (restart umstored): it moves its files to a numbered backup and rejoins its group empty"
-		if !memory {
-			advice = fmt.Sprintf("start it again; if it stops the same way, %s is likely damaged: stop umstored, move the data directory %s aside and start again, the store rejoins its group empty", file, s.cfg.DataDir)
-		}
-		s.failThen(fmt.Errorf("store %s stopped: %w; the other stores of this process go on serving: %s", s.cfg.Name, err, advice), mark)
+		s.fileFailed(file, err, memory)
 	}
+}
+
+// fileFailed stops the store on an error of one of its files; damaged
+// says the file is damaged (a memory fault, an entry that cannot be
+// decoded), and marks the files so that the next start moves them aside.
+func (s *Store) fileFailed(file string, err error, damaged bool) {
+	mark := func() {}
+	if damaged {
+		mark = func() {
+			if werr := writeDamageMark(s.cfg.DataDir, file, err); werr != nil {
+				s.log.Error("could not mark the store's files damaged; if it faults again after a restart, move its data directory aside", "file", file, "err", werr)
+			}
+		}
+	}
+	if !s.running.Load() {
+		mark()
+		return
+	}
+	advice := "start it again (restart umstored): it moves its files to a numbered backup and rejoins its group empty"
+	if !damaged {
+		advice = fmt.Sprintf("start it again; if it stops the same way, %s is likely damaged: stop umstored, move the data directory %s aside and start again, the store rejoins its group empty", file, s.cfg.DataDir)
+	}
+	s.failThen(fmt.Errorf("store %s stopped: %w; the other stores of this process go on serving: %s", s.cfg.Name, err, advice), mark)
 }
 
 // failThen is fail (stop.go) with then run before the store closes, while

@@ -1,11 +1,13 @@
 package storegroup
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
@@ -31,6 +33,9 @@ type guardedLogStore struct {
 	file         *boltfile.Guarded
 	lock         dirlock.Lock
 	onWriteError func(error)
+	// onUnreadable hears of an entry raft needs that cannot be read: it
+	// stops the store, the file marked damaged.
+	onUnreadable func(error)
 }
 
 func (g *guardedLogStore) failed(err error) error {
@@ -159,8 +164,20 @@ func (r raftLogStore) LastIndex() (uint64, error) {
 	return i, r.leave(err)
 }
 
+// GetLog reads an entry. Raft panics when an entry it applies cannot be
+// read; an entry that is there but cannot be read (its bytes do not decode)
+// is damage: the store stops, its files marked, and the goroutine ends. A
+// missing entry is returned: raft asks for compacted ones while replicating,
+// and sends a snapshot instead.
 func (r raftLogStore) GetLog(index uint64, l *raft.Log) error {
-	return r.leave(r.g.GetLog(index, l))
+	err := r.leave(r.g.GetLog(index, l))
+	if err != nil && !errors.Is(err, raft.ErrLogNotFound) && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		if r.g.onUnreadable != nil {
+			r.g.onUnreadable(fmt.Errorf("raft log entry %d in %s cannot be read: %w", index, r.g.file.Path, err))
+		}
+		runtime.Goexit()
+	}
+	return err
 }
 
 func (r raftLogStore) StoreLog(l *raft.Log) error       { return r.leave(r.g.StoreLog(l)) }

@@ -158,6 +158,7 @@ func (s *Store) openFiles() error {
 		onWriteError: func(err error) {
 			s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
 		},
+		onUnreadable: func(err error) { s.fileFailed(raftPath, err, true) },
 	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
@@ -174,21 +175,16 @@ func (s *Store) openFiles() error {
 // openRaftLog opens raft.db: checked before it is mapped, and with a fault
 // while bbolt reads it at open returned as an error.
 func openRaftLog(path string) (*raftboltdb.BoltStore, error) {
-	if err := boltfile.Check(path); err != nil {
-		return nil, err
+	// As the repository: the freelist is rebuilt at open instead of written
+	// by every commit, and kept as a map. Commits stay fsynced.
+	opts := &bbolt.Options{
+		Timeout:        10 * time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
 	}
 	var bolt *raftboltdb.BoltStore
-	err := boltfile.Guard(path, "open the raft log", func() (err error) {
-		bolt, err = raftboltdb.New(raftboltdb.Options{
-			Path: path,
-			// As the repository: the freelist is rebuilt at open instead of
-			// written by every commit, and kept as a map. Commits stay fsynced.
-			BoltOptions: &bbolt.Options{
-				Timeout:        10 * time.Second,
-				NoFreelistSync: true,
-				FreelistType:   bbolt.FreelistMapType,
-			},
-		})
+	err := boltfile.Open(path, "open the raft log", opts, func(o *bbolt.Options) (err error) {
+		bolt, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: o})
 		return err
 	})
 	return bolt, err
