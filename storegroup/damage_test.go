@@ -99,6 +99,8 @@ func startLivePublisher(t *testing.T, c *clustertest.Cluster, source string) *li
 	lp := &livePublisher{t: t, p: p, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(lp.done)
+		pace := time.NewTicker(time.Millisecond) // a steady trickle, not a flood
+		defer pace.Stop()
 		for i := 0; ctx.Err() == nil; i++ {
 			seq, err := p.Send(ctx, []byte(fmt.Sprintf("%s-%d", source, i)))
 			if err != nil {
@@ -108,8 +110,9 @@ func startLivePublisher(t *testing.T, c *clustertest.Cluster, source string) *li
 				return
 			}
 			lp.last.Store(seq)
-			if i%50 == 49 {
-				time.Sleep(5 * time.Millisecond) // a steady trickle, not a flood
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
 			}
 		}
 	}()
@@ -148,31 +151,39 @@ func (lp *livePublisher) stop() uint64 {
 }
 
 // readBack reads source 1..last from each group alone and fails the test
-// unless every group returns every message.
+// unless every group returns every message. An Ack comes a moment before the
+// leader's repository holds the message: it polls until then.
 func readBack(t *testing.T, c *clustertest.Cluster, source string, last uint64) {
 	t.Helper()
 	for g := 1; g <= len(c.Addrs()); g++ {
-		cfg := receiver.DefaultConfig()
-		cfg.Source, cfg.Groups, cfg.Group = source, c.Addrs(), g
-		r, err := receiver.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		var got uint64
-		err = r.Read(ctx, 1, last, func(m receiver.Message) error {
-			if m.Seq != got+1 {
-				return fmt.Errorf("message %d after %d", m.Seq, got)
-			}
-			got = m.Seq
-			return nil
+		c.Eventually(30*time.Second, fmt.Sprintf("group %d serves %s 1..%d", g, source, last), func() bool {
+			got, err := readGroup(c, g, source, last)
+			return err == nil && got == last
 		})
-		cancel()
-		r.Close()
-		if err != nil || got != last {
-			t.Fatalf("group %d: read %s back to %d of %d: %v", g, source, got, last, err)
-		}
 	}
+}
+
+// readGroup reads source 1..last from group g alone and returns how far it
+// got without a gap.
+func readGroup(c *clustertest.Cluster, g int, source string, last uint64) (uint64, error) {
+	cfg := receiver.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.Group = source, c.Addrs(), g
+	r, err := receiver.New(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got uint64
+	err = r.Read(ctx, 1, last, func(m receiver.Message) error {
+		if m.Seq != got+1 {
+			return fmt.Errorf("message %d after %d", m.Seq, got)
+		}
+		got = m.Seq
+		return nil
+	})
+	return got, err
 }
 
 // publishEntries publishes n messages of size bytes on source, batch
