@@ -25,10 +25,13 @@ import (
 //   - While the store runs, every read and write of a mapped file is
 //     guarded (boltfile.Guarded, in the repository and in the log store): a
 //     fault or panic there becomes the store's fatal error, naming the store
-//     and the file, and nothing uses the file again. A memory fault (the file
-//     shrank, a page cannot be read) also leaves a mark, damaged.json, in the
-//     data directory, so that the next start treats the files as damaged even
-//     if the check cannot see why (a file grown back with zeros).
+//     and the file, and nothing uses the file again. A fault that says the
+//     file is damaged (a memory fault: the file shrank, a page cannot be
+//     read; or a panic inside bbolt: a page is not what it should be) also
+//     leaves a mark, damaged.json, in the data directory, so that the next
+//     start treats the files as damaged even if the check cannot see why (a
+//     file cut, then grown back with zeros by a write), before bbolt's open
+//     could panic on it where nothing can recover.
 //   - Damage found at open, or marked, moves the data directory's files to a
 //     numbered backup (BackupDataDir); the store rejoins its group empty,
 //     through the staged join and the vote gate, as a wiped store does.
@@ -101,23 +104,25 @@ func fileOf(err error) string {
 
 // fileFaulted returns the OnFault of one of the store's guarded files: a
 // running store stops with an error naming itself, the file and what the
-// operator can do, and a memory fault also marks the files damaged, before
-// the store lets go of its data directory. During Open the store is not
-// running yet: the call that faulted returns the error, Open handles it.
+// operator can do, and a fault that says the file is damaged (a memory
+// fault, a panic inside bbolt) also marks the files damaged, before the
+// store lets go of its data directory. During Open the store is not running
+// yet: the call that faulted returns the error, Open handles it.
 func (s *Store) fileFaulted(file string) func(error) {
 	return func(err error) {
 		var f *boltfile.Fault
-		memory := errors.As(err, &f) && f.Memory()
-		if !memory && f != nil {
-			s.log.Error("panic while using a file of the store", "file", file, "stack", string(f.Stack))
+		damaged := errors.As(err, &f) && f.Damaged()
+		if f != nil && !f.Memory() {
+			s.log.Error("panic while using a file of the store", "file", file, "in_bbolt", f.InBBolt, "stack", string(f.Stack))
 		}
-		s.fileFailed(file, err, memory)
+		s.fileFailed(file, err, damaged)
 	}
 }
 
 // fileFailed stops the store on an error of one of its files; damaged
-// says the file is damaged (a memory fault, an entry that cannot be
-// decoded), and marks the files so that the next start moves them aside.
+// says the file is damaged (a memory fault, a panic inside bbolt, an entry
+// that cannot be decoded), and marks the files so that the next start
+// moves them aside.
 func (s *Store) fileFailed(file string, err error, damaged bool) {
 	mark := func() {}
 	if damaged {

@@ -190,11 +190,12 @@ func openRaftLog(path string) (*raftboltdb.BoltStore, error) {
 	return bolt, err
 }
 
-// withFaultAdvice adds what to do to a panic (not a memory fault: that is
-// damage, handled by moving the files aside) while opening a file.
+// withFaultAdvice adds what to do to a panic in the caller's code while
+// opening a file (a fault that says the file is damaged is handled by
+// moving the files aside).
 func withFaultAdvice(err error, dir string) error {
 	var f *boltfile.Fault
-	if errors.As(err, &f) && !f.Memory() {
+	if errors.As(err, &f) && !f.Damaged() {
 		return fmt.Errorf("%w; the file is likely damaged: move the data directory %s aside and start again, the store rejoins its group empty", err, dir)
 	}
 	return err

@@ -16,8 +16,9 @@
 //   - Guard, around every call that reads a mapped file: it turns a memory
 //     fault (runtime/debug.SetPanicOnFault) or a panic into a *Fault error
 //     naming the file, so that the caller stops the one store that owns it.
-//     A memory fault wraps ErrDamaged; another panic does not, since it may
-//     as well be a bug as damage.
+//     A memory fault, or a panic raised inside bbolt (a page that is not
+//     what the file's other pages say), wraps ErrDamaged; a panic in the
+//     caller's own code does not, since it may as well be a bug as damage.
 //
 // Neither can see every kind of damage: a page inside the file whose bytes
 // are garbled passes Check, and bbolt may panic on it in a goroutine of its

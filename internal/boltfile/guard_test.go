@@ -2,12 +2,15 @@ package boltfile
 
 import (
 	"errors"
+
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestGuard(t *testing.T) {
@@ -23,6 +26,7 @@ func TestGuard(t *testing.T) {
 		{"panic", func() error { panic("invalid page type") }, true, false},
 		{"nil dereference", func() error { var p *int; return errors.New(string(rune(*p))) }, true, false},
 		{"memory fault", readPastTheEnd(t), true, true},
+		{"panic inside bbolt", readZeroedPages(t), true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +41,7 @@ func TestGuard(t *testing.T) {
 				}
 				return
 			}
-			if errors.Is(err, ErrDamaged) != tc.damaged || f.Memory() != tc.damaged {
+			if errors.Is(err, ErrDamaged) != tc.damaged || f.Damaged() != tc.damaged {
 				t.Fatalf("Guard: %v; want ErrDamaged: %v", err, tc.damaged)
 			}
 			if !strings.Contains(err.Error(), "/data/x.db") || !strings.Contains(err.Error(), "read x") || len(f.Stack) == 0 {
@@ -48,6 +52,33 @@ func TestGuard(t *testing.T) {
 	// Only inside Guard: the goroutine's setting is restored.
 	if debugPanicOnFault() {
 		t.Fatal("Guard left SetPanicOnFault on")
+	}
+}
+
+// readZeroedPages returns a func reading a bbolt file whose pages but the
+// metas are zeros (a file cut and grown back): bbolt panics on the page.
+func readZeroedPages(t *testing.T) func() error {
+	path, ps := newDB(t)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overwrite(t, path, int64(2*ps), make([]byte, fi.Size()-int64(2*ps)))
+	if err := Check(path); err != nil {
+		t.Fatalf("the meta check cannot see zeroed pages, yet: %v", err)
+	}
+	return func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.View(func(tx *bolt.Tx) error {
+			if tx.Bucket([]byte("b")) != nil {
+				return errors.New("found a bucket in zeroed pages")
+			}
+			return nil
+		})
 	}
 }
 
