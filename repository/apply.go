@@ -159,7 +159,7 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 		lastIndex, lastTerm uint64
 		group               *groupInfo
 	)
-	err := r.db.Update(func(tx *bolt.Tx) error {
+	err := r.update("apply entries", func(tx *bolt.Tx) error {
 		a := newApplier(tx)
 		applied, _ := readApplied(a.meta)
 		lastIndex = applied

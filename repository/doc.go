@@ -87,4 +87,12 @@
 // Reads (Sources, Source, Read, Receivers, RetentionPlan, Digest,
 // AppliedIndex, ...) may run at any time in their own read transactions;
 // during a Restore they wait for the new file.
+//
+// # A damaged file
+//
+// Open checks the file against its bbolt meta pages before mapping it and
+// refuses a file cut short (ErrFormat and boltfile.ErrDamaged). Every later
+// use of the mapped file is guarded (guard.go): a fault reading it, on
+// whichever goroutine, is returned as an error, the repository is not used
+// again, and Options.OnFault tells its owner, which stops.
 package repository

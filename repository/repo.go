@@ -13,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"umstore/internal/boltfile"
 )
 
 // FormatVersion is the on-disk layout version this binary writes and reads.
@@ -73,6 +75,12 @@ type Options struct {
 	// 10 s). Another process holding the file gets a clear error instead of
 	// a hung start-up.
 	LockTimeout time.Duration
+
+	// OnFault, if set, is called once, with the error every later call
+	// returns, when reading or writing the mapped file faulted or panicked
+	// (see guard.go): the repository is unusable from then on, and its
+	// owner should stop. It runs on the goroutine that hit the fault.
+	OnFault func(error)
 }
 
 const (
@@ -166,6 +174,10 @@ type Repo struct {
 	applied     atomic.Uint64
 	appliedTerm atomic.Uint64
 	group       atomic.Pointer[groupInfo]
+
+	// file guards every use of the bbolt file: after a fault, every call
+	// but Close returns it (guard.go).
+	file *boltfile.Guarded
 }
 
 type groupInfo struct {
@@ -176,7 +188,11 @@ type groupInfo struct {
 
 // Open opens the repository file at path, creating and initialising it if
 // it does not exist or is empty. It refuses a file that is not a repository
-// or has an unknown format version with an error wrapping ErrFormat.
+// or has an unknown format version with an error wrapping ErrFormat, and a
+// damaged file (shorter than its meta pages say, no valid meta page, or one
+// whose reading faulted) with an error wrapping both ErrFormat and
+// boltfile.ErrDamaged: such a file is checked before bbolt maps it, so that
+// it cannot fault the process.
 func Open(path string, opts Options) (*Repo, error) {
 	opts = opts.withDefaults()
 	db, err := openDB(path, opts, false)
@@ -186,7 +202,7 @@ func Open(path string, opts Options) (*Repo, error) {
 	// Only now that the file lock is ours: another process's Restore in
 	// progress must not lose its staging file.
 	removeRestoreLeftovers(path)
-	r := &Repo{path: path, opts: opts, db: db}
+	r := &Repo{path: path, opts: opts, db: db, file: &boltfile.Guarded{Path: path, What: "repository", OnFault: opts.OnFault}}
 	if err := r.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -195,9 +211,29 @@ func Open(path string, opts Options) (*Repo, error) {
 }
 
 // openDB opens path with bbolt and makes sure it holds a repository of a
-// known format, initialising an empty file unless readOnly.
+// known format, initialising an empty file unless readOnly. The file is
+// checked before bbolt maps it (boltfile.Check), and a fault while bbolt
+// reads it (it walks every page to rebuild its free list) is returned as an
+// error; damage wraps ErrFormat and boltfile.ErrDamaged.
 func openDB(path string, opts Options, readOnly bool) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, opts.bolt(readOnly))
+	var db *bolt.DB
+	err := boltfile.Open(path, "open repository", opts.bolt(readOnly), func(bo *bolt.Options) error {
+		var err error
+		db, err = openBolt(path, bo, readOnly)
+		return err
+	})
+	if err != nil && errors.Is(err, boltfile.ErrDamaged) && !errors.Is(err, ErrFormat) {
+		return nil, fmt.Errorf("open repository %s: %w: %w", path, ErrFormat, err)
+	}
+	var fault *boltfile.Fault
+	if errors.As(err, &fault) {
+		return nil, fmt.Errorf("open repository %s: %w", path, err)
+	}
+	return db, err
+}
+
+func openBolt(path string, bo *bolt.Options, readOnly bool) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrChecksum) {
 			return nil, fmt.Errorf("open repository %s: %w: %v", path, ErrFormat, err)
@@ -264,15 +300,17 @@ func initFormat(tx *bolt.Tx) error {
 
 // load refreshes the caches from the file.
 func (r *Repo) load() error {
-	return r.db.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		idx, term := readApplied(meta)
-		g := readGroup(meta)
-		r.applied.Store(idx)
-		r.appliedTerm.Store(term)
-		r.group.Store(&g)
-		return nil
-	})
+	return r.guard("read the repository's state", func() error { return r.db.View(r.loadTx) })
+}
+
+func (r *Repo) loadTx(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	idx, term := readApplied(meta)
+	g := readGroup(meta)
+	r.applied.Store(idx)
+	r.appliedTerm.Store(term)
+	r.group.Store(&g)
+	return nil
 }
 
 func readApplied(meta *bolt.Bucket) (index, term uint64) {
@@ -340,13 +378,14 @@ func (r *Repo) GroupIndex() int { return r.group.Load().index }
 func (r *Repo) HasState() bool { return r.AppliedIndex() > 0 || r.GroupID() != "" }
 
 // view runs fn in a read transaction, waiting for a Restore in progress.
+// A fault while reading the file is returned as an error (guard.go).
 func (r *Repo) view(fn func(tx *bolt.Tx) error) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.db == nil {
 		return ErrClosed
 	}
-	return r.db.View(fn)
+	return r.guard("read the repository", func() error { return r.db.View(fn) })
 }
 
 func u64(v uint64) []byte {

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"umstore/internal/boltfile"
 )
 
 // Snapshot is a consistent point-in-time view of the repository, held open
@@ -20,6 +22,7 @@ import (
 // it references cannot be reused (the file grows), and a write that has to
 // grow the memory map waits for it.
 type Snapshot struct {
+	repo  *Repo // its guard: a fault while writing the file out stops the repository
 	tx    *bolt.Tx
 	index uint64
 	term  uint64
@@ -38,12 +41,27 @@ func (r *Repo) Snapshot() (*Snapshot, error) {
 	if r.db == nil {
 		return nil, ErrClosed
 	}
-	tx, err := r.db.Begin(false)
+	var snap *Snapshot
+	err := r.guard("snapshot the repository", func() error {
+		tx, err := r.db.Begin(false)
+		if err != nil {
+			return err
+		}
+		taken := false
+		defer func() {
+			if !taken {
+				_ = tx.Rollback() // also after a fault: Close waits for open transactions
+			}
+		}()
+		index, term := readApplied(tx.Bucket(bucketMeta))
+		snap = &Snapshot{repo: r, tx: tx, index: index, term: term, size: tx.Size()}
+		taken = true
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", r.path, err)
 	}
-	index, term := readApplied(tx.Bucket(bucketMeta))
-	return &Snapshot{tx: tx, index: index, term: term, size: tx.Size()}, nil
+	return snap, nil
 }
 
 // Index returns the applied raft index of the captured state.
@@ -65,7 +83,12 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	if s.released {
 		return 0, fmt.Errorf("write snapshot at index %d: already released", s.index)
 	}
-	n, err := writeStream(w, s.index, s.term, s.size, s.tx.WriteTo)
+	var n int64
+	err := s.repo.guard("write a snapshot of the repository", func() error {
+		var err error
+		n, err = writeStream(w, s.index, s.term, s.size, s.tx.WriteTo)
+		return err
+	})
 	if err != nil {
 		return n, fmt.Errorf("write snapshot at index %d: %w", s.index, err)
 	}
@@ -140,6 +163,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // repository cannot be reopened, it is left closed (ErrClosed) and the error
 // says why.
 func (r *Repo) Restore(rd io.Reader) error {
+	if err := r.Fault(); err != nil {
+		return err // a repository that faulted is not used again, not even replaced
+	}
 	tmp, err := r.stage(rd)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", r.path, err)
@@ -253,7 +279,7 @@ func validateFile(path string, opts Options) (group string, err error) {
 		return "", err
 	}
 	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
+	check := func(tx *bolt.Tx) error {
 		group = readGroup(tx.Bucket(bucketMeta)).id
 		var first error
 		for err := range tx.Check() { // drain: the checker stops only when done
@@ -262,7 +288,11 @@ func validateFile(path string, opts Options) (group string, err error) {
 			}
 		}
 		return first
-	})
+	}
+	err = boltfile.Guard(path, "check a received snapshot", func() error { return db.View(check) })
+	if errors.Is(err, boltfile.ErrDamaged) {
+		err = fmt.Errorf("%w: %w", ErrFormat, err)
+	}
 	return group, err
 }
 

@@ -3,6 +3,7 @@ package storegroup
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -15,12 +16,15 @@ import (
 // Snapshot and Restore from one goroutine; Persist runs concurrently with
 // ApplyBatch, which the repository's read transactions allow.
 //
-// When the repository cannot commit a batch (disk full, I/O error), the fsm
-// records the failure, refuses every later batch and every snapshot, and
-// calls onFatal so the store shuts down. Its applied index stays where it
-// was, so a restarted store replays the refused entries instead of skipping
-// them.
+// When the repository cannot commit a batch (disk full, I/O error, a fault
+// reading its mapped file), the fsm records the failure, refuses every
+// later batch and every snapshot, and calls onFatal so the store shuts
+// down. Its applied index stays where it was, so a restarted store replays
+// the refused entries instead of skipping them. A panic inside a batch is
+// such a failure too: raft's FSM goroutine is raft's, and a panic there
+// would end the whole process.
 type fsm struct {
+	store     string // the store's name, for its errors
 	repo      *repository.Repo
 	onFatal   func(error)
 	onApplied func() // after every applied batch: wakes subscriptions
@@ -38,8 +42,13 @@ var _ raft.BatchingFSM = (*fsm)(nil)
 
 // ApplyBatch applies committed entries in one repository transaction. The
 // response for each entry is a *repository.Result, or an error.
-func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
-	out := make([]any, len(logs))
+func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = f.fail(logs, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}
+	}()
+	out = make([]any, len(logs))
 	f.mu.Lock()
 	failed := f.failed
 	f.mu.Unlock()
@@ -70,17 +79,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		results, err = f.repo.ApplyDecided(entries, decided)
 	}
 	if err != nil {
-		err = fmt.Errorf("%w: entries %d..%d: %v; fix the cause and start the store again: it replays them", ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, err)
-		f.mu.Lock()
-		f.failed = err
-		f.mu.Unlock()
-		if f.onFatal != nil {
-			go f.onFatal(err)
-		}
-		for i := range out {
-			out[i] = err
-		}
-		return out
+		return f.fail(logs, err)
 	}
 	for i := range results {
 		out[i] = &results[i]
@@ -95,6 +94,25 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	}
 	if f.onApplied != nil {
 		f.onApplied()
+	}
+	return out
+}
+
+// fail records that the batch could not be applied, stops the store, and
+// answers every entry of the batch with the error.
+func (f *fsm) fail(logs []*raft.Log, cause error) []any {
+	err := fmt.Errorf("store %s: %w: entries %d..%d: %v; fix the cause and start the store again: it replays them", f.store, ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, cause)
+	f.mu.Lock()
+	f.failed = err
+	f.mu.Unlock()
+	// A fault in the repository's file has stopped the store already, with
+	// a message naming the file (Options.OnFault, fileFaulted).
+	if f.onFatal != nil && f.repo.Fault() == nil {
+		go f.onFatal(err)
+	}
+	out := make([]any, len(logs))
+	for i := range out {
+		out[i] = err
 	}
 	return out
 }
@@ -118,8 +136,37 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return &refSnapshot{index: f.repo.AppliedIndex(), term: f.repo.AppliedTerm(), metrics: f.metrics}, nil
 }
 
-// Restore replaces the repository with a snapshot's copy.
-func (f *fsm) Restore(rc io.ReadCloser) error {
+// Restore replaces the repository with a snapshot's copy (one a leader
+// sent). It never returns an error: raft panics on one, ending the process
+// and every store in it. When the restore fails (or panics), the fsm fails
+// as for a batch, and the store stops; the snapshot is kept whole in the
+// store's snapshot store, and the next start restores it
+// (catchUpFromSnapshot) or finds it damaged. Until the store has stopped,
+// raft believes the restore done, which is safe: everything raft then
+// claims to hold is in that snapshot or its own log, both on disk, and the
+// fsm applies nothing more.
+func (f *fsm) Restore(rc io.ReadCloser) (err error) {
 	defer rc.Close()
+	f.mu.Lock()
+	failed := f.failed
+	f.mu.Unlock()
+	if failed != nil {
+		return nil // stopping: nothing is applied any more
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+		}
+		if err != nil {
+			err = fmt.Errorf("store %s: %w: restoring a snapshot from the leader: %v; start the store again: it restores the snapshot it kept, or finds its files damaged and rejoins empty", f.store, ErrStoreFailed, err)
+			f.mu.Lock()
+			f.failed = err
+			f.mu.Unlock()
+			if f.onFatal != nil {
+				go f.onFatal(err)
+			}
+		}
+		err = nil
+	}()
 	return f.repo.Restore(rc)
 }

@@ -16,6 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"umstore/internal/atomicfile"
+	"umstore/internal/boltfile"
 	"umstore/repository"
 )
 
@@ -173,10 +174,14 @@ func InspectDataDir(dir string) (BackupContent, error) {
 }
 
 // isDamage reports whether an error opening a store's files means the
-// files are damaged (as opposed to locked, missing permissions, ...).
+// files are damaged (as opposed to locked, missing permissions, ...): bbolt
+// or the repository refuses a file, a file is shorter than its meta pages
+// say or faulted when read (boltfile.ErrDamaged), the snapshots the raft
+// log needs are gone, or a fault while the store ran marked the files.
 func isDamage(err error) bool {
 	return errors.Is(err, repository.ErrFormat) || errors.Is(err, berrors.ErrInvalid) ||
-		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch)
+		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) ||
+		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged)
 }
 
 // checkIdentity compares the store's group identity with the one the rest

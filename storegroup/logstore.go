@@ -1,12 +1,16 @@
 package storegroup
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"umstore/dirlock"
+	"umstore/internal/boltfile"
 )
 
 // guardedLogStore is raft's log and stable store, checking the data
@@ -17,14 +21,25 @@ import (
 // A write that fails (disk full, I/O error) stops the store through
 // onWriteError: raft would otherwise keep a follower running that can never
 // append again, silently behind its group.
+//
+// raft.db is mapped into memory by bbolt: every call runs under the file's
+// guard (boltfile.Guarded), so that a fault reading it (a file cut short
+// under the store) becomes an error, the store's fatal one, and not the end
+// of the process. After a fault nothing reads or writes the file again.
+// The store's own code (status, start-up checks) calls these methods and
+// gets errors; raft gets them through raftLogStore.
 type guardedLogStore struct {
-	*raftboltdb.BoltStore
+	bolt         *raftboltdb.BoltStore
+	file         *boltfile.Guarded
 	lock         dirlock.Lock
 	onWriteError func(error)
+	// onUnreadable hears of an entry raft needs that cannot be read: it
+	// stops the store, the file marked damaged.
+	onUnreadable func(error)
 }
 
 func (g *guardedLogStore) failed(err error) error {
-	if err != nil && g.onWriteError != nil {
+	if err != nil && g.onWriteError != nil && g.file.Err() == nil {
 		g.onWriteError(err)
 	}
 	return err
@@ -37,42 +52,158 @@ func (g *guardedLogStore) check(what string) error {
 	return nil
 }
 
-// StoreLog implements raft.LogStore.
-func (g *guardedLogStore) StoreLog(l *raft.Log) error {
-	if err := g.check("write the raft log"); err != nil {
+// write runs a write of the log under the lock check and the guard.
+func (g *guardedLogStore) write(what string, fn func() error) error {
+	if err := g.check(what); err != nil {
 		return err
 	}
-	return g.failed(g.BoltStore.StoreLog(l))
+	return g.failed(g.file.Run(what, fn))
+}
+
+// Close closes raft.db.
+func (g *guardedLogStore) Close() error { return g.bolt.Close() }
+
+// FirstIndex implements raft.LogStore.
+func (g *guardedLogStore) FirstIndex() (index uint64, err error) {
+	err = g.file.Run("read the raft log's first index", func() (err error) {
+		index, err = g.bolt.FirstIndex()
+		return err
+	})
+	return index, err
+}
+
+// LastIndex implements raft.LogStore.
+func (g *guardedLogStore) LastIndex() (index uint64, err error) {
+	err = g.file.Run("read the raft log's last index", func() (err error) {
+		index, err = g.bolt.LastIndex()
+		return err
+	})
+	return index, err
+}
+
+// GetLog implements raft.LogStore.
+func (g *guardedLogStore) GetLog(index uint64, l *raft.Log) error {
+	return g.file.Run("read a raft log entry", func() error { return g.bolt.GetLog(index, l) })
+}
+
+// StoreLog implements raft.LogStore.
+func (g *guardedLogStore) StoreLog(l *raft.Log) error {
+	return g.write("write the raft log", func() error { return g.bolt.StoreLog(l) })
 }
 
 // StoreLogs implements raft.LogStore.
 func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
-	if err := g.check("write the raft log"); err != nil {
-		return err
-	}
-	return g.failed(g.BoltStore.StoreLogs(logs))
+	return g.write("write the raft log", func() error { return g.bolt.StoreLogs(logs) })
 }
 
 // DeleteRange implements raft.LogStore.
 func (g *guardedLogStore) DeleteRange(min, max uint64) error {
-	if err := g.check("compact the raft log"); err != nil {
-		return err
-	}
-	return g.failed(g.BoltStore.DeleteRange(min, max))
+	return g.write("compact the raft log", func() error { return g.bolt.DeleteRange(min, max) })
 }
 
 // Set implements raft.StableStore.
 func (g *guardedLogStore) Set(k, v []byte) error {
-	if err := g.check("write raft's stable state"); err != nil {
+	return g.write("write raft's stable state", func() error { return g.bolt.Set(k, v) })
+}
+
+// Get implements raft.StableStore.
+func (g *guardedLogStore) Get(k []byte) (v []byte, err error) {
+	err = g.file.Run("read raft's stable state", func() (err error) {
+		v, err = g.bolt.Get(k)
 		return err
-	}
-	return g.failed(g.BoltStore.Set(k, v))
+	})
+	return v, err
 }
 
 // SetUint64 implements raft.StableStore.
 func (g *guardedLogStore) SetUint64(k []byte, v uint64) error {
-	if err := g.check("write raft's stable state"); err != nil {
+	return g.write("write raft's stable state", func() error { return g.bolt.SetUint64(k, v) })
+}
+
+// GetUint64 implements raft.StableStore.
+func (g *guardedLogStore) GetUint64(k []byte) (v uint64, err error) {
+	err = g.file.Run("read raft's stable state", func() (err error) {
+		v, err = g.bolt.GetUint64(k)
 		return err
+	})
+	return v, err
+}
+
+// raftLogStore is the log store as raft sees it. Raft calls it from its own
+// goroutines (the main loop, replication, snapshots, the transport's
+// heartbeat handler), and on some errors raft panics there, out of reach of
+// any recover, ending the process and every store in it: a log entry it
+// cannot read while applying ("log not found"), a term it cannot save. So
+// once the file has faulted, or when saving a term failed, the calling
+// goroutine does not return to raft: it ends (runtime.Goexit, which runs
+// raft's deferred calls, so that raft still shuts down), and the store,
+// already told through its fatal-error path, stops.
+type raftLogStore struct{ g *guardedLogStore }
+
+var (
+	_ raft.LogStore    = raftLogStore{}
+	_ raft.StableStore = raftLogStore{}
+)
+
+// leave ends the calling goroutine instead of returning err to raft, if
+// the file faulted.
+func (r raftLogStore) leave(err error) error {
+	if err != nil && r.g.file.Err() != nil {
+		runtime.Goexit()
 	}
-	return g.failed(g.BoltStore.SetUint64(k, v))
+	return err
+}
+
+func (r raftLogStore) FirstIndex() (uint64, error) {
+	i, err := r.g.FirstIndex()
+	return i, r.leave(err)
+}
+
+func (r raftLogStore) LastIndex() (uint64, error) {
+	i, err := r.g.LastIndex()
+	return i, r.leave(err)
+}
+
+// GetLog reads an entry. Raft panics when an entry it applies cannot be
+// read; an entry that is there but cannot be read (its bytes do not decode)
+// is damage: the store stops, its files marked, and the goroutine ends. A
+// missing entry is returned: raft asks for compacted ones while replicating,
+// and sends a snapshot instead.
+func (r raftLogStore) GetLog(index uint64, l *raft.Log) error {
+	err := r.leave(r.g.GetLog(index, l))
+	if err != nil && !errors.Is(err, raft.ErrLogNotFound) && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		if r.g.onUnreadable != nil {
+			r.g.onUnreadable(fmt.Errorf("raft log entry %d in %s cannot be read: %w", index, r.g.file.Path, err))
+		}
+		runtime.Goexit()
+	}
+	return err
+}
+
+func (r raftLogStore) StoreLog(l *raft.Log) error       { return r.leave(r.g.StoreLog(l)) }
+func (r raftLogStore) StoreLogs(logs []*raft.Log) error { return r.leave(r.g.StoreLogs(logs)) }
+func (r raftLogStore) DeleteRange(min, max uint64) error {
+	return r.leave(r.g.DeleteRange(min, max))
+}
+func (r raftLogStore) Set(k, v []byte) error { return r.leave(r.g.Set(k, v)) }
+
+func (r raftLogStore) Get(k []byte) ([]byte, error) {
+	v, err := r.g.Get(k)
+	return v, r.leave(err)
+}
+
+// SetUint64 saves the current term and the vote's term. Raft panics when
+// saving the term fails; the failed write has already stopped the store
+// (onWriteError, or the lost lease), so the goroutine ends instead of
+// returning.
+func (r raftLogStore) SetUint64(k []byte, v uint64) error {
+	if err := r.g.SetUint64(k, v); err != nil {
+		runtime.Goexit()
+	}
+	return nil
+}
+
+func (r raftLogStore) GetUint64(k []byte) (uint64, error) {
+	v, err := r.g.GetUint64(k)
+	return v, r.leave(err)
 }

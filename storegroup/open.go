@@ -3,6 +3,7 @@ package storegroup
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"umstore/dirlock"
+	"umstore/internal/boltfile"
 	"umstore/repository"
 )
 
@@ -60,6 +62,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		s.abandon()
 		return nil, err
 	}
+	s.running.Store(true) // from now on a fault in a file stops the store (fileFaulted)
 	s.bg.Add(3)
 	go func() {
 		defer s.bg.Done()
@@ -113,53 +116,90 @@ func (s *Store) openStorage() error {
 		return err
 	}
 	s.lastStop = last
-	err = s.openFiles()
+	err = readDamageMark(dir)
+	if err == nil {
+		err = s.openFiles()
+	}
 	if err != nil && isDamage(err) {
 		// Damaged files are never deleted: move them aside and rejoin empty.
 		s.closeStorage()
 		s.repo, s.logStore = nil, nil
+		file := fileOf(err)
 		backup, berr := BackupDataDir(dir)
 		if berr != nil {
-			return fmt.Errorf("%w; moving the damaged files to a backup also failed: %v", err, berr)
+			return fmt.Errorf("%w; moving the damaged files to a backup also failed: %v; move the data directory %s aside by hand and start again", err, berr, dir)
 		}
-		s.log.Error("the store's files are damaged: moved them to a numbered backup; the store rejoins its group empty", "err", err, "backup", backup)
+		s.log.Error("damaged files: the store cannot use "+filepath.Base(file)+"; it moved its data directory's files to a numbered backup (nothing deleted) and rejoins its group empty, catching up from the other members; the other stores are not affected. Once it has caught up, the backup can be removed; `umstored recover --list` shows what it holds",
+			"file", file, "backup", backup, "err", err)
 		s.lastStop = StopNew
 		err = s.openFiles()
 	}
 	return err
 }
 
-// openFiles opens the repository and raft's log and snapshot stores.
+// openFiles opens the repository and raft's log and snapshot stores, each
+// bbolt file checked before it is mapped and guarded while it is used
+// (damage.go), and checks that the snapshots cover what the log needs.
 func (s *Store) openFiles() error {
 	dir := s.cfg.DataDir
+	repoPath, raftPath := filepath.Join(dir, "repo.db"), filepath.Join(dir, "raft.db")
 	var err error
-	s.repo, err = repository.Open(filepath.Join(dir, "repo.db"), repository.Options{NoSync: s.cfg.NoSync})
+	s.repo, err = repository.Open(repoPath, repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)})
 	if err != nil {
-		return fmt.Errorf("open repository of store %s: %w", s.cfg.Name, err)
+		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(dir, "raft.db"),
-		// As the repository: the freelist is rebuilt at open instead of
-		// written by every commit, and kept as a map. Commits stay fsynced.
-		BoltOptions: &bbolt.Options{
-			Timeout:        10 * time.Second,
-			NoFreelistSync: true,
-			FreelistType:   bbolt.FreelistMapType,
+	bolt, err := openRaftLog(raftPath)
+	if err != nil {
+		return inFile(raftPath, fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
+	}
+	s.logStore = &guardedLogStore{
+		bolt: bolt,
+		file: &boltfile.Guarded{Path: raftPath, What: "raft log", OnFault: s.fileFaulted(raftPath)},
+		lock: s.lock,
+		onWriteError: func(err error) {
+			s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
 		},
-	})
-	if err != nil {
-		return fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, err)
+		onUnreadable: func(err error) { s.fileFailed(raftPath, err, true) },
 	}
-	s.logStore = &guardedLogStore{BoltStore: bolt, lock: s.lock, onWriteError: func(err error) {
-		s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
-	}}
 	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock}
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock}
+	if err := s.checkSnapshotsCoverLog(); err != nil {
+		return err
+	}
 	return s.catchUpFromSnapshot()
+}
+
+// openRaftLog opens raft.db: checked before it is mapped, and with a fault
+// while bbolt reads it at open returned as an error.
+func openRaftLog(path string) (*raftboltdb.BoltStore, error) {
+	// As the repository: the freelist is rebuilt at open instead of written
+	// by every commit, and kept as a map. Commits stay fsynced.
+	opts := &bbolt.Options{
+		Timeout:        10 * time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+	}
+	var bolt *raftboltdb.BoltStore
+	err := boltfile.Open(path, "open the raft log", opts, func(o *bbolt.Options) (err error) {
+		bolt, err = raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: o})
+		return err
+	})
+	return bolt, err
+}
+
+// withFaultAdvice adds what to do to a panic in the caller's code while
+// opening a file (a fault that says the file is damaged is handled by
+// moving the files aside).
+func withFaultAdvice(err error, dir string) error {
+	var f *boltfile.Fault
+	if errors.As(err, &f) && !f.Damaged() {
+		return fmt.Errorf("%w; the file is likely damaged: move the data directory %s aside and start again, the store rejoins its group empty", err, dir)
+	}
+	return err
 }
 
 // catchUpFromSnapshot restores the latest local snapshot if the repository

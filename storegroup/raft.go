@@ -37,11 +37,12 @@ func (s *Store) startRaft(bootstrap bool) error {
 	rc.Logger = s.hlog
 	// The leader reads back every entry it sends to a follower; recent ones
 	// come from memory instead of being read and decoded from raft.db.
-	logs, err := raft.NewLogCache(logCacheEntries, s.logStore)
+	stable := raftLogStore{s.logStore}
+	logs, err := raft.NewLogCache(logCacheEntries, stable)
 	if err != nil {
 		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
 	}
-	r, err := raft.NewRaft(rc, s.fsm, logs, s.logStore, s.snaps, s.rtrans)
+	r, err := s.newRaft(rc, logs, stable)
 	if err != nil {
 		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)
 	}
@@ -61,4 +62,20 @@ func (s *Store) startRaft(bootstrap bool) error {
 	s.raftMu.Unlock()
 	close(s.started)
 	return nil
+}
+
+// newRaft is raft.NewRaft, which panics (here, on the store's goroutine)
+// when its log misses an entry it reads to find the configuration: the log
+// has a hole, which only damage makes. The panic becomes an error, and the
+// files are marked damaged so that the next start moves them aside.
+func (s *Store) newRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableStore) (r *raft.Raft, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("raft could not read its log %s: %v; the log is damaged: start the store again, it moves its files to a numbered backup and rejoins its group empty", s.logStore.file.Path, v)
+			if werr := writeDamageMark(s.cfg.DataDir, s.logStore.file.Path, err); werr != nil {
+				err = fmt.Errorf("%w (marking the files damaged failed too: %v; move the data directory %s aside by hand)", err, werr, s.cfg.DataDir)
+			}
+		}
+	}()
+	return raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.rtrans)
 }

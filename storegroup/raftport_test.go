@@ -93,19 +93,19 @@ func TestRaftPortCutsASlowStranger(t *testing.T) {
 	})
 }
 
-// logBuffer collects the stores' logs.
-type logBuffer struct {
+// raftLogLines collects the stores' logs.
+type raftLogLines struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
+func (l *raftLogLines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *logBuffer) String() string {
+func (l *raftLogLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
@@ -120,7 +120,7 @@ func (l *logBuffer) String() string {
 func TestIdleRaftConnectionsAreClosedAndRaftCarriesOn(t *testing.T) {
 	sec, secret := memberSecurity(t)
 	const idle = 600 * time.Millisecond
-	var logs logBuffer
+	var logs raftLogLines
 	c := clustertest.New(t, clustertest.Options{
 		Groups: 1,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

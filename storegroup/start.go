@@ -51,16 +51,20 @@ func (s *Store) start() {
 		}
 	}
 	release := func() {}
+	// The turn is given back however this goroutine ends, unless catchUp
+	// takes it over: also when a fault in raft.db ends it inside raft
+	// (raftLogStore).
+	defer func() { release() }()
 	if d.kind == startJoinExisting {
 		release, err = s.awaitTurn()
 		if err != nil {
+			release = func() {}
 			return // stopping
 		}
 		s.gate.close(d.target)
 		s.log.Info("joining the group empty: catching up before voting", "target", d.target.String(), "from", d.from)
 	}
 	if err := s.startRaft(d.kind == startBootstrap); err != nil {
-		release()
 		s.fail(err)
 		return
 	}
@@ -72,8 +76,10 @@ func (s *Store) start() {
 	go func() { defer s.bg.Done(); s.repair.run(s.ctx) }()
 	go func() { defer s.bg.Done(); s.retain.run(s.ctx) }()
 	if d.kind == startJoinExisting {
+		turn := release
+		release = func() {}
 		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.catchUp(d.target, release) }()
+		go func() { defer s.bg.Done(); s.catchUp(d.target, turn) }()
 	}
 }
 

@@ -61,6 +61,7 @@ type Store struct {
 	leaderReady   atomic.Bool // leader and has applied everything committed before its term
 	waitingToJoin atomic.Bool // empty, decided to join, waiting for admission
 	started       chan struct{}
+	running       atomic.Bool // Open has finished: a fault in a file stops the store
 	failed        atomic.Pointer[error]
 
 	ctx       context.Context
@@ -90,7 +91,9 @@ func (s *Store) Group() int { return s.cfg.Group }
 func (s *Store) Repository() *repository.Repo { return s.repo }
 
 // IsLeader reports whether this store leads its group and is ready to serve.
-func (s *Store) IsLeader() bool { return s.leaderReady.Load() }
+// A store that failed does not, from the moment it failed: its raft node
+// may not have noticed yet (a fault in raft.db ends raft's own goroutine).
+func (s *Store) IsLeader() bool { return s.leaderReady.Load() && s.failed.Load() == nil }
 
 // Err returns the error that stopped the store, or why it refuses to start
 // (ErrNoStoreWithState), if any.
