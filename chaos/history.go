@@ -31,7 +31,10 @@ type FaultRecord struct {
 	Target string    `json:"target"`
 	Start  time.Time `json:"start"`
 	End    time.Time `json:"end"`
-	Note   string    `json:"note,omitempty"`
+	// Restored is when the harness saw the deployment whole again after a
+	// host or link fault (zero for a publisher kill, and when it never was).
+	Restored time.Time `json:"restored,omitzero"`
+	Note     string    `json:"note,omitempty"`
 }
 
 // Registration is one publisher incarnation's registration: where it
@@ -169,11 +172,22 @@ func (h *History) nextEvent() int {
 	return h.event
 }
 
-// Fault records an injected fault.
-func (h *History) Fault(f FaultRecord) {
+// Fault records an injected fault and returns its index in Faults.
+func (h *History) Fault(f FaultRecord) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.Faults = append(h.Faults, f)
+	return len(h.Faults) - 1
+}
+
+// FaultRestored records when the deployment was seen whole again after
+// fault i.
+func (h *History) FaultRestored(i int, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i >= 0 && i < len(h.Faults) {
+		h.Faults[i].Restored = at
+	}
 }
 
 // Registered records a publisher incarnation's resume point.

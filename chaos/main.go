@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -88,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ScheduleTimeout, "schedule-timeout", 6*time.Minute, "bound on one schedule")
 	fs.DurationVar(&o.RestoreTimeout, "restore-timeout", 90*time.Second, "how long the deployment may take to be whole again after a fault")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
-	kinds := fs.StringSlice("kinds", nil, "draw only these faults (comma-separated: kill-host, wipe-host, wipe-crash, pause-host, partition, slow-disk, kill-publisher; default all)")
+	kinds := fs.StringSlice("kinds", nil, "draw only these faults (comma-separated: "+kindNames()+"; default all that the machine allows)")
 	fs.Usage = func() { fmt.Fprint(stderr, usageHead); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -97,13 +96,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	for _, k := range *kinds {
-		if !slices.Contains(allKinds, FaultKind(k)) {
-			return o, fmt.Errorf("--kinds: unknown fault %q", k)
+		spec := kindOf(FaultKind(k))
+		if spec == nil {
+			return o, fmt.Errorf("--kinds: unknown fault %q (known: %s)", k, kindNames())
+		}
+		if !spec.available(planConfig{Partitions: o.Partitions, SlowDisks: o.SlowDisks}) {
+			return o, fmt.Errorf("--kinds names %s, which --partitions=false or --slow-disks=false turns off", k)
 		}
 		o.Kinds = append(o.Kinds, FaultKind(k))
-	}
-	if slices.Contains(o.Kinds, Partition) && !o.Partitions || slices.Contains(o.Kinds, SlowDisk) && !o.SlowDisks {
-		return o, errors.New("--kinds names a fault that --partitions=false or --slow-disks=false turns off")
 	}
 	if !fs.Changed("seed") {
 		o.Seed = time.Now().UnixNano() % 1_000_000_000

@@ -135,7 +135,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
 		}
 	}
-	nem := &nemesis{c: c, pubs: pubs, part: env.part, hist: hist, log: log}
+	nem := &nemesis{c: c, pubs: pubs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
 
 	// Background work (monitor, followers) ends with watchCancel.
 	watchCtx, watchCancel := context.WithCancel(parent)
@@ -210,7 +210,8 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 				hist.Problemf("timeout", "the schedule ran out of time before fault %d: %v", i+1, ctx.Err())
 				return
 			}
-			if err := nem.inject(ctx, f); err != nil {
+			rec, err := nem.inject(ctx, f)
+			if err != nil {
 				hist.Problemf("harness", "fault %d (%s): %v", i+1, f, err)
 				return
 			}
@@ -220,6 +221,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 					hist.Problemf("not-restored", "after fault %d (%s): %v", i+1, f, err)
 					return
 				}
+				hist.FaultRestored(rec, time.Now())
 				log.Info("restored", "after", f.String(), "took", time.Since(t0).Round(100*time.Millisecond))
 			}
 			_ = sleepCtx(ctx, f.Quiet)
