@@ -12,11 +12,12 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary be a publisher child too: the harness
-// re-executes its own executable, which under `go test` is this binary.
+// TestMain lets the test binary be a publisher child or the stranger too:
+// the harness re-executes its own executable, which under `go test` is
+// this binary.
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(childEnv); cfg != "" {
-		os.Exit(childMain(cfg))
+	if code, ok := runChild(); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

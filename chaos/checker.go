@@ -11,8 +11,11 @@ import (
 // Violation is one broken invariant, with the evidence that shows it.
 type Violation struct {
 	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "receiver"
-	// for what a following receiver must see, "liveness" for problems the
-	// harness saw (a deployment that did not come back, and the like).
+	// for what a following receiver must see, "integrity" for payloads
+	// handed to a receiver that are not what the publisher sent, "stranger"
+	// for anything a non-member sent that took effect, "liveness" for
+	// problems the harness saw (a deployment that did not come back, a
+	// daemon that exited by itself, and the like).
 	Rule   string `json:"rule"`
 	Detail string `json:"detail"`
 }
@@ -58,6 +61,9 @@ func Check(h *History) Result {
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
 	checkReceiver(h, acks, add)
+	checkIntegrity(h, add)
+	checkStranger(h, add)
+	checkExits(h, add)
 	for _, p := range h.Problems {
 		add("liveness", "%s: %s", p.Kind, p.Detail)
 	}

@@ -39,6 +39,8 @@ type host struct {
 	// runArgs are extra flags for every `umstored run` of the host (the
 	// schedule's snapshot settings).
 	runArgs []string
+	// onExit, if set, is told about a daemon that exited by itself.
+	onExit func(incarnation int, err error)
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
@@ -71,10 +73,24 @@ func (h *host) start(why string) error {
 		return fmt.Errorf("start host %s: %w", h.name, err)
 	}
 	h.cmd, h.done, h.paused = cmd, make(chan struct{}), false
-	done := h.done
+	done, inc := h.done, h.incarnation
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
 		lf.Close()
+		// kill9 and stop forget the process before they signal it: one
+		// still current exited by itself.
+		h.mu.Lock()
+		byItself := h.cmd == cmd
+		if byItself {
+			h.cmd = nil
+		}
+		h.mu.Unlock()
+		if byItself {
+			h.log.Error("host daemon exited by itself", "host", h.name, "incarnation", inc, "err", err)
+			if h.onExit != nil {
+				h.onExit(inc, err)
+			}
+		}
 		close(done)
 	}()
 	h.log.Info("host started", "host", h.name, "incarnation", h.incarnation, "why", why, "pid", cmd.Process.Pid)
@@ -196,6 +212,10 @@ type storeStatus struct {
 	CatchingUp    bool   `json:"catching_up"`
 	WaitingToJoin bool   `json:"waiting_to_join"`
 	Error         string `json:"error"`
+	Sources       []struct {
+		Name           string `json:"name"`
+		TrimmedThrough uint64 `json:"trimmed_through"`
+	} `json:"sources"`
 }
 
 var statusClient = &http.Client{Timeout: time.Second}
@@ -416,6 +436,19 @@ func (c *cluster) monitor(ctx context.Context, hist *History) {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		c.sample(ctx, hist)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sample reads both hosts' status once and records what it shows: group
+// identities, failures, sources held, empty stores catching up together.
+func (c *cluster) sample(ctx context.Context, hist *History) {
+	{
 		for _, h := range c.hosts {
 			sts, err := h.status(ctx)
 			if err != nil {
@@ -424,6 +457,7 @@ func (c *cluster) monitor(ctx context.Context, hist *History) {
 			catching := map[int][]string{}
 			for _, s := range sts {
 				hist.ObserveGroupID(h.name, s.Name, s.Group, s.GroupID)
+				hist.ObserveStore(h.name, s)
 				if s.CatchingUp {
 					catching[s.Group] = append(catching[s.Group], s.Name)
 				}
@@ -433,11 +467,6 @@ func (c *cluster) monitor(ctx context.Context, hist *History) {
 					hist.ObserveCatchUp(CatchUpObs{Host: h.name, Group: g, Stores: names, Via: "status", At: time.Now()})
 				}
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
 		}
 	}
 }

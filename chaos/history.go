@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -71,14 +73,20 @@ type Delivery struct {
 	// Incarnation is the publisher incarnation named in the payload (0 if
 	// the payload was not one of ours).
 	Incarnation int `json:"incarnation"`
+	// Damage is payloadDamage's verdict on the payload: "" when it is
+	// exactly what a publisher sent for this sequence number.
+	Damage string `json:"damage,omitempty"`
 }
 
 // FinalRead is what the last read of 1..High found for one source, once
 // everything was healed.
 type FinalRead struct {
-	High    uint64            `json:"high"`
-	Hashes  map[uint64]string `json:"-"`
-	Incs    map[uint64]int    `json:"-"`
+	High   uint64            `json:"high"`
+	Hashes map[uint64]string `json:"-"`
+	Incs   map[uint64]int    `json:"-"`
+	// Damaged holds payloadDamage's verdict on every payload read that is
+	// not exactly what a publisher sent for its sequence number.
+	Damaged map[uint64]string `json:"damaged,omitempty"`
 	Missing []Range           `json:"missing,omitempty"`
 	Err     string            `json:"err,omitempty"`
 }
@@ -114,6 +122,49 @@ type Bootstrap struct {
 	// Kind is "bootstrap" (raft BootstrapCluster) or "identity" (InitGroup).
 	Kind    string `json:"kind"`
 	GroupID string `json:"group_id,omitempty"`
+}
+
+// StrangerAct is one thing the stranger sent to a store, and what came
+// back.
+type StrangerAct struct {
+	At    time.Time `json:"at"`
+	Store string    `json:"store"`
+	// Port is "raft" or "client".
+	Port string `json:"port"`
+	// Act says what was sent, e.g. "AppendEntries (same term) with Publish".
+	Act string `json:"act"`
+	// Accepted says the store took it: a forged AppendEntries answered
+	// with success and the stranger's entries in the store's log and
+	// committed, a Publish answered with an Ack.
+	Accepted bool   `json:"accepted,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// DaemonExit is a host daemon that exited by itself (not killed or stopped
+// by the harness).
+type DaemonExit struct {
+	Host        string    `json:"host"`
+	Incarnation int       `json:"incarnation"`
+	At          time.Time `json:"at"`
+	Err         string    `json:"err"`
+}
+
+// StoreFailure is a store that reported an error or the state "failed" in
+// its host's /v1/status (recorded when it changes).
+type StoreFailure struct {
+	Host  string    `json:"host"`
+	Store string    `json:"store"`
+	At    time.Time `json:"at"`
+	Error string    `json:"error"`
+}
+
+// SourceSeen is what the status samples showed of one source on one store:
+// it was there, and retention had released it up to TrimmedThrough (the
+// highest seen).
+type SourceSeen struct {
+	Host           string    `json:"host"`
+	First          time.Time `json:"first"`
+	TrimmedThrough uint64    `json:"trimmed_through,omitempty"`
 }
 
 // Problem is something the harness saw go wrong that is not one of the
@@ -152,6 +203,24 @@ type History struct {
 	Bootstraps    []Bootstrap           `json:"bootstraps"`
 	Problems      []Problem             `json:"problems"`
 	lastGroupID   map[string]string     // store -> last reported identity
+
+	// StopAsked is when the harness asked each source's last publisher
+	// incarnation to finish: the end of the time its stalls are measured in.
+	StopAsked map[string]time.Time `json:"stop_asked"`
+	// StrangerActs is what the stranger sent and what came back.
+	StrangerActs []StrangerAct `json:"stranger_acts,omitempty"`
+	// Exits are the host daemons that exited by themselves.
+	Exits []DaemonExit `json:"exits,omitempty"`
+	// StoreFailures are the stores that reported a failure.
+	StoreFailures []StoreFailure    `json:"store_failures,omitempty"`
+	lastFailure   map[string]string // store -> last failure recorded
+	// Seen is every source the status samples showed on each store:
+	// store -> source -> what was seen.
+	Seen map[string]map[string]*SourceSeen `json:"seen"`
+	// RetentionReleases says whether the stores' retention limits could
+	// release any message in this schedule; when they cannot, a store that
+	// released messages applied a Trim no leader of its group decided.
+	RetentionReleases bool `json:"retention_releases"`
 }
 
 // NewHistory returns an empty history for one schedule.
@@ -164,6 +233,9 @@ func NewHistory(schedule int, seed int64, sources []string) *History {
 		FollowMissing: map[string][]Range{},
 		Final:         map[string]*FinalRead{},
 		lastGroupID:   map[string]string{},
+		StopAsked:     map[string]time.Time{},
+		lastFailure:   map[string]string{},
+		Seen:          map[string]map[string]*SourceSeen{},
 	}
 }
 
@@ -222,7 +294,7 @@ func (h *History) Ended(source string, inc int) {
 
 // Delivered records a message handed to a following receiver.
 func (h *History) Delivered(source string, seq uint64, payload []byte) {
-	d := Delivery{Seq: seq, Hash: payloadHash(payload)}
+	d := Delivery{Seq: seq, Hash: payloadHash(payload), Damage: payloadDamage(source, seq, payload)}
 	if p, ok := parsePayload(payload); ok {
 		d.Incarnation = p.Incarnation
 	}
@@ -275,6 +347,61 @@ func (h *History) AddSnapshotLog(l SnapshotLog) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.SnapshotLog.add(l)
+}
+
+// Stopping records that the harness asked source's publisher to finish.
+func (h *History) Stopping(source string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.StopAsked[source] = time.Now()
+}
+
+// Stranger records one thing the stranger sent.
+func (h *History) Stranger(a StrangerAct) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.StrangerActs = append(h.StrangerActs, a)
+}
+
+// DaemonExited records a host daemon that exited by itself.
+func (h *History) DaemonExited(host string, inc int, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msg := "exit status 0"
+	if err != nil {
+		msg = err.Error()
+	}
+	h.Exits = append(h.Exits, DaemonExit{Host: host, Incarnation: inc, At: time.Now(), Err: msg})
+}
+
+// ObserveStore records what one status sample showed of a store: a
+// failure (when it changed) and the sources it holds.
+func (h *History) ObserveStore(host string, st storeStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	failure := st.Error
+	if failure == "" && st.State == "failed" {
+		failure = "state failed"
+	}
+	if failure != h.lastFailure[st.Name] {
+		h.lastFailure[st.Name] = failure
+		if failure != "" {
+			h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: host, Store: st.Name, At: time.Now(), Error: failure})
+		}
+	}
+	seen := h.Seen[st.Name]
+	if seen == nil {
+		seen = map[string]*SourceSeen{}
+		h.Seen[st.Name] = seen
+	}
+	for _, src := range st.Sources {
+		ss := seen[src.Name]
+		if ss == nil {
+			ss = &SourceSeen{Host: host, First: time.Now()}
+			seen[src.Name] = ss
+		}
+		ss.TrimmedThrough = max(ss.TrimmedThrough, src.TrimmedThrough)
+	}
 }
 
 // Problemf records a problem the harness saw.
@@ -334,16 +461,26 @@ type payloadInfo struct {
 
 // makePayload builds the payload of one message: it names the source, the
 // sequence number and the publisher incarnation, so two incarnations never
-// send the same bytes for one sequence number, padded to size bytes.
+// send the same bytes for one sequence number, and a checksum of those and
+// of its length, padded to size bytes. The payload verifies itself (see
+// payloadDamage): whoever reads it can tell, without knowing whether it was
+// acknowledged, that it left its publisher as it is.
 func makePayload(source string, seq uint64, inc, size int) []byte {
-	s := fmt.Sprintf("chaos source=%s seq=%d inc=%d ", source, seq, inc)
+	s := fmt.Sprintf("chaos source=%s seq=%d inc=%d sum=%016x ", source, seq, inc, payloadSum(source, seq, inc, size))
 	if len(s) < size {
 		s += strings.Repeat(".", size-len(s))
 	}
 	return []byte(s)
 }
 
-// parsePayload reads back what makePayload wrote.
+// payloadSum is the checksum a payload carries: of its source, sequence
+// number, incarnation and length (the padding follows from the length).
+func payloadSum(source string, seq uint64, inc, size int) uint64 {
+	s := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%d", source, seq, inc, size))
+	return binary.BigEndian.Uint64(s[:8])
+}
+
+// parsePayload reads back what makePayload wrote (without verifying it).
 func parsePayload(b []byte) (payloadInfo, bool) {
 	var p payloadInfo
 	s := strings.TrimRight(string(b), ".")
@@ -351,4 +488,38 @@ func parsePayload(b []byte) (payloadInfo, bool) {
 		return payloadInfo{}, false
 	}
 	return p, true
+}
+
+// The kinds of damage payloadDamage reports. A stranger's payload is told
+// apart from a damaged one: the first breaks the stranger rule, the others
+// the integrity rule.
+const (
+	damageStranger  = "stranger"  // a payload the stranger sent
+	damageChecksum  = "checksum"  // a chaos payload whose bytes no longer match its checksum
+	damageMisplaced = "misplaced" // an intact payload of another source or sequence number
+	damageForeign   = "foreign"   // not a chaos payload at all
+)
+
+// payloadDamage says whether payload, handed to a receiver as sequence
+// number seq of source, is exactly what a chaos publisher would have sent
+// for it: "" when it is, else one of the damage kinds above followed by
+// what was found.
+func payloadDamage(source string, seq uint64, payload []byte) string {
+	if bytes.HasPrefix(payload, []byte(strangerMarker)) {
+		return damageStranger
+	}
+	p, ok := parsePayload(payload)
+	if !ok {
+		if bytes.HasPrefix(payload, []byte("chaos ")) {
+			return damageChecksum + ": its header no longer parses"
+		}
+		return damageForeign
+	}
+	if !bytes.Equal(payload, makePayload(p.Source, p.Seq, p.Incarnation, len(payload))) {
+		return damageChecksum + fmt.Sprintf(": %d bytes that do not match their checksum", len(payload))
+	}
+	if p.Source != source || p.Seq != seq {
+		return damageMisplaced + fmt.Sprintf(": it is source %s seq %d's", p.Source, p.Seq)
+	}
+	return ""
 }

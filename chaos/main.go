@@ -56,10 +56,23 @@ Flags:
 `
 
 func main() {
-	if cfg := os.Getenv(childEnv); cfg != "" {
-		os.Exit(childMain(cfg))
+	if code, ok := runChild(); ok {
+		os.Exit(code)
 	}
 	os.Exit(cmdMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runChild runs this program as one of the harness's children when the
+// environment says so (a publisher incarnation, the stranger) and returns
+// its exit status; ok is false for the harness itself.
+func runChild() (code int, ok bool) {
+	if cfg := os.Getenv(childEnv); cfg != "" {
+		return childMain(cfg), true
+	}
+	if cfg := os.Getenv(strangerEnv); cfg != "" {
+		return strangerMain(cfg), true
+	}
+	return 0, false
 }
 
 // parseFlags reads the command line.

@@ -57,7 +57,7 @@ func finalRead(ctx context.Context, groups [][]string, source string, atLeast ui
 	cfg := receiver.DefaultConfig()
 	cfg.Source, cfg.Groups = source, groups
 	cfg.Logger = log.With("receiver", "final")
-	f := &FinalRead{Hashes: map[uint64]string{}, Incs: map[uint64]int{}}
+	f := &FinalRead{Hashes: map[uint64]string{}, Incs: map[uint64]int{}, Damaged: map[uint64]string{}}
 	r, err := receiver.New(cfg)
 	if err != nil {
 		f.Err = err.Error()
@@ -66,7 +66,7 @@ func finalRead(ctx context.Context, groups [][]string, source string, atLeast ui
 	defer r.Close()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err := readAll(ctx, r, atLeast, f)
+		err := readAll(ctx, r, source, atLeast, f)
 		var me *receiver.MissingError
 		switch {
 		case err == nil:
@@ -86,7 +86,7 @@ func finalRead(ctx context.Context, groups [][]string, source string, atLeast ui
 }
 
 // readAll is one attempt of the final read.
-func readAll(ctx context.Context, r *receiver.Receiver, atLeast uint64, f *FinalRead) error {
+func readAll(ctx context.Context, r *receiver.Receiver, source string, atLeast uint64, f *FinalRead) error {
 	high, err := r.High(ctx)
 	if err != nil {
 		return err
@@ -94,6 +94,7 @@ func readAll(ctx context.Context, r *receiver.Receiver, atLeast uint64, f *Final
 	f.High = max(high, atLeast)
 	clear(f.Hashes)
 	clear(f.Incs)
+	clear(f.Damaged)
 	if f.High == 0 {
 		return nil
 	}
@@ -102,6 +103,9 @@ func readAll(ctx context.Context, r *receiver.Receiver, atLeast uint64, f *Final
 			return fmt.Errorf("the final read was handed %d twice", m.Seq)
 		}
 		f.Hashes[m.Seq] = payloadHash(m.Payload)
+		if d := payloadDamage(source, m.Seq, m.Payload); d != "" {
+			f.Damaged[m.Seq] = d
+		}
 		if p, ok := parsePayload(m.Payload); ok {
 			f.Incs[m.Seq] = p.Incarnation
 		}

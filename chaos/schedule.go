@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"umstore/storehost"
 )
 
 // runEnv is what every schedule of one run shares.
@@ -78,6 +79,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist := NewHistory(index, opts.Seed, sources)
 	hist.Plan = plan
 	hist.Snapshots = snaps
+	hist.RetentionReleases = retentionCanRelease(opts)
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
@@ -123,13 +125,16 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
+	for _, h := range c.hosts {
+		h.onExit = func(inc int, err error) { hist.DaemonExited(h.name, inc, err) }
+	}
 	pubs := map[string]*pubProc{}
 	for _, s := range sources {
 		pubs[s] = &pubProc{
 			exe: env.exe, hist: hist, log: log,
 			logPath: filepath.Join(dir, "publisher-"+s+".log"),
 			base: childConfig{Source: s, Deployment: c.deploy, Rate: opts.Rate, Count: opts.Messages,
-				Size: 100, RegisterFor: 90 * time.Second},
+				Size: payloadSize, RegisterFor: 90 * time.Second},
 		}
 		if opts.PublisherState {
 			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
@@ -231,7 +236,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 
 	// Heal everything and wait for full restoration.
 	endStart := time.Now()
-	ctx, cancelEnd := context.WithTimeout(parent, 4*time.Minute)
+	ctx, cancelEnd := context.WithTimeout(parent, finalPhase)
 	defer cancelEnd()
 	if err := nem.healAll(); err != nil {
 		hist.Problemf("harness", "heal: %v", err)
@@ -250,6 +255,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			if err := p.waitRegistered(75 * time.Second); err != nil {
 				hist.Problemf("publisher", "%v", err)
 			}
+			hist.Stopping(p.base.Source)
 			p.stop(45 * time.Second)
 		}()
 	}
@@ -267,6 +273,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.SetFinal(s, finalRead(ctx, c.groups, s, hist.MaxAcked(s), quietLogger(log)))
 	}
 	log.Info("final reads done", "took", time.Since(endStart).Round(100*time.Millisecond))
+	c.sample(ctx, hist) // what every store holds at the end
 	stopAll()
 	log.Info("deployment stopped", "took", time.Since(endStart).Round(100*time.Millisecond))
 	for _, h := range c.hosts {
@@ -282,6 +289,26 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.AddSnapshotLog(scan.Snapshots)
 	}
 	return finish(parent, env, hist, res, start, log)
+}
+
+// payloadSize is the size of every payload a publisher child sends.
+const payloadSize = 100
+
+// finalPhase bounds the final phase of a schedule (heal, restore, flush,
+// read back).
+const finalPhase = 4 * time.Minute
+
+// retentionCanRelease says whether the stores' retention limits (umstored
+// run's defaults: the harness sets none) could release any message a
+// schedule publishes: the most a source can publish is --rate messages of
+// payloadSize bytes a second for the schedule and its final phase.
+func retentionCanRelease(opts options) bool {
+	def := storehost.DefaultOptions()
+	span := opts.ScheduleTimeout + finalPhase
+	most := uint64(float64(opts.Rate) * span.Seconds())
+	return def.RetentionMaxMessages > 0 && most > def.RetentionMaxMessages ||
+		def.RetentionMaxBytes > 0 && most*payloadSize > def.RetentionMaxBytes ||
+		def.RetentionMaxAge > 0 && def.RetentionMaxAge < span
 }
 
 // finish checks the history, keeps or removes the schedule's directory,

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// checkStranger is the rule of strangers: nothing a process that is not a
+// member sends is ever applied or delivered, and the stores stay up while
+// it sends. Its payloads carry strangerMarker and its sources are named
+// with strangerSourcePrefix, so the checker recognises them wherever they
+// turn up: handed to a receiver, or held by a store (the status samples);
+// a store that answered one of its forgeries as accepted, a Trim no leader
+// decided (a real source released while retention could release nothing),
+// and a daemon that exited or a store that failed while it was sending
+// break the rule too.
+func checkStranger(h *History, add addFunc) {
+	for _, src := range h.Sources {
+		n, first := 0, uint64(0)
+		for _, d := range h.Deliveries[src] {
+			if strings.HasPrefix(d.Damage, damageStranger) {
+				if n == 0 {
+					first = d.Seq
+				}
+				n++
+			}
+		}
+		if n > 0 {
+			add("stranger", "source %s: the follower was handed %d payloads the stranger sent (the first as seq %d)", src, n, first)
+		}
+		if f := h.Final[src]; f != nil {
+			var seqs []uint64
+			for _, seq := range sortedSeqs(f.Damaged) {
+				if strings.HasPrefix(f.Damaged[seq], damageStranger) {
+					seqs = append(seqs, seq)
+				}
+			}
+			if len(seqs) > 0 {
+				add("stranger", "source %s: the final read was given %d payloads the stranger sent: %s", src, len(seqs), rangesString(toRanges(seqs)))
+			}
+		}
+	}
+	real := map[string]bool{}
+	for _, s := range h.Sources {
+		real[s] = true
+	}
+	trimRule := "retention"
+	for _, f := range h.Faults {
+		if f.Kind == Stranger {
+			trimRule = "stranger"
+		}
+	}
+	for _, store := range sortedSources(h.Seen) {
+		for _, src := range sortedSources(h.Seen[store]) {
+			ss := h.Seen[store][src]
+			switch {
+			case strings.HasPrefix(src, strangerSourcePrefix):
+				add("stranger", "store %s (host %s) holds source %s, which only the stranger published (seen from %s)", store, ss.Host, src, ss.First.Format("15:04:05.000"))
+			case real[src] && ss.TrimmedThrough > 0 && !h.RetentionReleases:
+				add(trimRule, "store %s (host %s) released source %s through %d, but no retention limit could release anything in this schedule: it applied a Trim no leader of its group decided", store, ss.Host, src, ss.TrimmedThrough)
+			}
+		}
+	}
+	accepted := map[string][]string{}
+	for _, a := range h.StrangerActs {
+		if a.Accepted {
+			key := a.Port + " port of " + a.Store
+			accepted[key] = append(accepted[key], a.Act)
+		}
+	}
+	for _, key := range sortedSources(accepted) {
+		acts := accepted[key]
+		add("stranger", "the %s accepted %d forgeries from a process that is not a member, e.g. %s", key, len(acts), strings.Join(uniq(acts)[:min(len(uniq(acts)), maxExamples)], "; "))
+	}
+	for _, w := range strangerWindows(h) {
+		for _, e := range h.Exits {
+			if w.contains(e.At) {
+				add("stranger", "host %s's daemon (incarnation %d) exited at %s while the stranger was sending (%s): %s", e.Host, e.Incarnation, e.At.Format("15:04:05.000"), w.what, e.Err)
+			}
+		}
+		for _, f := range h.StoreFailures {
+			if w.contains(f.At) {
+				add("stranger", "store %s (host %s) failed at %s while the stranger was sending (%s): %s", f.Store, f.Host, f.At.Format("15:04:05.000"), w.what, f.Error)
+			}
+		}
+	}
+}
+
+// checkExits: a host daemon never exits by itself (the harness alone kills
+// and stops them); whatever the fault, its stores stop rather than diverge
+// but the process that runs them stays.
+func checkExits(h *History, add addFunc) {
+	for _, e := range h.Exits {
+		add("liveness", "host %s's daemon (incarnation %d) exited by itself at %s: %s", e.Host, e.Incarnation, e.At.Format("15:04:05.000"), e.Err)
+	}
+}
+
+// window is a span of time a fault was in force, until the deployment was
+// restored after it.
+type window struct {
+	from, to time.Time
+	what     string
+}
+
+func (w window) contains(t time.Time) bool { return !t.Before(w.from) && !t.After(w.to) }
+
+// strangerWindows are the spans the stranger faults were in force.
+func strangerWindows(h *History) []window {
+	var out []window
+	for _, f := range h.Faults {
+		if f.Kind != Stranger {
+			continue
+		}
+		to := f.End
+		if f.Restored.After(to) {
+			to = f.Restored
+		}
+		out = append(out, window{from: f.Start, to: to, what: fmt.Sprintf("stranger on host %s from %s", f.Target, f.Start.Format("15:04:05.000"))})
+	}
+	return out
+}
+
+// uniq returns the distinct strings of ss, sorted.
+func uniq(ss []string) []string {
+	m := map[string]bool{}
+	for _, s := range ss {
+		m[s] = true
+	}
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
