@@ -97,6 +97,28 @@ func newDisk(dir, name string, log *slog.Logger) (*disk, error) {
 	return d, nil
 }
 
+// remount unmounts the disk and mounts it again (after a power cut: the
+// filesystem replays its journal).
+func (d *disk) remount() error {
+	if isMounted(d.mount) {
+		if err := unmount(d.mount); err != nil {
+			return err
+		}
+	}
+	return d.ensureMounted()
+}
+
+// ensureMounted mounts the disk if it is not.
+func (d *disk) ensureMounted() error {
+	if isMounted(d.mount) {
+		return nil
+	}
+	if out, err := exec.Command("mount", d.dev, d.mount).CombinedOutput(); err != nil {
+		return fmt.Errorf("mount %s again: %w: %s", d.dev, err, out)
+	}
+	return nil
+}
+
 // dataDir is the host's data directory on the disk.
 func (d *disk) dataDir() string { return filepath.Join(d.mount, "data") }
 

@@ -215,6 +215,9 @@ func (n *nemesis) healAll() error {
 	}
 	for _, h := range n.c.hosts {
 		errs = append(errs, h.resume())
+		if h.disk != nil && !h.running() {
+			errs = append(errs, h.disk.ensureMounted())
+		}
 		if !h.running() {
 			errs = append(errs, h.start("restart while healing everything"))
 		}
