@@ -34,6 +34,10 @@ type Result struct {
 	// faults (publishing should go on while one host is lost or hung).
 	LongestStall time.Duration `json:"longest_stall"`
 	StallWhere   string        `json:"stall_where,omitempty"`
+	// PerKind is, for each kind of fault injected (and "none" for the
+	// stalls no fault explains), how many there were, the longest publish
+	// stall attributed to them and their restore times (see KindStats).
+	PerKind map[string]*KindStats `json:"per_kind"`
 }
 
 // maxExamples bounds how many examples one violation lists.
@@ -68,6 +72,7 @@ func Check(h *History) Result {
 		add("liveness", "%s: %s", p.Kind, p.Detail)
 	}
 	res.LongestStall, res.StallWhere = longestStall(h)
+	res.PerKind = kindStats(h)
 	return res
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +184,137 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule:   "receiver", want: "never reached the follower: 9-10",
 		},
 		{
+			name: "follower handed a damaged payload",
+			mutate: func(h *History) {
+				h.Deliveries["s1"][4] = deliveryOf("s1", 5, flipped(makePayload("s1", 5, 1, 64), 40, 3))
+			},
+			rule: "integrity", want: "seq 5 (checksum",
+		},
+		{
+			name: "follower handed a damaged payload never acknowledged",
+			mutate: func(h *History) {
+				p := flipped(makePayload("s1", 11, 1, 64), 62, 0) // in the padding
+				h.Delivered("s1", 11, p)
+			},
+			rule: "integrity", want: "seq 11 (checksum",
+		},
+		{
+			name: "follower handed a damaged header",
+			mutate: func(h *History) {
+				h.Delivered("s1", 11, flipped(makePayload("s1", 11, 1, 64), 27, 1)) // inc=1 becomes inc=3
+			},
+			rule: "integrity", want: "seq 11 (checksum",
+		},
+		{
+			name: "follower handed another message's intact payload",
+			mutate: func(h *History) {
+				h.Delivered("s1", 11, makePayload("s1", 12, 1, 64))
+			},
+			rule: "integrity", want: "misplaced: it is source s1 seq 12's",
+		},
+		{
+			name: "final read given a damaged payload",
+			mutate: func(h *History) {
+				finalRecord(h, "s1", 7, flipped(makePayload("s1", 7, 1, 64), 63, 7))
+			},
+			rule: "integrity", want: "the final read was given 1 payloads that are not what the publisher sent (7)",
+		},
+		{
+			name: "final read given a foreign payload beyond the acknowledged ones",
+			mutate: func(h *History) {
+				finalRecord(h, "s1", 11, []byte("hello"))
+				h.Final["s1"].High = 11
+			},
+			rule: "integrity", want: "seq 11 (foreign)",
+		},
+		{
+			name: "follower handed a stranger's payload",
+			mutate: func(h *History) {
+				h.Delivered("s1", 11, strangerPayload(1))
+			},
+			rule: "stranger", want: "handed 1 payloads the stranger sent (the first as seq 11)",
+		},
+		{
+			name: "final read given a stranger's payload",
+			mutate: func(h *History) {
+				finalRecord(h, "s1", 3, strangerPayload(2))
+			},
+			rule: "stranger", want: "final read was given 1 payloads the stranger sent: 3",
+		},
+		{
+			name: "store holds the stranger's source",
+			mutate: func(h *History) {
+				h.ObserveStore("B", statusWithSources("G1S3", "s1", 0, strangerSourcePrefix+"-raft", 0))
+			},
+			rule: "stranger", want: "store G1S3 (host B) holds source zz-stranger-raft",
+		},
+		{
+			name: "store released messages no retention limit could",
+			mutate: func(h *History) {
+				h.ObserveStore("A", statusWithSources("G1S1", "s1", 5))
+			},
+			rule: "retention", want: "released source s1 through 5",
+		},
+		{
+			name: "store released messages no retention limit could, with a stranger about",
+			mutate: func(h *History) {
+				strangerFault(h)
+				h.ObserveStore("A", statusWithSources("G1S1", "s1", 5))
+			},
+			rule: "stranger", want: "a Trim no leader of its group decided",
+		},
+		{
+			name: "retention released messages it may release",
+			mutate: func(h *History) {
+				h.RetentionReleases = true
+				h.ObserveStore("A", statusWithSources("G1S1", "s1", 5))
+			},
+		},
+		{
+			name: "store accepted a forged AppendEntries",
+			mutate: func(h *History) {
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S3", Port: "raft", Act: "AppendEntries in the store's term", Accepted: true})
+			},
+			rule: "stranger", want: "the raft port of G1S3 accepted 1 forgeries",
+		},
+		{
+			name: "store refused the stranger",
+			mutate: func(h *History) {
+				strangerFault(h)
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S3", Port: "client", Act: "Publish without Register", Detail: "refused"})
+			},
+		},
+		{
+			name: "daemon exited while the stranger sent",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.Exits = append(h.Exits, DaemonExit{Host: "B", Incarnation: 1, At: f.Start.Add(time.Second), Err: "exit status 2"})
+			},
+			rule: "stranger", want: "host B's daemon (incarnation 1) exited",
+		},
+		{
+			name: "store failed while the stranger sent",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: "B", Store: "G2S2", At: f.End, Error: "failed to apply"})
+			},
+			rule: "stranger", want: "store G2S2 (host B) failed",
+		},
+		{
+			name: "store failure outside a stranger's time is not the stranger's",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: "B", Store: "G2S2", At: f.Restored.Add(time.Second), Error: "catching up"})
+			},
+		},
+		{
+			name: "daemon exited by itself",
+			mutate: func(h *History) {
+				h.DaemonExited("A", 2, errors.New("exit status 2"))
+			},
+			rule: "liveness", want: "host A's daemon (incarnation 2) exited by itself",
+		},
+		{
 			name:   "harness problem",
 			mutate: func(h *History) { h.Problemf("not-restored", "group 1 has no leader") },
 			rule:   "liveness", want: "group 1 has no leader",
@@ -273,5 +406,81 @@ func TestLongestStall(t *testing.T) {
 	got, where = longestStall(h)
 	if got != 7*time.Second || !strings.Contains(where, "until it stopped") {
 		t.Fatalf("longestStall = %v %q, want 7s before incarnation 2 stopped", got, where)
+	}
+}
+
+// flipped returns a copy of p with one bit inverted.
+func flipped(p []byte, at, bit int) []byte {
+	q := slices.Clone(p)
+	q[at] ^= 1 << bit
+	return q
+}
+
+// deliveryOf is the Delivery the history records for payload.
+func deliveryOf(source string, seq uint64, payload []byte) Delivery {
+	h := NewHistory(0, 1, []string{source})
+	h.Delivered(source, seq, payload)
+	return h.Deliveries[source][0]
+}
+
+// finalRecord records what the final read does when it reads payload as
+// seq of source.
+func finalRecord(h *History, source string, seq uint64, payload []byte) {
+	f := h.Final[source]
+	if f.Damaged == nil {
+		f.Damaged = map[uint64]string{}
+	}
+	f.Hashes[seq] = payloadHash(payload)
+	if d := payloadDamage(source, seq, payload); d != "" {
+		f.Damaged[seq] = d
+	}
+}
+
+// statusWithSources is a store's status holding the given sources, each
+// followed by its trimmed-through.
+func statusWithSources(store string, pairs ...any) storeStatus {
+	st := storeStatus{Name: store, State: "Follower"}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		st.Sources = append(st.Sources, struct {
+			Name           string `json:"name"`
+			TrimmedThrough uint64 `json:"trimmed_through"`
+		}{pairs[i].(string), uint64(pairs[i+1].(int))})
+	}
+	return st
+}
+
+// strangerFault records a stranger fault against host B, healed and
+// restored, and returns it.
+func strangerFault(h *History) FaultRecord {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	f := FaultRecord{Kind: Stranger, Target: "B", Start: t0, End: t0.Add(3 * time.Second), Restored: t0.Add(5 * time.Second)}
+	h.Fault(f)
+	return f
+}
+
+// TestEveryBitFlipIsCaught flips each bit of a payload in turn: the
+// damaged payload never passes as the one published, whatever bit it is.
+func TestEveryBitFlipIsCaught(t *testing.T) {
+	p := makePayload("s1", 4711, 3, payloadSize)
+	if d := payloadDamage("s1", 4711, p); d != "" {
+		t.Fatalf("the intact payload is judged %q", d)
+	}
+	for at := range p {
+		for bit := range 8 {
+			if payloadDamage("s1", 4711, flipped(p, at, bit)) == "" {
+				t.Fatalf("flipping bit %d of byte %d (%q) goes unnoticed", bit, at, p[at])
+			}
+		}
+	}
+	for _, n := range []int{1, payloadSize / 2, payloadSize - 1} {
+		if payloadDamage("s1", 4711, p[:n]) == "" {
+			t.Fatalf("the payload cut to %d bytes goes unnoticed", n)
+		}
+	}
+	if d := payloadDamage("s2", 4711, p); !strings.HasPrefix(d, damageMisplaced) {
+		t.Fatalf("s1's payload delivered on s2 is judged %q", d)
+	}
+	if d := payloadDamage("s1", 1, strangerPayload(1)); d != damageStranger {
+		t.Fatalf("a stranger's payload is judged %q", d)
 	}
 }

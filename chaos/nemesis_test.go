@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,7 +34,7 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 			for _, f := range plan {
 				kinds[f.Kind]++
 				switch {
-				case (f.Kind == Partition || f.Kind == SlowDisk) && !partitions:
+				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites) && !partitions:
 					t.Fatalf("seed %d: %s was planned with it off", seed, f.Kind)
 				case f.Kind == SlowDisk && (f.IOPS < 5 || f.IOPS > 50):
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
@@ -44,11 +46,15 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 					t.Fatalf("seed %d: nested publisher kill out of its host fault: %+v", seed, f)
 				case f.Hold < 0 || f.Quiet <= 0:
 					t.Fatalf("seed %d: bad durations: %+v", seed, f)
+				case f.Kind == CorruptStore && (f.Stores < 1 || f.Stores > 2 || f.Seed == 0):
+					t.Fatalf("seed %d: a corrupt-store of %d stores (at most 2 of the one host), seed %d", seed, f.Stores, f.Seed)
+				case f.Kind == Stranger && f.Seed == 0:
+					t.Fatalf("seed %d: a stranger without a seed", seed)
 				}
 			}
 		}
 	}
-	for _, k := range []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, Partition, KillPublisher, SlowDisk} {
+	for _, k := range allKinds() {
 		if kinds[k] == 0 {
 			t.Errorf("fault %s never planned in 400 schedules", k)
 		}
@@ -124,31 +130,58 @@ func TestTagPid(t *testing.T) {
 	}
 }
 
-// TestShortVariantPlan pins the short variant's plan: it was chosen to draw
-// every kind of fault, and a change to the planner that changes it must
-// choose the seed again.
+// TestShortVariantPlan pins the short variant's plan: its seed is the
+// first whose schedules draw every kind in shortKinds (see
+// shortVariantSeed). A change to the planner or to shortKinds that changes
+// the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"kill-host host A for 1.1s",
-		"wipe-crash host B for 4.1s (+ kill-publisher s2 at 3.6s)",
-		"wipe-host host A for 1.7s",
-		"wipe-host host A for 4.2s",
-		"partition A|B for 6.1s",
-		"kill-publisher source s1 for 300ms",
-		"kill-host host B for 2.2s (+ kill-publisher s1 at 2.1s)",
-		"partition A|B for 7.9s",
-		"kill-host host A for 1.1s (+ kill-publisher s2 at 800ms)",
-		"pause-host host A for 3.2s (+ kill-publisher s2 at 0s)",
-		"wipe-crash host A for 1.1s",
-		"slow-disk host B to 31 writes/s for 5.7s",
+		"slow-disk host A to 22 writes/s for 7.6s (+ kill-publisher s2 at 5.7s)",
+		"kill-host host B for 3s",
+		"slow-disk host B to 12 writes/s for 6.1s",
+		"pause-host host A for 4.3s (+ kill-publisher s1 at 100ms)",
+		"wipe-crash host B for 2s",
+		"lost-writes host A for 2.9s",
+		"kill-publisher source s2 for 700ms",
+		"partition A|B for 3.5s",
+		"kill-host host B for 1.7s (+ kill-publisher s1 at 1.4s)",
+		"partition A|B for 4.3s",
+		"wipe-host host A for 3s",
+		"kill-host host A for 4.7s",
 	}
-	var got []string
-	for i := range 3 {
-		for _, f := range planSchedule(scheduleRand(shortSeed, i), planConfig{Faults: 4, Partitions: true, SlowDisks: true, Sources: sourceNames(2)}) {
-			got = append(got, f.String())
+	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
+		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)
+	}
+	got := shortVariantPlan(shortSeed)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the short variant's plan changed; pin shortSeed %d and this plan:\n%s", shortVariantSeed(shortKinds), quoted(shortVariantPlan(shortVariantSeed(shortKinds))))
+	}
+}
+
+// TestShortKindsWorkOnCI: the short variant and its pending list name
+// every kind that needs no more than a CI machine offers, each once.
+func TestShortKindsWorkOnCI(t *testing.T) {
+	seen := map[FaultKind]bool{}
+	for _, k := range shortKinds {
+		if seen[k] || shortKindsPending[k] != "" {
+			t.Errorf("%s is in shortKinds twice, or also pending", k)
+		}
+		seen[k] = true
+	}
+	for k := range shortKindsPending {
+		seen[k] = true
+	}
+	for _, k := range allKinds() {
+		if !seen[k] {
+			t.Errorf("kind %s is neither drawn by the short variant nor listed as pending", k)
 		}
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("the short variant's plan changed:\n%q", got)
+}
+
+func quoted(ss []string) string {
+	var b strings.Builder
+	for _, s := range ss {
+		fmt.Fprintf(&b, "\t\t%q,\n", s)
 	}
+	return b.String()
 }

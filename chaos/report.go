@@ -45,6 +45,21 @@ type Totals struct {
 	SnapshotsTaken       int `json:"snapshots_taken"`
 	// Snapshots lists each schedule's snapshot settings and counts.
 	Snapshots []ScheduleSnapshots `json:"schedule_snapshots"`
+	// PerKind is, for each kind of fault (and "none"), the run's count,
+	// longest publish stall and restore times (see KindStats).
+	PerKind map[string]*KindTotals `json:"per_kind"`
+}
+
+// KindTotals is KindStats over a run, in seconds.
+type KindTotals struct {
+	Count         int     `json:"count"`
+	LongestStallS float64 `json:"longest_stall_s"`
+	StallWhere    string  `json:"stall_where,omitempty"`
+	Restores      int     `json:"restores"`
+	Unrestored    int     `json:"unrestored"`
+	RestoreMaxS   float64 `json:"restore_max_s"`
+	RestoreMeanS  float64 `json:"restore_mean_s"`
+	sum           KindStats
 }
 
 // ScheduleSnapshots is one schedule's snapshot settings (nil: umstored's
@@ -62,7 +77,7 @@ type ScheduleSnapshots struct {
 
 func newTotals(opts options) *Totals {
 	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, PublisherState: opts.PublisherState,
-		DefaultSnapshots: opts.DefaultSnapshots, Snapshots: []ScheduleSnapshots{}}
+		DefaultSnapshots: opts.DefaultSnapshots, Snapshots: []ScheduleSnapshots{}, PerKind: map[string]*KindTotals{}}
 }
 
 // add counts one schedule.
@@ -80,6 +95,16 @@ func (t *Totals) add(r scheduleResult) {
 	}
 	if s := r.LongestStall.Seconds(); s > t.LongestStallS {
 		t.LongestStallS, t.StallWhere = s, fmt.Sprintf("schedule %d: %s", r.Index, r.StallWhere)
+	}
+	for k, ks := range r.PerKind {
+		kt := t.PerKind[k]
+		if kt == nil {
+			kt = &KindTotals{}
+			t.PerKind[k] = kt
+		}
+		kt.sum.add(ks, fmt.Sprintf("schedule %d: ", r.Index))
+		kt.Count, kt.Restores, kt.Unrestored, kt.StallWhere = kt.sum.Count, kt.sum.Restores, kt.sum.Unrestored, kt.sum.StallWhere
+		kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS = kt.sum.LongestStall.Seconds(), kt.sum.RestoreMax.Seconds(), kt.sum.RestoreMean().Seconds()
 	}
 	sl := r.SnapshotLog
 	t.SnapshotInstalls += sl.Installed
@@ -160,6 +185,9 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 	sl := r.SnapshotLog
 	fmt.Fprintf(w, "  snapshots (%s): taken %d, sent %d (failed %d), installed %d (failed %d), restored at start %d\n",
 		r.Snapshots, sl.Taken, sl.Sent, sl.SendFailed, sl.Installed, sl.ReceiveFailed, sl.RestoredAtStart)
+	if line := perKindLine(r.PerKind); line != "" {
+		fmt.Fprintf(w, "  per kind: %s\n", line)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  violation %s\n", v)
 	}
@@ -175,8 +203,33 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 func printTotals(w io.Writer, opts options, t *Totals) {
 	fmt.Fprintf(w, "chaos: seed %d: %d schedules, %d faults, %d acknowledged, %d lost, %d violations, %d snapshot installs in %.0fs\n",
 		t.Seed, t.Schedules, t.Faults, t.Acknowledged, t.Lost, t.Violations, t.SnapshotInstalls, t.Seconds)
+	if len(t.PerKind) > 0 {
+		fmt.Fprintf(w, "%-15s %6s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "restore max", "restore mean", "unrestored")
+		for _, k := range sortedKinds(t.PerKind) {
+			kt := t.PerKind[k]
+			fmt.Fprintf(w, "%-15s %6d %13.1fs %11.1fs %11.1fs %10d\n", k, kt.Count, kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS, kt.Unrestored)
+		}
+	}
 	if opts.JSON {
 		js, _ := json.Marshal(t)
 		fmt.Fprintln(w, string(js))
 	}
+}
+
+// perKindLine sums up a schedule's per-kind statistics on one line.
+func perKindLine(m map[string]*KindStats) string {
+	var parts []string
+	for _, k := range sortedKinds(m) {
+		ks := m[k]
+		if k == noFault {
+			parts = append(parts, fmt.Sprintf("%s (stall %v)", k, ks.LongestStall.Round(100*time.Millisecond)))
+			continue
+		}
+		part := fmt.Sprintf("%s %d (stall %v, restore max %v", k, ks.Count, ks.LongestStall.Round(100*time.Millisecond), ks.RestoreMax.Round(100*time.Millisecond))
+		if ks.Unrestored > 0 {
+			part += fmt.Sprintf(", %d unrestored", ks.Unrestored)
+		}
+		parts = append(parts, part+")")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -350,6 +351,7 @@ func writeEvidence(hist *History, res scheduleResult, opts options) error {
 	}
 	hist.mu.Lock()
 	js, err := json.MarshalIndent(hist, "", " ")
+	faults := slices.Clone(hist.Faults)
 	hist.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
@@ -361,6 +363,17 @@ func writeEvidence(hist *History, res scheduleResult, opts options) error {
 	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\nsnapshots: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index), res.Snapshots)
 	for i, f := range res.Plan {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
+	}
+	b.WriteString("\nfaults injected:\n")
+	for _, f := range faults {
+		fmt.Fprintf(&b, "  - %s %s from %s to %s", f.Kind, f.Target, f.Start.Format("15:04:05.000"), f.End.Format("15:04:05.000"))
+		if !f.Restored.IsZero() {
+			fmt.Fprintf(&b, ", restored %s", f.Restored.Format("15:04:05.000"))
+		}
+		if f.Note != "" {
+			fmt.Fprintf(&b, ": %s", f.Note)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nacknowledged %d, lost %d, delivered %d, violations %d\n", res.Acknowledged, res.Lost, res.Delivered, len(res.Violations))
 	sl := res.SnapshotLog
