@@ -21,11 +21,13 @@ const noFault = "none"
 // became stable for that source. A fault is in force from its start until
 // the deployment was restored after it (host and link faults: when the
 // harness saw every store up and publishing possible again; a publisher
-// kill: when the new incarnation registered). A stall is attributed to the
-// earliest-starting fault in force at some moment of it that can stall the
-// source (every host and link fault; a publisher kill only of that source),
-// or to "none" when no fault was; the whole stall counts, including the
-// time after the fault was healed until the source made progress again.
+// kill: when the new incarnation registered). A stall is attributed to a
+// fault in force at some moment of it: the kill of the source's own
+// publisher if there was one (its publisher was down: that explains the
+// stall whatever else was going on, as when the kill comes inside a host
+// fault), otherwise the earliest-starting host or link fault; to "none"
+// when no fault was in force. The whole stall counts, including the time
+// after the fault was healed until the source made progress again.
 //
 // The restore time of a fault runs from its heal (host started again,
 // link healed, publisher restarted, stranger gone) to the restoration.
@@ -125,10 +127,15 @@ func kindStats(h *History) map[string]*KindStats {
 		for _, st := range sourceStalls(h, src) {
 			key, cause := noFault, ""
 			var from time.Time
+			own := false // the source's own publisher kill was chosen
 			for _, f := range h.Faults {
 				w, ok := faultWindow(h, f, src)
-				if ok && w.from.Before(st.to) && w.to.After(st.from) && (from.IsZero() || w.from.Before(from)) {
-					key, from = string(f.Kind), w.from
+				if !ok || !w.from.Before(st.to) || !w.to.After(st.from) {
+					continue
+				}
+				mine := f.Kind == KillPublisher
+				if from.IsZero() || mine && !own || mine == own && w.from.Before(from) {
+					key, from, own = string(f.Kind), w.from, mine
 					cause = fmt.Sprintf(" (%s %s from %s)", f.Kind, f.Target, f.Start.Format("15:04:05.000"))
 				}
 			}

@@ -48,10 +48,17 @@ func TestKindStats(t *testing.T) {
 	check(string(KillHost), 1, 6*time.Second, 2500*time.Millisecond, 0, "source s1: nothing newly stable from 10:00:03.000 to 10:00:09.000 (kill-host A")
 	check(string(KillPublisher), 1, 12*time.Second, 10*time.Second, 0, "source s2: nothing newly stable from 10:00:20.000 to 10:00:32.000")
 	check(string(Partition), 1, 0, 0, 1, "")
+
 	check(noFault, 0, 19*time.Second, 0, 0, "source s1: nothing newly stable from 10:00:11.000 to 10:00:30.000")
 	if keys := sortedKinds(got); keys[len(keys)-1] != noFault || keys[0] != string(KillHost) {
 		t.Errorf("kinds in order %v, want the registry's order and none last", keys)
 	}
+	// s2's publisher killed inside a host fault that began earlier: the
+	// stall is its own kill's; s1's stall from 11 s is the pause's now.
+	h.Faults = append(h.Faults, FaultRecord{Kind: PauseHost, Target: "B", Start: at(19), End: at(22), Restored: at(22.5)})
+	got = kindStats(h)
+	check(string(KillPublisher), 1, 12*time.Second, 10*time.Second, 0, "(kill-publisher s2 from 10:00:20.000)")
+	check(string(PauseHost), 1, 19*time.Second, 500*time.Millisecond, 0, "source s1: nothing newly stable from 10:00:11.000")
 }
 
 func TestKindTotals(t *testing.T) {
@@ -67,4 +74,5 @@ func TestKindTotals(t *testing.T) {
 	if kt.Count != 3 || kt.LongestStallS != 5 || kt.StallWhere != "schedule 1: b" || kt.RestoreMaxS != 4 || math.Abs(kt.RestoreMeanS-8.0/3) > 1e-6 || kt.Unrestored != 1 {
 		t.Fatalf("totals %+v", kt)
 	}
+
 }
