@@ -27,7 +27,26 @@
 //   - kill-publisher: kill -9 a publisher child and start its next
 //     incarnation (alone, or in the middle of a host fault); the stores
 //     free the dead publisher's source after source-activity-timeout (30 s
-//     by default), so the new incarnation typically registers then.
+//     by default), so the new incarnation typically registers then;
+//   - corrupt-store: stop a host (kill -9 or gracefully), flip bits in
+//     and cut the tail of files of one or two of its stores (repo.db,
+//     raft.db, snapshot files; offsets inside real data: a bbolt file's
+//     last pages below its high-water mark, payload bytes found in the
+//     clear), start it again;
+//   - stranger: a process that is not a member (this program run again,
+//     as the publishers are) sends the raft and client ports of one host's
+//     stores forged RPCs posing as a member (AppendEntries carrying
+//     repository commands, RequestVote, TimeoutNow, InstallSnapshot, with
+//     hashicorp/raft's own TCP transport), malformed raft frames, Publish
+//     without Register, oversized, truncated and malformed client frames;
+//   - lost-writes: a power cut of one host: its daemon is frozen, its
+//     disk's ext4 filesystem shut down without flushing the journal or
+//     dirty pages (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), the daemon killed, the
+//     filesystem mounted again; its stores restart on what was synced.
+//
+// Each kind is one file (kind_*.go) registering a kindSpec: what it hits,
+// what it needs of the machine, how a plan draws its parameters, how it is
+// injected and healed. A new kind is a new file.
 //
 // Every `umstored run` gets small snapshot settings drawn for the schedule
 // from its seed (--snapshot-threshold 64-256 entries, --snapshot-interval
@@ -70,17 +89,34 @@
 //     one host;
 //   - the followers were handed every acknowledged message exactly once, in
 //     order;
+//   - integrity: no receiver (follower or final read) was given a payload
+//     other than the one published for that sequence number: every payload
+//     verifies itself (source, sequence number, incarnation and a checksum
+//     of them and of its length), so a damaged payload is caught whether
+//     or not it was acknowledged;
+//   - stranger: nothing the stranger sent took effect (its payloads and
+//     sources are marked: none reached a receiver or a store's status; no
+//     store answered a forgery as accepted; no store released messages
+//     while retention could release none) and no daemon exited and no
+//     store failed while it sent;
 //   - liveness: the deployment came back within --restore-timeout after
-//     every fault, publishers registered and flushed.
+//     every fault, no daemon exited by itself, publishers registered and
+//     flushed.
+//
+// Per kind of fault, the report and --json give the count, the longest
+// publish stall attributed to it and its restore times (see KindStats for
+// the exact definitions).
 //
 // A schedule with a violation keeps its directory (host and publisher logs,
 // data directories, wiped directories, history.json, verdict.txt) and
 // prints the command that replays it.
 //
 // The short variant runs inside the normal test command (go test ./...):
-// TestChaosShort runs a few schedules with a fixed seed in a few minutes
-// and fails on any violation or lost message (it is skipped under -short
-// and under the race detector). The long variant is run by hand:
+// TestChaosShort runs a few schedules with a fixed seed in a few minutes,
+// drawing the kinds in shortKinds (those the product passes today;
+// shortKindsPending says what the others wait for), and fails on any
+// violation or lost message (it is skipped under -short and under the
+// race detector). The long variant is run by hand:
 //
 //	go run ./chaos --schedules 50 --seed 1 --json
 //
@@ -91,8 +127,8 @@
 // a few replays); draw only some faults with --kinds, e.g.
 // --kinds pause-host,kill-publisher.
 //
-// Partitions need iptables and root; slow disks need root, loop devices,
-// mkfs.ext4 and the cgroup v1 blkio controller. Without them run with
+// Partitions need iptables and root; slow disks and lost writes need
+// root, loop devices, mkfs.ext4 and the cgroup v1 blkio controller. Without them run with
 // --partitions=false or --slow-disks=false. The iptables rules, mounts,
 // loop devices and cgroups the harness creates carry its process id; it
 // removes them on exit and on Ctrl-C, and a later run removes those left by

@@ -48,9 +48,11 @@ Runs schedules of faults against a real two-host umstore deployment on
 following receivers, and checks after each schedule that no acknowledged
 message was lost, no sequence number was reused, no group was bootstrapped
 over existing state, no two empty stores of a group caught up together, and
-every receiver saw every stable message once, in order. Exit status 0 when
-every schedule passed, 1 on a violation or a lost message, 2 on bad usage or
-when the harness itself failed.
+every receiver saw every stable message once, in order, and only payloads
+exactly as published, nothing a non-member sent took effect, and no daemon
+exited by itself. Exit status 0 when every schedule passed, 1 on a
+violation or a lost message, 2 on bad usage or when the harness itself
+failed.
 
 Flags:
 `
@@ -90,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Sources, "sources", 2, "sources published (one publisher child and one follower each)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep every schedule's logs and data directories (they are always kept on a violation)")
 	fs.BoolVar(&o.Partitions, "partitions", true, "cut the link between the hosts with iptables (needs iptables and root)")
-	fs.BoolVar(&o.SlowDisks, "slow-disks", true, "give each host a loop-mounted disk and slow its writes with a blkio cgroup (needs root, loop devices, mkfs.ext4, cgroup v1 blkio)")
+	fs.BoolVar(&o.SlowDisks, "slow-disks", true, "give each host a loop-mounted disk, to slow its writes with a blkio cgroup and to cut its power (lost-writes) (needs root, loop devices, mkfs.ext4, cgroup v1 blkio)")
 	fs.BoolVar(&o.PublisherState, "publisher-state", true, "give each publisher a state file kept across its incarnations (publisher.Config.StateFile); without it a publisher restarted while the group that acknowledged its last messages is unreachable may reuse their sequence numbers (the README's known window of intergroup any)")
 	fs.BoolVar(&o.LongOutages, "long-outages", false, "make half of the host crashes and pauses last 35-45s, beyond source-activity-timeout (slower schedules)")
 	fs.BoolVar(&o.DefaultSnapshots, "default-snapshots", false, "run the stores with umstored's default snapshot settings (a snapshot every 8192 entries: never, in a schedule) instead of small ones drawn for each schedule (a snapshot every 64-256 entries, checked every 1-2s, 16-64 entries kept after it), which make wiped and far-behind members catch up by snapshot install")
