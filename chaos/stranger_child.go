@@ -108,6 +108,11 @@ func strangerMain(config string) int {
 		}
 		time.Sleep(min(time.Second, max(time.Until(deadline), 0)))
 	}
+	// Last, what may crash a store outright, so that every store has had
+	// everything else first.
+	for _, st := range dep.StoresOn(cfg.Host) {
+		s.installSnapshot(st, true)
+	}
 	return 0
 }
 
@@ -128,7 +133,8 @@ func (s *stranger) payloads(n int) [][]byte {
 	return out
 }
 
-// round sends one store everything once. The acts that disturb the group
+// round sends one store everything once, but the snapshot that does not
+// decode (strangerMain sends it last). The acts that disturb the group
 // most (a newer term, a vote, a forced election, a snapshot) come only in
 // the first round, and last in it.
 func (s *stranger) round(st placement.StoreRef, first bool) {
@@ -142,7 +148,7 @@ func (s *stranger) round(st placement.StoreRef, first bool) {
 	s.requestVote(st)
 	s.timeoutNow(st)
 	s.malformedRaft(st)
-	s.installSnapshot(st)
+	s.installSnapshot(st, false)
 }
 
 // posingAs is the member of st's group the stranger claims to be: another
@@ -292,37 +298,36 @@ func (s *stranger) timeoutNow(st placement.StoreRef) {
 	s.report(st, "raft", act, true, "answered: the store started an election on a stranger's word")
 }
 
-// installSnapshot sends a snapshot of garbage in a newer term, first with
-// the group's real configuration, then with a configuration that does not
-// decode.
-func (s *stranger) installSnapshot(st placement.StoreRef) {
+// installSnapshot sends a snapshot of garbage in a newer term: with the
+// group's real configuration, or (badConf) with a configuration that does
+// not decode.
+func (s *stranger) installSnapshot(st placement.StoreRef, badConf bool) {
 	var servers []raft.Server
 	for _, m := range s.dep.Members(st.Group) {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.Store.Name), Address: raft.ServerAddress(m.RaftAddr())})
 	}
-	for _, c := range []struct {
+	c := struct {
 		act  string
 		conf []byte
-	}{
-		{"InstallSnapshot of garbage in a newer term, with the group's configuration", raft.EncodeConfiguration(raft.Configuration{Servers: servers})},
-		{"InstallSnapshot in a newer term with a configuration that does not decode", []byte{0xc1, 0xc1, 0xc1}},
-	} {
-		term, last, err := s.probe(st)
-		if err != nil {
-			s.report(st, "raft", c.act, false, "probe: %v", err)
-			return
-		}
-		data := bytes.Repeat(strangerPayload(0), 64)
-		req := &raft.InstallSnapshotRequest{RPCHeader: s.header(st), SnapshotVersion: raft.SnapshotVersionMax, Term: term + 1,
-			LastLogIndex: last + 10, LastLogTerm: term + 1, Configuration: c.conf, ConfigurationIndex: 1, Size: int64(len(data))}
-		var resp raft.InstallSnapshotResponse
-		err = s.trans.InstallSnapshot(raft.ServerID(st.Store.Name), raft.ServerAddress(st.RaftAddr()), req, &resp, bytes.NewReader(data))
-		if err != nil {
-			s.report(st, "raft", c.act, false, "%v", err)
-			continue
-		}
-		s.report(st, "raft", c.act, resp.Success, "success=%v", resp.Success)
+	}{"InstallSnapshot of garbage in a newer term, with the group's configuration", raft.EncodeConfiguration(raft.Configuration{Servers: servers})}
+	if badConf {
+		c.act, c.conf = "InstallSnapshot in a newer term with a configuration that does not decode", []byte{0xc1, 0xc1, 0xc1}
 	}
+	term, last, err := s.probe(st)
+	if err != nil {
+		s.report(st, "raft", c.act, false, "probe: %v", err)
+		return
+	}
+	data := bytes.Repeat(strangerPayload(0), 64)
+	req := &raft.InstallSnapshotRequest{RPCHeader: s.header(st), SnapshotVersion: raft.SnapshotVersionMax, Term: term + 1,
+		LastLogIndex: last + 10, LastLogTerm: term + 1, Configuration: c.conf, ConfigurationIndex: 1, Size: int64(len(data))}
+	var resp raft.InstallSnapshotResponse
+	err = s.trans.InstallSnapshot(raft.ServerID(st.Store.Name), raft.ServerAddress(st.RaftAddr()), req, &resp, bytes.NewReader(data))
+	if err != nil {
+		s.report(st, "raft", c.act, false, "%v", err)
+		return
+	}
+	s.report(st, "raft", c.act, resp.Success, "success=%v", resp.Success)
 }
 
 // malformedRaft sends the raft port bytes that are not raft: garbage, an
