@@ -207,7 +207,7 @@ func printTotals(w io.Writer, opts options, t *Totals) {
 		fmt.Fprintf(w, "%-15s %6s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "restore max", "restore mean", "unrestored")
 		for _, k := range sortedKinds(t.PerKind) {
 			kt := t.PerKind[k]
-			fmt.Fprintf(w, "%-15s %6d %13.1fs %11.1fs %11.1fs %10d\n", k, kt.Count, kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS, kt.Unrestored)
+			fmt.Fprintf(w, "%-15s %6d %13.3fs %11.3fs %11.3fs %10d\n", k, kt.Count, kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS, kt.Unrestored)
 		}
 	}
 	if opts.JSON {
@@ -222,10 +222,10 @@ func perKindLine(m map[string]*KindStats) string {
 	for _, k := range sortedKinds(m) {
 		ks := m[k]
 		if k == noFault {
-			parts = append(parts, fmt.Sprintf("%s (stall %v)", k, ks.LongestStall.Round(100*time.Millisecond)))
+			parts = append(parts, fmt.Sprintf("%s (stall %v)", k, ks.LongestStall.Round(time.Millisecond)))
 			continue
 		}
-		part := fmt.Sprintf("%s %d (stall %v, restore max %v", k, ks.Count, ks.LongestStall.Round(100*time.Millisecond), ks.RestoreMax.Round(100*time.Millisecond))
+		part := fmt.Sprintf("%s %d (stall %v, restore max %v", k, ks.Count, ks.LongestStall.Round(time.Millisecond), ks.RestoreMax.Round(100*time.Millisecond))
 		if ks.Unrestored > 0 {
 			part += fmt.Sprintf(", %d unrestored", ks.Unrestored)
 		}
