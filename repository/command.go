@@ -91,6 +91,9 @@ type Publish struct {
 	Source   string
 	FirstSeq uint64
 	Payloads [][]byte
+	// Checksums, if not empty, holds the CRC32C (Castagnoli) of each
+	// payload as the publisher computed it, in the same order.
+	Checksums []uint32
 }
 
 // PeerGroup records the identity of another group of the deployment, as

@@ -175,11 +175,11 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				checkLibEncoded(t, CmdRegister, &libRegister{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
 			case Publish:
 				v := libDecode[libPublish](t, data)
-				lib, back = Publish{v.Source, v.FirstSeq, v.Payloads}, c
+				lib, back = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}, c
 				checkLibEncoded(t, CmdPublish, &libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PublishAs:
 				v := libDecode[libPublishAs](t, data)
-				lib, back = PublishAs{v.Session, Publish{v.Source, v.FirstSeq, v.Payloads}}, c
+				lib, back = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}, c
 				checkLibEncoded(t, CmdPublishAs, &libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PeerGroup:
 				v := libDecode[libPeerGroup](t, data)

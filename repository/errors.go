@@ -1,6 +1,9 @@
 package repository
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors returned by this package. Test for them with errors.Is;
 // the wrapping error says which source, entry or file was involved.
@@ -43,7 +46,27 @@ var (
 	// source's sequence numbers for good.
 	ErrSeqCeiling = errors.New("sequence number above the ceiling")
 
+	// ErrCorrupt means a stored message no longer matches the checksum it
+	// was stored with: the file was damaged at rest. Read never returns
+	// such a payload; it returns the messages before it and a
+	// *CorruptError naming the message, so the caller can treat it as
+	// missing and repair it from a healthy member or group.
+	ErrCorrupt = errors.New("stored message damaged at rest")
+
 	// ErrGroupMismatch is the Result.Err of an InitGroup entry naming another
 	// group than the one this repository already belongs to.
 	ErrGroupMismatch = errors.New("repository belongs to another group")
 )
+
+// CorruptError names a message whose stored payload fails its checksum.
+// It wraps ErrCorrupt.
+type CorruptError struct {
+	Source string
+	Seq    uint64
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("source %q message %d: %v", e.Source, e.Seq, ErrCorrupt)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }

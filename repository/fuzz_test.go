@@ -70,10 +70,10 @@ func FuzzDecodeCommand(f *testing.F) {
 			err, lib = msgpack.Unmarshal(data[1:], &v), Register{v.Source, v.Session, v.UnixNano}
 		case Publish:
 			var v libPublish
-			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{v.Source, v.FirstSeq, v.Payloads}
+			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}
 		case PublishAs:
 			var v libPublishAs
-			err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{v.Source, v.FirstSeq, v.Payloads}}
+			err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}
 		case PeerGroup:
 			var v libPeerGroup
 			err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}

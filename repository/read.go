@@ -11,6 +11,9 @@ import (
 type Message struct {
 	Seq     uint64
 	Payload []byte
+	// CRC is the payload's CRC32C (Castagnoli) as stored, 0 if the
+	// repository has none for it.
+	CRC uint32
 }
 
 // Sources describes every source's repository, sorted by name.
