@@ -136,18 +136,18 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"slow-disk host A to 22 writes/s for 7.6s (+ kill-publisher s2 at 5.7s)",
-		"kill-host host B for 3s",
-		"slow-disk host B to 12 writes/s for 6.1s",
-		"pause-host host A for 4.3s (+ kill-publisher s1 at 100ms)",
-		"wipe-crash host B for 2s",
-		"lost-writes host A for 2.9s",
-		"kill-publisher source s2 for 700ms",
-		"partition A|B for 3.5s",
-		"kill-host host B for 1.7s (+ kill-publisher s1 at 1.4s)",
-		"partition A|B for 4.3s",
-		"wipe-host host A for 3s",
-		"kill-host host A for 4.7s",
+		"wipe-host host A for 3.5s",
+		"kill-host host A for 2s",
+		"pause-host host B for 5.7s",
+		"lost-writes host A for 1.7s",
+		"partition A|B for 3.1s",
+		"slow-disk host B to 20 writes/s for 7.2s (+ kill-publisher s2 at 700ms)",
+		"wipe-crash host A for 4.1s",
+		"kill-publisher source s2 for 900ms",
+		"wipe-host host A for 4s (+ kill-publisher s1 at 3.8s)",
+		"lost-writes host B for 1.7s",
+		"slow-disk host B to 12 writes/s for 5.5s",
+		"stranger host B for 5s",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)
