@@ -18,9 +18,9 @@ import (
 // payload of exactly wire.MaxPayload, even right behind a small one, is
 // stable and reads back whole.
 func TestSendRefusesPayloadsTooLargeToServeBack(t *testing.T) {
-	c := clustertest.Start(t, 1, nil)
+	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	p := newPublisher(t, c, "big", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	want := map[uint64][]byte{}

@@ -260,7 +260,7 @@ func TestLegitimateClientsOutliveTheTimeBounds(t *testing.T) {
 // is acknowledged and fetched back whole, even by a Fetch whose byte
 // budget is smaller than it.
 func TestStoreRefusesPayloadsItCouldNotServeBack(t *testing.T) {
-	c := clustertest.Start(t, 1, nil)
+	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))
 	if _, ok := lc.call(&wire.Register{ReqID: 1, Source: "big", Session: "s"}).(*wire.Registered); !ok {

@@ -187,6 +187,17 @@ func (c *Cluster) Config(name string) storegroup.Config {
 	return cfg
 }
 
+// PatientRaft is a Tune for tests that push payloads of many MiB through
+// raft: with the harness's fast timeouts, encoding, writing and sending
+// such entries (slower still under the race detector) can hold a leader's
+// heartbeats long enough for its followers to elect another, and the test
+// then measures elections instead of what it is about.
+func PatientRaft(cfg *storegroup.Config) {
+	cfg.HeartbeatTimeout = 3 * time.Second
+	cfg.ElectionTimeout = 3 * time.Second
+	cfg.LeaderLeaseTimeout = 1500 * time.Millisecond
+}
+
 func (c *Cluster) logger() *slog.Logger {
 	if c.opts.Logger != nil {
 		return c.opts.Logger
