@@ -90,6 +90,13 @@ type summary struct {
 	Conflicts       uint64    `json:"conflicts"`       // sequence numbers a group held with another payload
 	Resends         uint64    `json:"resends"`
 	ForcedReleases  uint64    `json:"forced_releases"`
+	// Session is the registration the publisher used (of the first
+	// source): "regid:N", "session-id:0x..." or a random one.
+	Session string `json:"session"`
+	// Unstable counts messages reported unstable: past
+	// --stability-lifetime, or lost in a group.
+	Unstable   uint64 `json:"unstable"`
+	FlightOver int64  `json:"flight_over"` // times the flight went over its limit (notify)
 }
 
 type latencies struct {
@@ -130,7 +137,10 @@ func mergeRuns(name string, runs []*sourceRun) (summary, error, error) {
 		s.Resends += st.Resends
 		s.ForcedReleases += st.ForcedReleases
 		s.Conflicts += st.Conflicts
+		s.Unstable += st.ReportedUnstable + st.Lost
+		s.FlightOver += run.flightOver.Load()
 		if i == 0 {
+			s.Session = run.session
 			s.GroupsConfirmed, s.GroupsAnswered = st.Confirmed, run.answered
 		}
 		if sendErr == nil && run.sendErr != nil {

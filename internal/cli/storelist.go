@@ -48,9 +48,9 @@ type StoreFlags struct {
 // AddStoreFlags declares --store, --store-name and --store-group on fs.
 func AddStoreFlags(fs *pflag.FlagSet) *StoreFlags {
 	f := &StoreFlags{}
-	fs.StringArrayVar(&f.Stores, "store", nil, "a store as UM's ume_store, `[DomainID:]IP:port[:RegID[:GroupIDX]]` (repeat for every store; instead of --deployment; 0.0.0.0:0 clears the list)")
-	fs.StringArrayVar(&f.Names, "store-name", nil, "a store of the deployment by name, as UM's ume_store_name, `NAME[:RegID[:GroupIDX]]` (repeat; needs --deployment, whose other stores are then not used)")
-	fs.StringArrayVar(&f.Groups, "store-group", nil, "a group's size, as UM's ume_store_group, `GroupIDX:GroupSZ` (repeat in increasing GroupIDX order; checked against the stores given; 0:0 clears)")
+	fs.StringArrayVar(&f.Stores, "store", nil, "a store as UM's ume_store; `SPEC` is [DomainID:]IP:port[:RegID[:GroupIDX]] (repeat for every store; instead of --deployment; 0.0.0.0:0 clears the list)")
+	fs.StringArrayVar(&f.Names, "store-name", nil, "a store of the deployment by name, as UM's ume_store_name; `SPEC` is NAME[:RegID[:GroupIDX]] (repeat; needs --deployment, whose other stores are then not used)")
+	fs.StringArrayVar(&f.Groups, "store-group", nil, "a group's size, as UM's ume_store_group; `SPEC` is GroupIDX:GroupSZ (repeat in increasing GroupIDX order; checked against the stores given; 0:0 clears)")
 	return f
 }
 
