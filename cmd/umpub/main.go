@@ -257,6 +257,7 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 		interval = time.Duration(float64(time.Second) / o.rate)
 	}
 	start := time.Now()
+	rec.pace(start, interval)
 	pace := func(i int) error {
 		if interval == 0 {
 			return nil
