@@ -140,15 +140,15 @@ func (r *recorder) counts() (sent, stable int) {
 
 // summary is umpub's report; the JSON names are the contract of SPEC §5.
 type summary struct {
-	Source          string    `json:"source"`
-	Sources         int       `json:"sources,omitempty"` // with --sources K: K, and the counts are totals
-	Sent            int       `json:"sent"`
-	Stable          int       `json:"stable"`
-	FirstSeq        uint64    `json:"first_seq"`
-	LastSeq         uint64    `json:"last_seq"`
-	ElapsedS        float64   `json:"elapsed_s"`
-	MsgsPerS        float64   `json:"msgs_per_s"`
-	MBPerS          float64   `json:"mb_per_s"`
+	Source   string  `json:"source"`
+	Sources  int     `json:"sources,omitempty"` // with --sources K: K, and the counts are totals
+	Sent     int     `json:"sent"`
+	Stable   int     `json:"stable"`
+	FirstSeq uint64  `json:"first_seq"`
+	LastSeq  uint64  `json:"last_seq"`
+	ElapsedS float64 `json:"elapsed_s"`
+	MsgsPerS float64 `json:"msgs_per_s"`
+	MBPerS   float64 `json:"mb_per_s"`
 	// LatencyUS is publish-to-stable latency; at a fixed --rate corrected
 	// for coordinated omission (timed from when each message was due).
 	LatencyUS latencies `json:"latency_us"`
