@@ -381,3 +381,49 @@ def load(path):
     else:
         data = parse_yaml(text, path)
     return Deployment(data, path)
+
+
+def parse_stores(specs):
+    """Parse UM ume_store specs, [DomainID:]IP:port[:RegID[:GroupIDX]],
+    into (groups, reg_id): stores with the same GroupIDX (default 0) form
+    a group, groups in increasing GroupIDX order; every store must carry
+    the same RegID (0: none). "0.0.0.0:0" clears the stores given so far."""
+    import ipaddress
+    entries = []
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) >= 3 and not _is_ipv4(parts[0]) and _is_ipv4(parts[1]):
+            if parts[0] != "0":
+                raise DeploymentError("--store %r: umstore has no UM routing domains; omit the DomainID or give 0" % spec)
+            parts = parts[1:]
+        if not 2 <= len(parts) <= 4 or not _is_ipv4(parts[0]):
+            raise DeploymentError("--store %r: want IP:port[:RegID[:GroupIDX]]" % spec)
+        if parts[0] == "0.0.0.0" and parts[1] == "0" and len(parts) == 2:
+            entries = []
+            continue
+        try:
+            port = int(parts[1])
+            reg = int(parts[2]) if len(parts) > 2 else 0
+            idx = int(parts[3]) if len(parts) > 3 else 0
+        except ValueError:
+            raise DeploymentError("--store %r: port, RegID and GroupIDX are numbers" % spec) from None
+        if not 0 < port < 65536 or not 0 <= reg < 1 << 32 or not 0 <= idx <= 255:
+            raise DeploymentError("--store %r: port 1..65535, RegID 0..4294967295, GroupIDX 0..255" % spec)
+        entries.append((idx, str(ipaddress.ip_address(parts[0])) + ":%d" % port, reg))
+    if not entries:
+        raise DeploymentError("--store: no stores given")
+    regs = {r for _, _, r in entries}
+    if len(regs) > 1:
+        raise DeploymentError("--store: RegIDs %s differ; give every store the same RegID, or 0" % sorted(regs))
+    groups = {}
+    for idx, addr, _ in entries:
+        groups.setdefault(idx, []).append(addr)
+    return [groups[k] for k in sorted(groups)], regs.pop()
+
+
+def _is_ipv4(s):
+    import ipaddress
+    try:
+        return isinstance(ipaddress.ip_address(s), ipaddress.IPv4Address)
+    except ValueError:
+        return False

@@ -306,14 +306,27 @@ class Conn:
         self.max_frame = max_frame
         self.buf = bytearray()
 
+    write_timeout = 10.0
+
     def write(self, *msgs):
+        self.sock.settimeout(self.write_timeout)
         self.sock.sendall(b"".join(encode(m) for m in msgs))
+
+    def has_frame(self):
+        """Whether a whole frame is buffered (or, over TLS, decrypted bytes
+        wait), so read(0) returns without the network."""
+        if len(self.buf) >= 4 and len(self.buf) >= 4 + struct.unpack(">I", self.buf[:4])[0]:
+            return True
+        pending = getattr(self.sock, "pending", None)
+        return bool(pending and pending())
 
     def read(self, timeout=None):
         """Return the next message, or None if none arrived within timeout
-        (None: wait without bound). A frame of an unknown type or a
-        malformed body raises, leaving the stream at the next frame."""
+        (None: wait without bound; 0: only what has arrived). A frame of an
+        unknown type or a malformed body raises, leaving the stream at the
+        next frame."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        first = True
         while True:
             if len(self.buf) >= 4:
                 n = struct.unpack(">I", self.buf[:4])[0]
@@ -327,13 +340,16 @@ class Conn:
                 self.sock.settimeout(None)
             else:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 and not first:
                     return None
-                self.sock.settimeout(left)
+                self.sock.settimeout(max(left, 0))
+            first = False
             try:
                 chunk = self.sock.recv(1 << 16)
-            except (socket.timeout, ssl.SSLWantReadError):
-                return None
+            except (socket.timeout, BlockingIOError, ssl.SSLWantReadError):
+                if deadline is not None and deadline - time.monotonic() <= 0:
+                    return None
+                continue
             if not chunk:
                 raise ConnectionError("the store closed the connection")
             self.buf += chunk
