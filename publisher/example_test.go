@@ -93,7 +93,7 @@ func ExampleConfig_events() {
 	fmt.Println("group 1 confirmed through", through[1])
 	fmt.Println("group 2 confirmed through", through[2])
 	fmt.Println("flight", (<-flight).State) // the first event
-	for e := range flight {                  // ... and, once all is stable, the last
+	for e := range flight {                 // ... and, once all is stable, the last
 		if e.State == publisher.FlightUnder && len(flight) == 0 {
 			fmt.Println("flight", e.State)
 			break
