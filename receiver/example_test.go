@@ -11,23 +11,50 @@ import (
 	"umstore/receiver"
 )
 
-// sendAndFlush sends payloads on source and waits until they are stable, so the
-// examples have something to read.
-func sendAndFlush(ctx context.Context, groups [][]string, source string, payloads ...string) {
+// send publishes payloads on source and waits until they are stable.
+func send(ctx context.Context, groups [][]string, source string, payloads ...string) error {
 	cfg := publisher.DefaultConfig()
 	cfg.Source, cfg.Groups = source, groups
 	p, err := publisher.New(ctx, cfg)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer p.Close()
 	for _, s := range payloads {
 		if _, err := p.Send(ctx, []byte(s)); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	}
-	if err := p.Flush(ctx); err != nil {
+	return p.WaitAllGroups(ctx)
+}
+
+// sendAndFlush sends payloads on source and waits until every group serves
+// them, so the examples have something to read. A group acknowledges a
+// message once a quorum of its stores has it in its log, a moment before
+// its leader's repository serves it (ARCHITECTURE.md, "The path of one
+// message", step 5): hence the wait for High.
+func sendAndFlush(ctx context.Context, groups [][]string, source string, payloads ...string) {
+	if err := send(ctx, groups, source, payloads...); err != nil {
 		log.Fatal(err)
+	}
+	for _, addrs := range groups {
+		cfg := receiver.DefaultConfig()
+		cfg.Source, cfg.Groups = source, [][]string{addrs}
+		r, err := receiver.New(cfg)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for {
+			if high, err := r.High(ctx); err == nil && high >= uint64(len(payloads)) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				log.Fatal(ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		r.Close()
 	}
 }
 
@@ -93,10 +120,11 @@ func ExampleReceiver_Follow() {
 
 	follow, stop := context.WithCancel(ctx)
 	defer stop()
+	live := make(chan error, 1)
 	err = r.Follow(follow, 1, func(m receiver.Message) error {
 		fmt.Println(m.Seq, string(m.Payload))
 		if m.Seq == 2 {
-			go sendAndFlush(ctx, stores.Groups(), "ticks", "three") // a new message, delivered live
+			go func() { live <- send(ctx, stores.Groups(), "ticks", "three") }() // a new message, delivered live
 		}
 		if m.Seq == 3 {
 			stop()
@@ -106,6 +134,9 @@ func ExampleReceiver_Follow() {
 		fmt.Println("lost:", missing) // no reachable group holds them
 	})
 	fmt.Println(err)
+	if err := <-live; err != nil {
+		log.Fatal(err)
+	}
 	// Output:
 	// 1 one
 	// 2 two
