@@ -12,7 +12,9 @@ import (
 	"umstore/wire"
 )
 
-// FlightBehavior says what Send does when FlightSize messages are unstable.
+// FlightBehavior says what Send does when the flight is full: FlightSize
+// messages (or FlightSizeBytes of payload) are unstable (UM
+// ume_flight_size_behavior).
 type FlightBehavior int
 
 const (
@@ -20,9 +22,43 @@ const (
 	// default "block").
 	FlightBlock FlightBehavior = iota
 	// FlightRefuse makes Send return ErrFlightFull at once, so the
-	// application can decide (UM's "notify").
+	// application can decide (UM's non-blocking send, LBM_EWOULDBLOCK).
 	FlightRefuse
+	// FlightNotify lets Send go on past the limit (UM's "notify"): the send
+	// that finds the flight full succeeds, and Config.OnFlightSize is told
+	// FlightOver; once the flight is no longer full it is told
+	// FlightUnder. Unstable messages, and the memory they hold, are then
+	// bounded only by the application.
+	FlightNotify
 )
+
+// ParseFlightBehavior returns the behaviour UM calls s: "block" or
+// "notify" (UM ume_flight_size_behavior), or "refuse" (Send fails with
+// ErrFlightFull).
+func ParseFlightBehavior(s string) (FlightBehavior, error) {
+	switch s {
+	case "block":
+		return FlightBlock, nil
+	case "notify":
+		return FlightNotify, nil
+	case "refuse":
+		return FlightRefuse, nil
+	}
+	return FlightBlock, fmt.Errorf("%w: flight size behaviour %q (want block, notify or refuse)", ErrConfig, s)
+}
+
+// String returns the name ParseFlightBehavior accepts.
+func (b FlightBehavior) String() string {
+	switch b {
+	case FlightBlock:
+		return "block"
+	case FlightNotify:
+		return "notify"
+	case FlightRefuse:
+		return "refuse"
+	}
+	return fmt.Sprintf("FlightBehavior(%d)", int(b))
+}
 
 // Config configures a Publisher. Start from DefaultConfig.
 type Config struct {
@@ -37,8 +73,20 @@ type Config struct {
 	Intergroup quorum.Behavior
 	// FlightSize bounds unstable messages (UM ume_flight_size, default 1000).
 	FlightSize int
-	// Flight says what Send does when FlightSize is reached (default block).
+	// FlightSizeBytes, if not 0, also bounds the payload bytes of unstable
+	// messages (UM ume_flight_size_bytes, default 0: off): the flight is
+	// full when either limit is reached. A message larger than the limit
+	// still goes when nothing else is in flight.
+	FlightSizeBytes int64
+	// Flight says what Send does when the flight is full (default block).
 	Flight FlightBehavior
+	// StabilityLifetime is how long a message may stay unstable before the
+	// publisher reports it to OnUnstable (UM
+	// ume_message_stability_lifetime, default 20 minutes; 0: never). The
+	// message is still retained, resent and counted in flight: umstore
+	// reports stability in sequence order, so giving up on one message
+	// would hold back every later one. UM also reclaims it.
+	StabilityLifetime time.Duration
 	// RetentionSizeLimit bounds the payload bytes kept after stability while
 	// waiting for the other groups (UM retransmit_retention_size_limit,
 	// default 24 MB). Past it the oldest stable messages are released even
@@ -69,8 +117,24 @@ type Config struct {
 	// it are unreachable, narrowing the sequence-reuse window of intergroup
 	// "any" (see the README). One file per source.
 	StateFile string
-	// Session identifies this publisher instance in the stores' logs.
+	// Session identifies this publisher's registration to the stores: a
+	// source belongs to the session that registered it last, and a session
+	// that registers again (a restarted publisher) takes its source back
+	// at once instead of waiting out the stores' source-activity-timeout.
+	// Empty: RegID or SessionID decide it, else a random one (a new
+	// registration each time, like UM's RegID 0). Anyone who can connect
+	// and knows a session can register as it: keep static ones for
+	// deployments with a client token or mutual TLS.
 	Session string
+	// RegID, if not 0, is a static registration ID (UM's RegID in
+	// ume_store): the session is "regid:N", the same whenever the
+	// publisher restarts. Give it the RegID of the store list.
+	RegID uint32
+	// SessionID, if not 0, is UM's ume_session_id (at most
+	// 0xFFFFFFFFFFFFFFFE): the session is "session-id:0x" and 16 hex
+	// digits, for every source of the application. At most one of
+	// Session, RegID and SessionID may be set.
+	SessionID uint64
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
 	// TLS, if set, is used for every connection to the stores (the
@@ -82,6 +146,21 @@ type Config struct {
 	// OnStable, if set, is called with each newly stable range of sequence
 	// numbers, in order, from one goroutine. It must not block for long.
 	OnStable func(first, last uint64)
+	// OnGroupStable, if set, is called whenever a group confirms more
+	// messages: each group's ranges in order (UM's per-store stability
+	// event, MESSAGE_STABLE_EX with INTRAGROUP_STABLE and STORE: here the
+	// store is the group's leader, which acknowledges for the group).
+	OnGroupStable func(GroupStable)
+	// OnFlightSize, if set, is told when the flight goes over its limit and
+	// back under (FlightNotify only; UM's flight size notification).
+	OnFlightSize func(FlightEvent)
+	// OnUnstable, if set, is told of messages that will not be stable soon:
+	// still unstable after StabilityLifetime, or lost in a group that said
+	// so (a stability NAK).
+	OnUnstable func(Unstable)
+	// OnGroupStable, OnFlightSize and OnUnstable are called from one
+	// goroutine (not OnStable's), in the order the events happened; they
+	// must not block for long.
 	// Logger receives the publisher's logs. Nil means slog.Default.
 	Logger *slog.Logger
 }
@@ -99,6 +178,7 @@ func DefaultConfig() Config {
 		ReconnectDelay:     200 * time.Millisecond,
 		KeepAliveInterval:  3 * time.Second,
 		AckTimeout:         10 * time.Second,
+		StabilityLifetime:  20 * time.Minute,
 	}
 }
 
@@ -106,8 +186,8 @@ func DefaultConfig() Config {
 var (
 	// ErrConfig wraps every configuration error.
 	ErrConfig = errors.New("invalid publisher configuration")
-	// ErrFlightFull is returned by Send with FlightRefuse when FlightSize
-	// messages are unstable.
+	// ErrFlightFull is returned by Send with FlightRefuse when the flight is
+	// full (FlightSize messages, or FlightSizeBytes, unstable).
 	ErrFlightFull = errors.New("flight size reached: too many unstable messages")
 	// ErrRegistration means too few groups answered the registration for
 	// the intergroup behaviour within the context's deadline.
@@ -148,6 +228,18 @@ func (c *Config) Validate() error {
 	}
 	if c.FlightSize < 1 {
 		return fmt.Errorf("%w: FlightSize must be at least 1", ErrConfig)
+	}
+	if c.FlightSizeBytes < 0 {
+		return fmt.Errorf("%w: FlightSizeBytes must not be negative (0: no byte limit)", ErrConfig)
+	}
+	if c.Flight < FlightBlock || c.Flight > FlightNotify {
+		return fmt.Errorf("%w: Flight is %s; use FlightBlock, FlightNotify or FlightRefuse", ErrConfig, c.Flight)
+	}
+	if c.StabilityLifetime < 0 {
+		return fmt.Errorf("%w: StabilityLifetime must not be negative (0: never report)", ErrConfig)
+	}
+	if err := c.checkSession(); err != nil {
+		return err
 	}
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)

@@ -16,6 +16,16 @@
 // keeps delivering to a slow or returning group after the message is
 // already stable.
 //
+// UM's source events are Config callbacks: OnStable (in order),
+// OnGroupStable (each group's confirmations, naming the leader store that
+// acknowledged: UM's per-store stability events), OnFlightSize (over and
+// under, with FlightNotify, UM's ume_flight_size_behavior notify), and
+// OnUnstable (messages past StabilityLifetime, or a group's stability NAK,
+// wire.Nak). FlightSizeBytes is UM's ume_flight_size_bytes. RegID and
+// SessionID (UM's static RegIDs and ume_session_id) name the registration,
+// so a restarted publisher is the same session and takes its source back at
+// once.
+//
 // Inside each group the publisher follows the leader: a store that is not
 // the leader answers with a redirect, and a lost connection is re-opened
 // (to the leader, or the next store) and everything that group has not

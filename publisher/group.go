@@ -294,6 +294,11 @@ func (g *group) readAcks(c *wire.Conn) error {
 				g.p.conflict(g.index, m)
 			}
 			g.p.confirmed(g.index, m.FirstSeq, m.LastSeq)
+		case *wire.Nak:
+			g.mu.Lock()
+			g.lastAck = time.Now()
+			g.mu.Unlock()
+			g.p.naked(g.index, m)
 		case *wire.NotLeader:
 			g.client.Redirected(m)
 			return fmt.Errorf("leadership moved to %q", m.LeaderName)

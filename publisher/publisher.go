@@ -2,8 +2,6 @@ package publisher
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -41,6 +39,10 @@ type Publisher struct {
 	state        *stateFile    // nil without Config.StateFile
 	busyWarned   bool          // the "another live publisher holds the source" warning was given
 	reg          Registration
+
+	flight      flight        // the unstable messages: flight size, byte limit, lifetime (flight.go)
+	events      []any         // events waiting for the event goroutine (events.go)
+	eventSignal chan struct{} // wakes the event goroutine
 }
 
 // Stats counts what a Publisher did.
@@ -55,6 +57,11 @@ type Stats struct {
 	Conflicts       uint64   // sequence numbers a group already held with a different payload (sequence reuse)
 	Confirmed       []uint64 // per group, the contiguous confirmed watermark
 	Connected       []bool   // per group, whether a registered connection is open
+
+	InFlight         int    // unstable messages now
+	InFlightBytes    int64  // their payload bytes
+	ReportedUnstable uint64 // messages reported to OnUnstable past their stability lifetime
+	Lost             uint64 // sequence numbers a group said it lost (stability NAKs)
 }
 
 // New registers the source with every group and returns a Publisher ready
@@ -69,17 +76,14 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Session == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		cfg.Session = hex.EncodeToString(b[:])
-	}
+	cfg.Session = cfg.session()
 	p := &Publisher{
 		cfg:          cfg,
 		log:          cfg.Logger.With("source", cfg.Source),
 		decided:      make(chan struct{}),
 		changed:      make(chan struct{}),
 		stableSignal: make(chan struct{}, 1),
+		eventSignal:  make(chan struct{}, 1),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.StateFile != "" {
@@ -108,8 +112,9 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 		p.Close()
 		return nil, err
 	}
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go func() { defer p.wg.Done(); p.deliverStability() }()
+	go func() { defer p.wg.Done(); p.runEvents() }()
 	return p, nil
 }
 
@@ -122,8 +127,10 @@ func (p *Publisher) FirstSeq() uint64 {
 
 // Send assigns the next sequence number to payload and hands it to every
 // group. It returns once the message is retained, not once it is stable:
-// watch OnStable or call Flush. With FlightBlock it waits while FlightSize
-// messages are unstable. The publisher keeps payload; do not modify it. A
+// watch OnStable or call Flush. With FlightBlock it waits while the flight
+// is full (FlightSize messages, or FlightSizeBytes, unstable); with
+// FlightNotify it goes on and reports FlightOver. The publisher keeps
+// payload; do not modify it. A
 // payload larger than wire.MaxPayload is refused with ErrTooLarge before it
 // is given a sequence number; past wire.MaxSeq Send refuses with
 // ErrSequenceExhausted.
@@ -132,6 +139,7 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 		return 0, fmt.Errorf("%w: %d bytes, the limit is %d (wire.MaxPayload): split the message, or store it elsewhere and publish a reference", ErrTooLarge, len(payload), wire.MaxPayload)
 	}
 	p.mu.Lock()
+	var full bool
 	for {
 		if p.closed {
 			p.mu.Unlock()
@@ -142,7 +150,7 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 			return 0, fmt.Errorf("%w: source %q sent sequence number %d, the highest a source may have; publish under a new source name",
 				ErrSequenceExhausted, p.cfg.Source, uint64(wire.MaxSeq))
 		}
-		if p.nextSeq-1-p.tracker.Stable() < uint64(p.cfg.FlightSize) {
+		if full = p.flightFullLocked(len(payload)); !full || p.cfg.Flight == FlightNotify {
 			break
 		}
 		if p.cfg.Flight == FlightRefuse {
@@ -161,6 +169,7 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 	seq := p.nextSeq
 	p.nextSeq++
 	p.retained.push(payload)
+	p.flightSentLocked(len(payload), full)
 	p.stats.Sent++
 	p.mu.Unlock()
 	for _, g := range p.groups {
@@ -222,6 +231,8 @@ func (p *Publisher) Stats() Stats {
 		for g := range p.groups {
 			st.Confirmed[g] = p.tracker.Confirmed(g)
 		}
+		p.settleFlightLocked()
+		st.InFlight, st.InFlightBytes = p.flight.len(), p.flight.bytes
 	}
 	return st
 }
@@ -279,7 +290,12 @@ func (p *Publisher) confirmed(g int, first, last uint64) {
 	if p.tracker == nil {
 		return
 	}
+	before := p.tracker.Confirmed(g)
 	_, advanced := p.tracker.Confirm(g, quorum.Range{From: first, To: last})
+	if after := p.tracker.Confirmed(g); after > before {
+		p.queueLocked(GroupStable{Group: g + 1, Store: p.groups[g].client.Leader(), First: before + 1, Last: after})
+	}
+	p.settleFlightLocked()
 	p.releaseLocked()
 	p.broadcastLocked()
 	if advanced {

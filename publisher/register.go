@@ -112,6 +112,7 @@ func (p *Publisher) resumeLocked(d resumeDecision) {
 		p.reg.StateFileSeq = p.state.LastStable
 	}
 	p.firstSeq, p.nextSeq, p.delivered = d.seq, d.seq, d.seq-1
+	p.flight.reset(d.seq - 1)
 	p.reg.ResumeSeq = d.seq
 	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)
 	p.retained.first = p.firstSeq

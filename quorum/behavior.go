@@ -42,11 +42,22 @@ var behaviorNames = [...]string{
 	All:       "all",
 }
 
+// behaviorAliases are Ultra Messaging's other spellings of the intergroup
+// behaviours (ume_retention_intergroup_stability_behavior): a UM
+// configuration's values work unchanged. String gives the short names.
+var behaviorAliases = map[string]Behavior{
+	"any-group":  Any,
+	"all-groups": All,
+}
+
 // acceptedBehaviors lists the names ParseBehavior accepts, for messages.
+// The aliases are left out: they are for UM configurations, not for
+// people choosing a value.
 const acceptedBehaviors = `"any", "majority", "all-active" or "all"`
 
 // ParseBehavior returns the intergroup behaviour named s, one of "any",
-// "majority", "all-active" or "all" (exact, lower case). Any other string,
+// "majority", "all-active" or "all", or UM's aliases "any-group" (Any) and
+// "all-groups" (All) (exact, lower case). Any other string,
 // including the empty one, yields an error wrapping ErrUnknownBehavior that
 // lists the accepted names; callers wanting the default for an unset value
 // should use Any (the zero value) rather than parse "".
@@ -55,6 +66,9 @@ func ParseBehavior(s string) (Behavior, error) {
 		if s == name {
 			return Behavior(b), nil
 		}
+	}
+	if b, ok := behaviorAliases[s]; ok {
+		return b, nil
 	}
 	return Any, fmt.Errorf("%w %q for intergroup stability (want %s)",
 		ErrUnknownBehavior, s, acceptedBehaviors)

@@ -54,7 +54,10 @@ func encodeTo(b *bytes.Buffer, m Message) error {
 }
 
 // Decode decodes one frame body: the type byte followed by the msgpack body
-// (the frame without its length prefix). It never panics on bad input.
+// (the frame without its length prefix). It never panics on bad input. A
+// message array longer than this version's (fields appended by a newer
+// peer) or shorter (an older peer's) decodes too: the extra fields are
+// ignored, the missing ones are zero (evolve.go).
 func Decode(frame []byte) (Message, error) {
 	if len(frame) < 1 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
@@ -67,7 +70,11 @@ func Decode(frame []byte) (Message, error) {
 	if err := checkBody(frame[1:]); err != nil {
 		return nil, fmt.Errorf("type %d: %w", t, err)
 	}
-	if err := msgpack.Unmarshal(frame[1:], m); err != nil {
+	body, err := conform(frame[1:], shapes[t])
+	if err != nil {
+		return nil, fmt.Errorf("type %d: %w", t, err)
+	}
+	if err := msgpack.Unmarshal(body, m); err != nil {
 		return nil, fmt.Errorf("%w: type %d: %v", ErrMalformed, t, err)
 	}
 	return m, nil

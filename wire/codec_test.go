@@ -30,6 +30,7 @@ func sampleMessages() []Message {
 		&OK{ReqID: 8},
 		&Shutdown{ReqID: 9},
 		&KeepAlive{Source: "s", Session: "abc", Leaving: true},
+		&Nak{ReqID: 2, Source: "orders", FirstSeq: 11, LastSeq: 13, HighSeq: 13, Lost: []Range{{From: 12, To: 12}}},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},
 	}
 }

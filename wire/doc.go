@@ -9,8 +9,15 @@
 // A connection starts with a handshake: the client sends Hello with the
 // protocol version it speaks and the store answers Welcome (who it is) or an
 // Error with CodeVersion. After that, requests carry a client-chosen ReqID
-// and may be pipelined; replies name the ReqID they answer and may arrive in
-// any order.
+// and may be pipelined; replies name the ReqID they answer (a store answers
+// one connection's requests in order, with subscription pushes in
+// between).
+//
+// Frames grow by appending fields: Decode ignores fields past the ones this
+// version knows and zeroes those a shorter array lacks, at every level
+// (evolve.go), so peers of neighbouring versions understand each other.
+// docs/protocol.md specifies every frame for implementers in other
+// languages; testdata/protocol/frames.txt pins the bytes (golden_test.go).
 //
 // Decoding never panics on bad input: a malformed, unknown or oversized
 // frame is reported as an error that wraps ErrMalformed, ErrUnknownType or

@@ -28,6 +28,7 @@ const (
 	TypeOK         Type = 18
 	TypeShutdown   Type = 19
 	TypeKeepAlive  Type = 20
+	TypeNak        Type = 21
 )
 
 // Message is any protocol message.
@@ -126,6 +127,24 @@ type Ack struct {
 	// held with a different payload: the held payload was kept. Non-zero
 	// means a sequence number was reused.
 	Conflicts int
+}
+
+// Nak answers a Publish in place of its Ack when the group knows that some
+// of the frame's sequence numbers are lost: it does not hold them and never
+// will (UM's stability NAK). The frame's other sequence numbers, FirstSeq
+// to LastSeq outside Lost, are committed as an Ack would say. Lost ranges
+// are ascending, disjoint and inside [FirstSeq, LastSeq]. A publisher stops
+// waiting for this group's confirmation of the lost ones and reports them.
+// Stores of this version never send it (they do not yet record which
+// sequence numbers are lost); clients handle it.
+type Nak struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	ReqID    uint64
+	Source   string
+	FirstSeq uint64
+	LastSeq  uint64
+	HighSeq  uint64
+	Lost     []Range
 }
 
 // NotLeader redirects a request that only the leader serves. Leader is the
@@ -318,6 +337,7 @@ func (*Consumed) Type() Type   { return TypeConsumed }
 func (*OK) Type() Type         { return TypeOK }
 func (*Shutdown) Type() Type   { return TypeShutdown }
 func (*KeepAlive) Type() Type  { return TypeKeepAlive }
+func (*Nak) Type() Type        { return TypeNak }
 
 // newMessage returns an empty message for a frame type, or nil if the type
 // is unknown.
@@ -363,6 +383,8 @@ func newMessage(t Type) Message {
 		return &Shutdown{}
 	case TypeKeepAlive:
 		return &KeepAlive{}
+	case TypeNak:
+		return &Nak{}
 	}
 	return nil
 }

@@ -29,61 +29,9 @@ func checkBody(b []byte) error {
 		if pos >= len(b) {
 			return fmt.Errorf("%w: body ends inside a value", ErrMalformed)
 		}
-		c := b[pos]
-		pos++
 		var skip, items uint64
 		var err error
-		switch {
-		case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
-		case c >= 0x80 && c <= 0x8f:
-			items = 2 * uint64(c&0x0f)
-		case c >= 0x90 && c <= 0x9f:
-			items = uint64(c & 0x0f)
-		case c >= 0xa0 && c <= 0xbf:
-			skip = uint64(c & 0x1f)
-		case c == 0xc4 || c == 0xd9:
-			skip, pos, err = readLen(b, pos, 1)
-		case c == 0xc5 || c == 0xda:
-			skip, pos, err = readLen(b, pos, 2)
-		case c == 0xc6 || c == 0xdb:
-			skip, pos, err = readLen(b, pos, 4)
-		case c == 0xc7:
-			skip, pos, err = readLen(b, pos, 1)
-			skip++
-		case c == 0xc8:
-			skip, pos, err = readLen(b, pos, 2)
-			skip++
-		case c == 0xc9:
-			skip, pos, err = readLen(b, pos, 4)
-			skip++
-		case c == 0xca:
-			skip = 4
-		case c == 0xcb:
-			skip = 8
-		case c == 0xcc || c == 0xd0:
-			skip = 1
-		case c == 0xcd || c == 0xd1:
-			skip = 2
-		case c == 0xce || c == 0xd2:
-			skip = 4
-		case c == 0xcf || c == 0xd3:
-			skip = 8
-		case c >= 0xd4 && c <= 0xd8:
-			skip = 1 + 1<<(c-0xd4)
-		case c == 0xdc:
-			items, pos, err = readLen(b, pos, 2)
-		case c == 0xdd:
-			items, pos, err = readLen(b, pos, 4)
-		case c == 0xde:
-			items, pos, err = readLen(b, pos, 2)
-			items *= 2
-		case c == 0xdf:
-			items, pos, err = readLen(b, pos, 4)
-			items *= 2
-		default:
-			return fmt.Errorf("%w: invalid msgpack byte 0x%02x", ErrMalformed, c)
-		}
-		if err != nil {
+		if pos, skip, items, err = header(b, pos); err != nil {
 			return err
 		}
 		rest := uint64(len(b) - pos)
@@ -103,6 +51,68 @@ func checkBody(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// header reads the msgpack type byte at pos and the length after it, if
+// any: skip is how many bytes of data follow the header, items how many
+// values a collection holds (a map's keys and values both count).
+func header(b []byte, pos int) (next int, skip, items uint64, err error) {
+	if pos >= len(b) {
+		return 0, 0, 0, fmt.Errorf("%w: body ends inside a value", ErrMalformed)
+	}
+	c := b[pos]
+	pos++
+	switch {
+	case c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3:
+	case c >= 0x80 && c <= 0x8f:
+		items = 2 * uint64(c&0x0f)
+	case c >= 0x90 && c <= 0x9f:
+		items = uint64(c & 0x0f)
+	case c >= 0xa0 && c <= 0xbf:
+		skip = uint64(c & 0x1f)
+	case c == 0xc4 || c == 0xd9:
+		skip, pos, err = readLen(b, pos, 1)
+	case c == 0xc5 || c == 0xda:
+		skip, pos, err = readLen(b, pos, 2)
+	case c == 0xc6 || c == 0xdb:
+		skip, pos, err = readLen(b, pos, 4)
+	case c == 0xc7:
+		skip, pos, err = readLen(b, pos, 1)
+		skip++
+	case c == 0xc8:
+		skip, pos, err = readLen(b, pos, 2)
+		skip++
+	case c == 0xc9:
+		skip, pos, err = readLen(b, pos, 4)
+		skip++
+	case c == 0xca:
+		skip = 4
+	case c == 0xcb:
+		skip = 8
+	case c == 0xcc || c == 0xd0:
+		skip = 1
+	case c == 0xcd || c == 0xd1:
+		skip = 2
+	case c == 0xce || c == 0xd2:
+		skip = 4
+	case c == 0xcf || c == 0xd3:
+		skip = 8
+	case c >= 0xd4 && c <= 0xd8:
+		skip = 1 + 1<<(c-0xd4)
+	case c == 0xdc:
+		items, pos, err = readLen(b, pos, 2)
+	case c == 0xdd:
+		items, pos, err = readLen(b, pos, 4)
+	case c == 0xde:
+		items, pos, err = readLen(b, pos, 2)
+		items *= 2
+	case c == 0xdf:
+		items, pos, err = readLen(b, pos, 4)
+		items *= 2
+	default:
+		return 0, 0, 0, fmt.Errorf("%w: invalid msgpack byte 0x%02x", ErrMalformed, c)
+	}
+	return pos, skip, items, err
 }
 
 func readLen(b []byte, pos, size int) (uint64, int, error) {

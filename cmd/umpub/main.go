@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,12 +31,18 @@ import (
 	"umstore/wire"
 )
 
-const usage = `Usage: umpub (--deployment FILE | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
+const usage = `Usage: umpub (--deployment FILE [--store-name NAME...] | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
 
 Publishes messages on source NAME to every store group and waits until each
 is stable (by default: committed by any one group). Without --stdin it sends
 --count generated messages of --size bytes, flat out or at --rate per second;
 with --stdin it sends each line of standard input as one message.
+
+Stores may be given as a UM store list: --store (ume_store) or, with a
+deployment, --store-name (ume_store_name); stores with the same GroupIDX
+form a group, --store-group (ume_store_group) checks the list, and a RegID
+other than 0 (or --session-id, ume_session_id) makes a restarted umpub the
+same registration, taking its source back at once.
 
 The summary reports messages sent and stable, the sequence numbers used,
 throughput and publish-to-stable latency; with --json it is one JSON object
@@ -46,15 +54,22 @@ Flags:
 
 type options struct {
 	deployment, source, intergroup, logLevel string
+	intragroup, flightBehavior, sessionID    string
 	stateFile                                string
 	tls                                      *tls.Config
 	token                                    string
 	logFormat                                string
-	stores                                   []string
+	stores                                   *cli.StoreFlags
 	count, size, flight, sources             int
+	flightBytes                              int64
 	rate                                     float64
 	stdin, json                              bool
-	timeout                                  time.Duration
+	timeout, lifetime                        time.Duration
+
+	// Worked out from the flags by run.
+	behavior publisher.FlightBehavior
+	regID    uint32
+	session  uint64
 }
 
 func main() {
@@ -66,15 +81,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("umpub", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.deployment, "deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
-	fs.StringArrayVar(&o.stores, "store", nil, "a store as UM's ume_store, `IP:port[:RegID[:GroupIDX]]` (repeat for every store; instead of --deployment)")
+	o.stores = cli.AddStoreFlags(fs)
 	fs.StringVar(&o.source, "source", "", "source name (required)")
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
 	fs.IntVar(&o.sources, "sources", 1, "publish on this many sources at once, NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
 	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
 	fs.BoolVar(&o.stdin, "stdin", false, "publish each line of standard input as one message")
-	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all (default: the deployment's, else any)")
+	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all, or UM's any-group, all-groups (default: the deployment's, else any)")
+	fs.StringVar(&o.intragroup, "intragroup", "", "intragroup stability: quorum, a group's raft commit (UM ume_retention_intragroup_stability_behavior; default: the deployment's)")
 	fs.IntVar(&o.flight, "flight-size", 1000, "unstable messages allowed in flight (UM ume_flight_size)")
+	fs.Int64Var(&o.flightBytes, "flight-size-bytes", 0, "payload bytes allowed in flight, 0 for no limit (UM ume_flight_size_bytes)")
+	fs.StringVar(&o.flightBehavior, "flight-size-behavior", "block", "when the flight is full: block, or notify: send on, and log over/under (at --log-level info) (UM ume_flight_size_behavior)")
+	fs.DurationVar(&o.lifetime, "stability-lifetime", 20*time.Minute, "log a warning for messages still unstable after this long, 0 for never (UM ume_message_stability_lifetime)")
+	fs.StringVar(&o.sessionID, "session-id", "", "register as UM session `ID` (ume_session_id: decimal, 0x hex or 0 octal; at most 0xFFFFFFFFFFFFFFFE), so a restarted umpub is the same registration")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
 	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
@@ -102,9 +122,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umpub:", err)
 		return 2
 	}
-	groups, d, err := cli.StoreGroups(o.deployment, o.stores)
+	list, d, err := cli.Stores(o.deployment, *o.stores)
 	if err != nil {
 		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
+	groups := list.Groups
+	o.regID = list.RegID
+	if o.regID != 0 && o.session != 0 {
+		fmt.Fprintln(stderr, "umpub: give a RegID in the store list or --session-id, not both (each names the registration)")
 		return 2
 	}
 	tlsCfg, token, err := cli.ClientSecurity(d, *secFlags)
@@ -120,6 +146,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.intergroup != "" {
 		if behaviour, err = quorum.ParseBehavior(o.intergroup); err != nil {
 			fmt.Fprintln(stderr, "umpub: --intergroup:", err)
+			return 2
+		}
+	}
+	if o.intragroup != "" {
+		if err := quorum.ParseIntragroup(o.intragroup); err != nil {
+			fmt.Fprintln(stderr, "umpub: --intragroup:", err)
+			return 2
+		}
+		// The stores decide when a group holds a message; a publisher can
+		// only ask for the rule they apply.
+		if d != nil && d.Stability.Intragroup != "" && d.Stability.Intragroup != o.intragroup {
+			fmt.Fprintf(stderr, "umpub: --intragroup %s: the deployment's stores apply intragroup %q (stability.intragroup in %s)\n", o.intragroup, d.Stability.Intragroup, o.deployment)
 			return 2
 		}
 	}
@@ -183,12 +221,31 @@ func (o *options) check() error {
 		return fmt.Errorf("--rate must not be negative, got %v", o.rate)
 	case o.flight < 1:
 		return fmt.Errorf("--flight-size must be at least 1, got %d", o.flight)
+	case o.flightBytes < 0:
+		return fmt.Errorf("--flight-size-bytes must not be negative (0: no limit), got %d", o.flightBytes)
+	case o.lifetime < 0:
+		return fmt.Errorf("--stability-lifetime must not be negative (0: never), got %v", o.lifetime)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
 	case o.sources < 1 || o.sources > 1000:
 		return fmt.Errorf("--sources must be 1..1000, got %d", o.sources)
 	case o.sources > 1 && o.stdin:
 		return errors.New("--sources and --stdin do not go together: standard input is one stream")
+	}
+	switch o.flightBehavior {
+	case "block":
+		o.behavior = publisher.FlightBlock
+	case "notify":
+		o.behavior = publisher.FlightNotify
+	default:
+		return fmt.Errorf("--flight-size-behavior %q: want block or notify", o.flightBehavior)
+	}
+	if o.sessionID != "" {
+		id, err := strconv.ParseUint(o.sessionID, 0, 64)
+		if err != nil || id > publisher.MaxSessionID {
+			return fmt.Errorf("--session-id %q: want a number 0..0xFFFFFFFFFFFFFFFE (decimal, 0x hex or 0 octal; 0: none)", o.sessionID)
+		}
+		o.session = id
 	}
 	return nil
 }
@@ -200,6 +257,7 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 		interval = time.Duration(float64(time.Second) / o.rate)
 	}
 	start := time.Now()
+	rec.pace(start, interval)
 	pace := func(i int) error {
 		if interval == 0 {
 			return nil
@@ -240,12 +298,14 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 
 // sourceRun is one publisher of a (possibly multi-source) run.
 type sourceRun struct {
-	source   string
-	rec      *recorder
-	stats    publisher.Stats
-	answered []int
-	sendErr  error
-	flushErr error
+	source     string
+	session    string
+	flightOver atomic.Int64 // FlightOver events (notify)
+	rec        *recorder
+	stats      publisher.Stats
+	answered   []int
+	sendErr    error
+	flushErr   error
 }
 
 // publish registers, sends, waits for stability and records the outcome.
@@ -255,6 +315,15 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	cfg.OnStable = r.rec.stable
 	cfg.StateFile = o.stateFile
 	cfg.TLS, cfg.Token = o.tls, o.token
+	cfg.Flight, cfg.FlightSizeBytes, cfg.StabilityLifetime = o.behavior, o.flightBytes, o.lifetime
+	cfg.RegID, cfg.SessionID = o.regID, o.session
+	cfg.OnFlightSize = func(e publisher.FlightEvent) {
+		r.flightOver.Add(boolInt(e.State == publisher.FlightOver))
+		log.Info("flight size", "source", r.source, "state", e.State, "in_flight", e.InFlight, "in_flight_bytes", e.InFlightBytes)
+	}
+	cfg.OnUnstable = func(e publisher.Unstable) {
+		log.Warn("messages not stable", "source", r.source, "first", e.First, "last", e.Last, "reason", e.Reason, "group", e.Group, "store", e.Store)
+	}
 	if o.stateFile != "" && o.sources > 1 {
 		cfg.StateFile = o.stateFile + "." + r.source
 	}
@@ -264,6 +333,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 		return
 	}
 	defer p.Close()
+	r.session = p.Session()
 	r.rec.first = p.FirstSeq()
 	r.sendErr = send(ctx, p, o, stdin, r.rec)
 	r.flushErr = p.Flush(ctx)
@@ -280,6 +350,13 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 			r.answered = append(r.answered, g.Group)
 		}
 	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func sendOne(ctx context.Context, p *publisher.Publisher, rec *recorder, payload []byte) error {

@@ -26,13 +26,17 @@ import (
 	"umstore/wire"
 )
 
-const usage = `Usage: umrcv (--deployment FILE | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
+const usage = `Usage: umrcv (--deployment FILE [--store-name NAME...] | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
 
 Prints the messages of source NAME in sequence order, one per line, reading
 each from whichever store group holds it (--group N: from that group only,
 to check what one group holds). Without --to it reads up to the highest
 sequence number any group holds; with --follow it then keeps printing new
 messages until interrupted.
+
+Stores may be given as a UM store list (--store, or --store-name with a
+deployment; stores with the same GroupIDX form a group; --store-group
+checks the list). umrcv reads without registering, so RegIDs must be 0.
 
 Lines are "SEQ PAYLOAD" (a payload that is not printable UTF-8 is shown as
 "base64:..."); with --json each line is {"seq":N,"payload":"<base64>"}.
@@ -52,12 +56,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("umrcv", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	deployment := fs.String("deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
-	stores := fs.StringArray("store", nil, "a store as UM's ume_store, `IP:port[:RegID[:GroupIDX]]` (repeat; instead of --deployment)")
+	stores := cli.AddStoreFlags(fs)
 	source := fs.String("source", "", "source name (required)")
 	fromFlag := fs.String("from", "oldest", "where to start: a sequence number `SEQ`, oldest (the oldest any group retains) or newest (only new messages)")
 	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
 	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
-	group := fs.Int("group", 0, "read from this group only (1-based)")
+	group := fs.Int("group", 0, "read from this group only (1-based: the deployment's group index, or the position in the store list's GroupIDX order)")
 	name := fs.String("name", "", "with --follow, record this receiver's consumption in the stores under `NAME`")
 	asJSON := fs.Bool("json", false, `print {"seq":N,"payload":"<base64>"} per line`)
 	timeout := fs.Duration("timeout", 60*time.Second, "give up reading after this long (not with --follow)")
@@ -104,11 +108,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
-	groups, d, err := cli.StoreGroups(*deployment, *stores)
+	list, d, err := cli.Stores(*deployment, *stores)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
+	if list.RegID != 0 {
+		fmt.Fprintf(stderr, "umrcv: the store list gives RegID %d: umrcv reads without registering, so it has no RegID; give 0 (use --name to record consumption)\n", list.RegID)
+		return 2
+	}
+	groups := list.Groups
 	tlsCfg, token, err := cli.ClientSecurity(d, *secFlags)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)

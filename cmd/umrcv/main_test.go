@@ -46,3 +46,13 @@ func TestSourceNameChecked(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// umrcv does not register, so a RegID in its store list is refused rather
+// than ignored.
+func TestStoreListRegIDRefused(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"--store", "127.0.0.1:1:1000:0", "--source", "s"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "umrcv reads without registering") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}

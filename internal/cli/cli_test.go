@@ -18,7 +18,9 @@ func TestParseStores(t *testing.T) {
 		{[]string{"127.0.0.1:1:0:1", "127.0.0.1:2:0:2", "127.0.0.1:3:0:1"}, [][]string{{"127.0.0.1:1", "127.0.0.1:3"}, {"127.0.0.1:2"}}, ""},
 		{[]string{"localhost:1"}, nil, "not an IP"},
 		{[]string{"127.0.0.1:99999"}, nil, "port"},
-		{[]string{"127.0.0.1:1:0:3"}, nil, "group 1 has no stores"},
+		// GroupIDX labels a group (UM numbers them from 0): a lone label 3
+		// is one group, not a list with holes.
+		{[]string{"127.0.0.1:1:0:3"}, [][]string{{"127.0.0.1:1"}}, ""},
 		{[]string{"127.0.0.1"}, nil, "want IP:port"},
 	}
 	for _, tt := range tests {

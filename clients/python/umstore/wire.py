@@ -1,0 +1,415 @@
+"""The umstore client protocol: frames, their encoding, and connections.
+
+Written from docs/protocol.md. A frame is a 4-byte big-endian length, a
+type byte and a msgpack array of the message's fields. Decoding follows
+the protocol's evolution rule: fields past the ones known are ignored,
+missing fields (and nil) are zero. Encoding writes the bytes the Go
+implementation writes (u64 fields as msgpack uint64, 0xcf), so that the
+golden frames of testdata/protocol/frames.txt match byte for byte.
+"""
+
+import keyword
+import re
+import socket
+import ssl
+import struct
+import time
+
+import msgpack
+
+VERSION = 1
+
+# The largest frame a peer may send (the length field), and the largest
+# payload of one message.
+MAX_FRAME = 16 << 20
+MAX_PAYLOAD = MAX_FRAME - (64 << 10)
+MAX_SEQ = (1 << 53) - 1
+MAX_SOURCE_NAME = 255
+
+# Error codes (docs/protocol.md section 6).
+CODE_BAD_REQUEST = "bad-request"
+CODE_VERSION = "version"
+CODE_TOO_LARGE = "too-large"
+CODE_UNAVAILABLE = "unavailable"
+CODE_UNKNOWN_TYPE = "unknown-type"
+CODE_INTERNAL = "internal"
+CODE_UNAUTHORIZED = "unauthorized"
+CODE_SOURCE_BUSY = "source-busy"
+CODE_NOT_REGISTERED = "not-registered"
+
+
+class ProtocolError(Exception):
+    """A frame could not be read."""
+
+
+class MalformedError(ProtocolError):
+    """The frame's body does not decode as its type says; the stream is
+    still positioned at the next frame."""
+
+
+class UnknownTypeError(ProtocolError):
+    """The frame's type is not one this client knows; the stream is still
+    positioned at the next frame."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """The peer announced a frame over the maximum size: the stream cannot
+    be resynchronised."""
+
+
+class StoreError(Exception):
+    """A store answered a request with an Error frame."""
+
+    def __init__(self, err):
+        super().__init__("store error (%s): %s" % (err.code, err.message))
+        self.error = err
+        self.code = err.code
+
+
+class Unauthorized(StoreError):
+    """The store refused the client's token."""
+
+
+U64, INT, STR, BIN, BOOL = "u64", "int", "str", "bin", "bool"
+
+_ZERO = {U64: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
+
+
+def _snake(name):
+    s = re.sub(r"ID$", "Id", name)
+    s = re.sub(r"(?<!^)(?=[A-Z])", "_", s).lower()
+    return s + "_" if keyword.iskeyword(s) else s
+
+
+class Struct:
+    """The layout of one message: its name, type number (for frames) and
+    fields in order, each (protocol name, kind) where kind is a scalar
+    kind, a Struct, or a one-element list [kind] for an array."""
+
+    def __init__(self, name, fields, type_=None):
+        self.name = name
+        self.type = type_
+        self.fields = [(n, _snake(n), k) for n, k in fields]
+        self.cls = _make_class(self)
+
+    def __repr__(self):
+        return "Struct(%s)" % self.name
+
+
+def _zero(kind):
+    if isinstance(kind, list):
+        return []
+    if isinstance(kind, Struct):
+        return kind.cls()
+    return _ZERO[kind]
+
+
+def _make_class(st):
+    names = [snake for _, snake, _ in st.fields]
+
+    def __init__(self, **kw):
+        for _, snake, kind in st.fields:
+            setattr(self, snake, kw.pop(snake, None) if snake in kw else _zero(kind))
+        if kw:
+            raise TypeError("%s has no field %s" % (st.name, ", ".join(kw)))
+
+    def __eq__(self, other):
+        return type(self) is type(other) and all(getattr(self, n) == getattr(other, n) for n in names)
+
+    def __repr__(self):
+        return "%s(%s)" % (st.name, ", ".join("%s=%r" % (n, getattr(self, n)) for n in names))
+
+    return type(st.name, (), {"__slots__": names, "__init__": __init__, "__eq__": __eq__,
+                              "__repr__": __repr__, "STRUCT": st, "TYPE": st.type})
+
+
+Msg = Struct("Msg", [("Seq", U64), ("Payload", BIN)])
+Range = Struct("Range", [("From", U64), ("To", U64)])
+GroupIdentity = Struct("GroupIdentity", [("Index", INT), ("GroupID", STR)])
+SourceState = Struct("SourceState", [("Name", STR), ("HighSeq", U64), ("LowSeq", U64), ("Count", U64), ("Gaps", [Range])])
+
+FRAMES = {}
+
+
+def _frame(type_, name, fields):
+    st = Struct(name, fields, type_)
+    FRAMES[type_] = st
+    return st.cls
+
+
+Hello = _frame(1, "Hello", [("Version", INT), ("Client", STR), ("Token", STR)])
+Welcome = _frame(2, "Welcome", [("Version", INT), ("Store", STR), ("Group", INT)])
+Error = _frame(3, "Error", [("ReqID", U64), ("Code", STR), ("Message", STR)])
+Register = _frame(4, "Register", [("ReqID", U64), ("Source", STR), ("Session", STR)])
+Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group", INT), ("GroupID", STR), ("HighSeq", U64), ("LowSeq", U64)])
+Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN])])
+Ack = _frame(7, "Ack", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Conflicts", INT)])
+NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR)])
+Fetch = _frame(9, "Fetch", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT), ("MaxBytes", INT)])
+FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("HighSeq", U64), ("LowSeq", U64), ("Through", U64), ("Msgs", [Msg])])
+Probe = _frame(11, "Probe", [("ReqID", U64)])
+ProbeReply = _frame(12, "ProbeReply", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("HasState", BOOL), ("State", STR), ("Leader", STR),
+                                       ("AppliedIndex", U64), ("LastIndex", U64), ("LastTerm", U64), ("CatchingUp", BOOL), ("KnownGroups", [GroupIdentity])])
+Sources = _frame(13, "Sources", [("ReqID", U64)])
+SourceList = _frame(14, "SourceList", [("ReqID", U64), ("Group", INT), ("GroupID", STR), ("Sources", [SourceState])])
+Subscribe = _frame(15, "Subscribe", [("ReqID", U64), ("Source", STR), ("From", U64), ("Receiver", STR)])
+Deliver = _frame(16, "Deliver", [("ReqID", U64), ("Source", STR), ("Through", U64), ("HighSeq", U64), ("LowSeq", U64), ("Msgs", [Msg])])
+Consumed = _frame(17, "Consumed", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Seq", U64)])
+OK = _frame(18, "OK", [("ReqID", U64)])
+Shutdown = _frame(19, "Shutdown", [("ReqID", U64), ("Token", STR)])
+KeepAlive = _frame(20, "KeepAlive", [("Source", STR), ("Session", STR), ("Leaving", BOOL)])
+Nak = _frame(21, "Nak", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Lost", [Range])])
+
+BY_NAME = {st.name: st for st in FRAMES.values()}
+for _st in (Msg, Range, GroupIdentity, SourceState):
+    BY_NAME[_st.name] = _st
+
+
+# --- encoding
+
+def _pack_value(kind, v, out):
+    if isinstance(kind, list):
+        if v is None:
+            out.append(b"\xc0")
+            return
+        n = len(v)
+        out.append(bytes([0x90 | n]) if n < 16 else struct.pack(">BH", 0xdc, n) if n <= 0xFFFF else struct.pack(">BI", 0xdd, n))
+        for item in v:
+            _pack_value(kind[0], item, out)
+    elif isinstance(kind, Struct):
+        _pack_struct(kind, v, out)
+    elif kind == U64:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v >= 1 << 64:
+            raise ValueError("a u64 field needs an integer 0..2^64-1, not %r" % (v,))
+        out.append(struct.pack(">BQ", 0xcf, v))
+    elif kind == BIN:
+        out.append(msgpack.packb(bytes(v), use_bin_type=True))
+    elif kind == STR:
+        if not isinstance(v, str):
+            raise ValueError("a str field needs a string, not %r" % (v,))
+        out.append(msgpack.packb(v, use_bin_type=True))
+    elif kind == BOOL:
+        out.append(b"\xc3" if v else b"\xc2")
+    else:  # INT
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError("an int field needs an integer, not %r" % (v,))
+        out.append(msgpack.packb(v))
+
+
+def _pack_struct(st, m, out):
+    n = len(st.fields)
+    out.append(bytes([0x90 | n]) if n < 16 else struct.pack(">BH", 0xdc, n))
+    for _, snake, kind in st.fields:
+        _pack_value(kind, getattr(m, snake), out)
+
+
+def encode(m):
+    """Return the whole frame (length, type, body) for message m."""
+    st = m.STRUCT
+    out = [bytes([st.type])]
+    _pack_struct(st, m, out)
+    body = b"".join(out)
+    return struct.pack(">I", len(body)) + body
+
+
+# --- decoding
+
+def _conform(kind, v):
+    """Turn a decoded msgpack value into the field's value: nil is zero,
+    arrays of structs become messages, other kinds are checked."""
+    if v is None:
+        return _zero(kind)
+    if isinstance(kind, list):
+        if not isinstance(v, list):
+            raise MalformedError("an array field holds %s" % type(v).__name__)
+        return [_conform(kind[0], x) for x in v]
+    if isinstance(kind, Struct):
+        if not isinstance(v, list):
+            raise MalformedError("a %s is an array, not %s" % (kind.name, type(v).__name__))
+        return _from_array(kind, v)
+    ok = {U64: lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= 0,
+          INT: lambda x: isinstance(x, int) and not isinstance(x, bool),
+          STR: lambda x: isinstance(x, str),
+          BIN: lambda x: isinstance(x, (bytes, bytearray)),
+          BOOL: lambda x: isinstance(x, bool)}[kind]
+    if not ok(v):
+        raise MalformedError("a %s field holds %r" % (kind, v))
+    return bytes(v) if kind == BIN else v
+
+
+def _from_array(st, arr):
+    kw = {}
+    for i, (_, snake, kind) in enumerate(st.fields):
+        kw[snake] = _conform(kind, arr[i]) if i < len(arr) else _zero(kind)
+    return st.cls(**kw)  # fields past the known ones are ignored
+
+
+def decode(frame):
+    """Decode one frame without its length prefix: the type byte and the
+    msgpack body."""
+    if not frame:
+        raise MalformedError("empty frame")
+    st = FRAMES.get(frame[0])
+    if st is None:
+        raise UnknownTypeError("unknown frame type %d" % frame[0])
+    try:
+        arr = msgpack.unpackb(frame[1:], raw=False, strict_map_key=False)
+    except (ValueError, TypeError, msgpack.exceptions.UnpackException) as e:
+        raise MalformedError("type %d: %s" % (frame[0], e)) from None
+    if not isinstance(arr, list):
+        raise MalformedError("type %d: the body is not an array" % frame[0])
+    return _from_array(st, arr)
+
+
+# --- JSON, as the golden frames write messages (protocol field names,
+# bytes as base64)
+
+def to_json(m):
+    import base64
+
+    def val(kind, v):
+        if isinstance(kind, list):
+            return [val(kind[0], x) for x in v]
+        if isinstance(kind, Struct):
+            return {n: val(k, getattr(v, s)) for n, s, k in kind.fields}
+        if kind == BIN:
+            return base64.b64encode(v).decode()
+        return v
+    return {n: val(k, getattr(m, s)) for n, s, k in m.STRUCT.fields}
+
+
+def from_json(name, obj):
+    import base64
+    st = BY_NAME[name]
+
+    def val(kind, v):
+        if v is None:
+            return None if isinstance(kind, list) else _zero(kind)
+        if isinstance(kind, list):
+            return [val(kind[0], x) for x in v]
+        if isinstance(kind, Struct):
+            return kind.cls(**{s: val(k, v.get(n)) for n, s, k in kind.fields})
+        if kind == BIN:
+            return base64.b64decode(v)
+        return v
+    return st.cls(**{s: val(k, obj.get(n)) for n, s, k in st.fields})
+
+
+# --- connections
+
+class Conn:
+    """A framed connection to a store. read() returns the next message;
+    write() sends one or more."""
+
+    def __init__(self, sock, max_frame=MAX_FRAME):
+        self.sock = sock
+        self.max_frame = max_frame
+        self.buf = bytearray()
+
+    write_timeout = 10.0
+
+    def write(self, *msgs):
+        self.sock.settimeout(self.write_timeout)
+        self.sock.sendall(b"".join(encode(m) for m in msgs))
+
+    def has_frame(self):
+        """Whether a whole frame is buffered (or, over TLS, decrypted bytes
+        wait), so read(0) returns without the network."""
+        if len(self.buf) >= 4 and len(self.buf) >= 4 + struct.unpack(">I", self.buf[:4])[0]:
+            return True
+        pending = getattr(self.sock, "pending", None)
+        return bool(pending and pending())
+
+    def read(self, timeout=None):
+        """Return the next message, or None if none arrived within timeout
+        (None: wait without bound; 0: only what has arrived). A frame of an
+        unknown type or a malformed body raises, leaving the stream at the
+        next frame."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        first = True
+        while True:
+            if len(self.buf) >= 4:
+                n = struct.unpack(">I", self.buf[:4])[0]
+                if n > self.max_frame:
+                    raise FrameTooLargeError("the store sent a frame of %d bytes (limit %d)" % (n, self.max_frame))
+                if len(self.buf) >= 4 + n:
+                    frame = bytes(self.buf[4:4 + n])
+                    del self.buf[:4 + n]
+                    return decode(frame)
+            if deadline is None:
+                self.sock.settimeout(None)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0 and not first:
+                    return None
+                self.sock.settimeout(max(left, 0))
+            first = False
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except (socket.timeout, BlockingIOError, ssl.SSLWantReadError):
+                if deadline is not None and deadline - time.monotonic() <= 0:
+                    return None
+                continue
+            if not chunk:
+                raise ConnectionError("the store closed the connection")
+            self.buf += chunk
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def join_host_port(host, port):
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def split_host_port(addr):
+    host, _, port = addr.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def dial(addr, client="python", token="", ssl_context=None, timeout=5.0):
+    """Connect to a store's client address, do the TLS handshake if
+    ssl_context is given, and the protocol handshake. Returns (Conn,
+    Welcome). Raises Unauthorized for a refused token, StoreError for
+    another refusal, OSError when the store cannot be reached."""
+    host, port = split_host_port(addr)
+    sock = socket.create_connection((host, port), timeout=timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            sock = ssl_context.wrap_socket(sock, server_hostname=host)
+        c = Conn(sock)
+        c.write(Hello(version=VERSION, client=client, token=token or ""))
+        m = c.read(timeout)
+        if m is None:
+            raise TimeoutError("store %s did not answer the handshake within %.1fs" % (addr, timeout))
+        if isinstance(m, Error):
+            if m.code == CODE_UNAUTHORIZED:
+                raise Unauthorized(m)
+            raise StoreError(m)
+        if not isinstance(m, Welcome):
+            raise MalformedError("store %s answered Hello with %s" % (addr, type(m).__name__))
+        if m.version != VERSION:
+            raise ProtocolError("store %s speaks protocol version %d, this client %d" % (addr, m.version, VERSION))
+        return c, m
+    except BaseException:
+        sock.close()
+        raise
+
+
+def check_source_name(name):
+    """Raise ValueError unless name may name a source (docs/protocol.md
+    section 10)."""
+    import unicodedata
+    b = name.encode("utf-8", "surrogatepass")
+    if not name:
+        raise ValueError("invalid source name: the name is empty")
+    if len(b) > MAX_SOURCE_NAME:
+        raise ValueError("invalid source name: %d bytes; the limit is %d" % (len(b), MAX_SOURCE_NAME))
+    for i, ch in enumerate(name):
+        cat = unicodedata.category(ch)
+        if ch != " " and (cat[0] in "CZ"):
+            raise ValueError("invalid source name: %r has the unprintable character U+%04X at %d" % (name, ord(ch), i))
