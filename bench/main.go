@@ -59,6 +59,7 @@ func run() int {
 	flag.DurationVar(&soak, "soak", 0, "also run a soak this long (e.g. 30m): umstored dev with a small retention limit, publishing flat out, a row per --soak-interval")
 	flag.DurationVar(&soakInterval, "soak-interval", time.Minute, "length of each of the soak's umpub runs: one row of its table")
 	flag.IntVar(&c.SoakSize, "soak-size", 1024, "message size of the soak")
+	flag.Float64Var(&c.SoakRate, "soak-rate", 0, "the soak's offered msgs/s (0: flat out)")
 	flag.IntVar(&c.SoakRetentionMB, "soak-retention-mb", 128, "the soak's --retention-max-bytes per source, in MiB")
 	flag.StringVar(&c.SoakStoreArgs, "soak-store-args", "", "extra flags for the soak's `umstored dev` only, space-separated (e.g. \"--snapshot-interval 10s\")")
 	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored dev during an extra run at each size to `FILE` (FILE-64B.prof, FILE-1KiB.prof... with several sizes; and .top.txt beside each)")
@@ -164,8 +165,8 @@ func (c *config) parse(sizes, systemList, layouts string, soak, soakInterval tim
 		return fmt.Sprintf("--payload %q: give random or text", c.Payload)
 	case soak < 0 || (soak > 0 && soakInterval < 5*time.Second):
 		return "--soak must not be negative, and --soak-interval at least 5s"
-	case soak > 0 && (c.SoakSize < 8 || c.SoakSize > 1<<20 || c.SoakRetentionMB < 1):
-		return "--soak-size must be 8 bytes to 1 MiB and --soak-retention-mb at least 1"
+	case soak > 0 && (c.SoakSize < 8 || c.SoakSize > 1<<20 || c.SoakRetentionMB < 1 || c.SoakRate < 0):
+		return "--soak-size must be 8 bytes to 1 MiB, --soak-retention-mb at least 1 and --soak-rate not negative"
 	case c.DiskMiB < 1:
 		return "--disk-mib must be at least 1"
 	}
@@ -181,7 +182,7 @@ func (c *config) parse(sizes, systemList, layouts string, soak, soakInterval tim
 	if soak > 0 {
 		c.SoakS, c.SoakIntervalS = soak.Seconds(), soakInterval.Seconds()
 	} else {
-		c.SoakSize, c.SoakRetentionMB, c.SoakStoreArgs = 0, 0, ""
+		c.SoakSize, c.SoakRetentionMB, c.SoakStoreArgs, c.SoakRate = 0, 0, "", 0
 	}
 	return ""
 }
@@ -281,7 +282,7 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 	}
 	if c.SoakS > 0 {
 		a := soakArgs{duration: time.Duration(c.SoakS * float64(time.Second)), interval: time.Duration(c.SoakIntervalS * float64(time.Second)),
-			size: c.SoakSize, flight: c.Flight, retentionBytes: int64(c.SoakRetentionMB) << 20, payload: c.Payload, extra: strings.Fields(c.SoakStoreArgs)}
+			size: c.SoakSize, flight: c.Flight, rate: c.SoakRate, retentionBytes: int64(c.SoakRetentionMB) << 20, payload: c.Payload, extra: strings.Fields(c.SoakStoreArgs)}
 		if len(bins.keepAll) == 0 {
 			res.Notes = append(res.Notes, "soak: this umstored has no --retention-max-bytes: the soak runs without retention cycling")
 		}

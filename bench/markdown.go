@@ -14,7 +14,9 @@ func printMarkdown(w io.Writer, r *results) {
 	fmt.Fprintf(w, "umstore revision %s.\n", r.Revision)
 	fmt.Fprintf(w, "Machine: %d CPUs (%s), %s RAM, kernel %s, %s, disk: `%s`.\n\n", r.Machine.NProc, r.Machine.CPU, r.Machine.Memory, r.Machine.Kernel, r.Machine.Go, r.Machine.Disk)
 	fmt.Fprintf(w, "Load average (1/5/15 min) at the start: %s; at the end: %s.\n", r.LoadAvg[0], r.LoadAvg[len(r.LoadAvg)-1])
-	fmt.Fprintf(w, "Load: %d messages per run over %d publisher(s), window %d unacknowledged per publisher, %d runs per (size, system), alternating; medians.\n", c.Count, c.Sources, c.Flight, c.Runs)
+	if c.Throughput {
+		fmt.Fprintf(w, "Load: %d messages per run over %d publisher(s), window %d unacknowledged per publisher, %d runs per (size, system), alternating; medians.\n", c.Count, c.Sources, c.Flight, c.Runs)
+	}
 	if c.Payload == payloadRandom {
 		fmt.Fprintf(w, "Payloads: fresh random bytes for every message on both sides (nothing compresses; JetStream's stream compression is off, its default); umpub gets them through %s.\n", r.UmpubPayload)
 	} else {
@@ -151,7 +153,14 @@ func printSoak(w io.Writer, s *soakResult) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "### Soak: %.0f s of %d B messages flat out, retention %d bytes per source\n\n", s.DurationS, s.Size, s.RetentionBytes)
+	how := "flat out"
+	if s.Rate > 0 {
+		how = fmt.Sprintf("at %.0f msgs/s", s.Rate)
+	}
+	fmt.Fprintf(w, "### Soak: %.0f s of %d B messages %s, retention %d bytes per source\n\n", s.DurationS, s.Size, how, s.RetentionBytes)
+	if s.Stopped != "" {
+		fmt.Fprintf(w, "**The soak %s.**\n\n", s.Stopped)
+	}
 	fmt.Fprintf(w, "`umstored dev %s`; %s payloads; %s.\n\n", s.StoreArgs, s.Payload, s.Note)
 	fmt.Fprintln(w, "| from s | msgs/s | MB/s | p50 ms | p99 ms | disk MB (end) | disk MB (peak) | by kind (MB) | retained MB | RSS MB | RSS peak MB | Go heap MB | umstored CPU s | disk B ÷ payload B per store |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")

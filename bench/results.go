@@ -27,6 +27,7 @@ type config struct {
 	SoakS           float64 `json:"soak_s,omitempty"`
 	SoakIntervalS   float64 `json:"soak_interval_s,omitempty"`
 	SoakSize        int     `json:"soak_size,omitempty"`
+	SoakRate        float64 `json:"soak_rate,omitempty"`
 	SoakRetentionMB int     `json:"soak_retention_mib,omitempty"`
 	SoakStoreArgs   string  `json:"soak_store_args,omitempty"`
 	Repo            string  `json:"-"`

@@ -11,11 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// The soak (--soak 30m): one `umstored dev` publishing flat out for the
-// whole duration with a small retention limit, so that every store
+// The soak (--soak 30m): one `umstored dev` publishing flat out (or at
+// --soak-rate) for the whole duration with a small retention limit, so that every store
 // releases old messages and its log is compacted all the time. It is run
 // as consecutive umpub processes of --soak-interval each on the same
 // source (each is one row: its throughput, latency, the disk use and
@@ -42,7 +43,11 @@ type soakResult struct {
 	DiskFirstThirdPeakMB float64 `json:"disk_first_third_peak_mb"`
 	DiskLastThirdPeakMB  float64 `json:"disk_last_third_peak_mb"`
 	RSSPeakMB            float64 `json:"rss_peak_mb"`
-	Note                 string  `json:"note,omitempty"`
+	// Rate is the offered msgs/s (--soak-rate; 0: flat out).
+	Rate float64 `json:"rate,omitempty"`
+	// Stopped says why the soak ended before its duration, if it did.
+	Stopped string `json:"stopped,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // soakChunk is one umpub run of the soak and the state at its end.
@@ -78,15 +83,31 @@ type soakChunk struct {
 type soakArgs struct {
 	duration, interval time.Duration
 	size, flight       int
+	rate               float64 // msgs/s; 0: flat out
 	retentionBytes     int64
 	payload            string
 	extra              []string // --soak-store-args
 }
 
+// soakMinFree is the free space below which the soak stops early: a store
+// whose disk use is not bounded would otherwise fill the disk that other
+// work shares.
+const soakMinFree = 8 << 30
+
+// freeBytes is the space available to unprivileged users in dir's file
+// system, or -1 if unknown.
+func freeBytes(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return -1
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
+}
+
 func runSoak(ctx context.Context, b umBins, dir string, a soakArgs, logf func(string, ...any)) (*soakResult, error) {
 	args := b.retentionArgs(a.retentionBytes, a.extra)
 	res := &soakResult{DurationS: a.duration.Seconds(), IntervalS: a.interval.Seconds(), Size: a.size, Payload: a.payload,
-		RetentionBytes: a.retentionBytes, StoreArgs: strings.Join(args, " ")}
+		Rate: a.rate, RetentionBytes: a.retentionBytes, StoreArgs: strings.Join(args, " ")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -96,7 +117,11 @@ func runSoak(ctx context.Context, b umBins, dir string, a soakArgs, logf func(st
 	}
 	defer dev.p.stop(30 * time.Second)
 	pid := dev.p.pid()
-	logf("soak: %v of %d B messages flat out, retention %d bytes per source, umstored dev %s", a.duration, a.size, a.retentionBytes, res.StoreArgs)
+	how := "flat out"
+	if a.rate > 0 {
+		how = fmt.Sprintf("at %.0f msgs/s", a.rate)
+	}
+	logf("soak: %v of %d B messages %s, retention %d bytes per source, umstored dev %s", a.duration, a.size, how, a.retentionBytes, res.StoreArgs)
 	t0 := time.Now()
 	for i := 0; ; i++ {
 		left := a.duration - time.Since(t0)
@@ -106,9 +131,11 @@ func runSoak(ctx context.Context, b umBins, dir string, a soakArgs, logf func(st
 		chunk := min(a.interval, left)
 		c := soakChunk{StartS: time.Since(t0).Seconds()}
 		before := readProcIO(pid)
-		samp := startSampler(dev.dir, pid, 5*time.Second)
-		r, err := runUmpub(ctx, b, dev.deployment, "soak", load{size: a.size, sources: 1, flight: a.flight, payload: a.payload, duration: chunk, seed: 3<<40 | uint64(i)}, filepath.Join(dir, "umpub.log"))
-		diskPeak, rssPeak := samp.stop()
+		cctx, cancel := context.WithCancel(ctx)
+		samp := startSampler(dev.dir, pid, 5*time.Second, cancel)
+		r, err := runUmpub(cctx, b, dev.deployment, "soak", load{size: a.size, sources: 1, flight: a.flight, rate: a.rate, payload: a.payload, duration: chunk, seed: 3<<40 | uint64(i)}, filepath.Join(dir, "umpub.log"))
+		diskPeak, rssPeak, low := samp.stop()
+		cancel()
 		wrote, cpu := readProcIO(pid).since(before)
 		c.Sent, c.Stable, c.MsgsPerS, c.MBPerS = r.Sent, r.Stable, r.MsgsPerS, r.MBPerS
 		c.P50US, c.P99US, c.ClientCPUSecond, c.CPUSeconds = r.LatencyUS.P50, r.LatencyUS.P99, r.CPUSeconds, cpu
@@ -133,6 +160,12 @@ func runSoak(ctx context.Context, b umBins, dir string, a soakArgs, logf func(st
 		res.Chunks = append(res.Chunks, c)
 		if err != nil && ctx.Err() != nil {
 			return res, err
+		}
+		if low {
+			summarizeSoak(res)
+			res.Stopped = fmt.Sprintf("stopped after %.0f s: less than %d GiB free on the disk (disk use %.0f MB and growing)", time.Since(t0).Seconds(), soakMinFree>>30, c.DiskMB)
+			logf("soak: %s", res.Stopped)
+			return res, nil
 		}
 		if err != nil && r.Stable == 0 {
 			// Nothing became stable: umpub could not publish at all. Stop
@@ -178,9 +211,12 @@ type sampler struct {
 	stopc     chan struct{}
 	wg        sync.WaitGroup
 	disk, rss float64 // written by the sampling goroutine, read after it ends
+	low       bool    // free space fell below soakMinFree
 }
 
-func startSampler(dir, pid string, period time.Duration) *sampler {
+// startSampler samples every period; when the disk's free space falls
+// below soakMinFree it calls onLow once and stops sampling.
+func startSampler(dir, pid string, period time.Duration, onLow func()) *sampler {
 	s := &sampler{stopc: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
@@ -194,17 +230,23 @@ func startSampler(dir, pid string, period time.Duration) *sampler {
 			case <-t.C:
 				s.disk = max(s.disk, float64(dirSize(dir))/1e6)
 				s.rss = max(s.rss, readProcMem(pid).RSSMB)
+				if f := freeBytes(dir); f >= 0 && f < soakMinFree {
+					s.low = true
+					onLow()
+					return
+				}
 			}
 		}
 	}()
 	return s
 }
 
-// stop ends the sampling and returns the highest disk use and RSS seen (MB).
-func (s *sampler) stop() (disk, rss float64) {
+// stop ends the sampling and returns the highest disk use and RSS seen
+// (MB), and whether the disk ran low.
+func (s *sampler) stop() (disk, rss float64, low bool) {
 	close(s.stopc)
 	s.wg.Wait()
-	return s.disk, s.rss
+	return s.disk, s.rss, s.low
 }
 
 // storeDirName is how umstore names a store (and its directory): G1S1.
