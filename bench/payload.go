@@ -79,9 +79,10 @@ func jsPayload(f *randomFiller, size int, i uint64) []byte {
 
 // feedLines writes umpub --stdin's input: count lines of size random bytes
 // each (dots if f is nil; count < 0: no limit), or until the deadline when
-// it is not zero, then returns (the caller closes w, and umpub sends what
-// it read and stops). It stops early when w fails: umpub has exited.
-func feedLines(ctx context.Context, w io.Writer, f *randomFiller, size, count int, deadline time.Time) (int, error) {
+// it is not zero, or until stop is closed (nil: never), then returns (the
+// caller closes w, and umpub sends what it read and stops). It stops early
+// when w fails: umpub has exited.
+func feedLines(ctx context.Context, w io.Writer, f *randomFiller, size, count int, deadline time.Time, stop <-chan struct{}) (int, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	line := make([]byte, size+1)
 	line[size] = '\n'
@@ -98,6 +99,11 @@ func feedLines(ctx context.Context, w io.Writer, f *randomFiller, size, count in
 			}
 			if !deadline.IsZero() && time.Now().After(deadline) {
 				break
+			}
+			select {
+			case <-stop:
+				return n, bw.Flush()
+			default:
 			}
 		}
 		if f != nil {

@@ -72,7 +72,7 @@ func TestJSPayloadCarriesIndex(t *testing.T) {
 func TestFeedLines(t *testing.T) {
 	for _, size := range []int{8, 63, 64, 1024} {
 		var buf bytes.Buffer
-		n, err := feedLines(context.Background(), &buf, newRandomFiller(5, uint64(size)), size, 3000, time.Time{})
+		n, err := feedLines(context.Background(), &buf, newRandomFiller(5, uint64(size)), size, 3000, time.Time{}, nil)
 		if err != nil || n != 3000 {
 			t.Fatalf("feedLines = %d, %v", n, err)
 		}
@@ -94,7 +94,7 @@ func TestFeedLines(t *testing.T) {
 func TestFeedLinesStopsAtDeadline(t *testing.T) {
 	var buf bytes.Buffer
 	start := time.Now()
-	n, err := feedLines(context.Background(), &buf, newRandomFiller(6, 7), 64, -1, start.Add(50*time.Millisecond))
+	n, err := feedLines(context.Background(), &buf, newRandomFiller(6, 7), 64, -1, start.Add(50*time.Millisecond), nil)
 	if err != nil || n == 0 {
 		t.Fatalf("feedLines = %d, %v", n, err)
 	}
@@ -103,5 +103,18 @@ func TestFeedLinesStopsAtDeadline(t *testing.T) {
 	}
 	if buf.Len() != n*65 {
 		t.Fatalf("wrote %d bytes for %d lines of 64 B", buf.Len(), n)
+	}
+}
+
+func TestFeedLinesStops(t *testing.T) {
+	stop := make(chan struct{})
+	close(stop)
+	var buf bytes.Buffer
+	n, err := feedLines(context.Background(), &buf, nil, 16, -1, time.Time{}, stop)
+	if err != nil || n > 64 || buf.Len() != n*17 {
+		t.Fatalf("feedLines after stop = %d lines (%d bytes), %v", n, buf.Len(), err)
+	}
+	if n > 0 && !bytes.HasPrefix(buf.Bytes(), []byte("................\n")) {
+		t.Fatalf("text lines: %q", buf.Bytes()[:17])
 	}
 }

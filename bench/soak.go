@@ -131,11 +131,11 @@ func runSoak(ctx context.Context, b umBins, dir string, a soakArgs, logf func(st
 		chunk := min(a.interval, left)
 		c := soakChunk{StartS: time.Since(t0).Seconds()}
 		before := readProcIO(pid)
-		cctx, cancel := context.WithCancel(ctx)
-		samp := startSampler(dev.dir, pid, 5*time.Second, cancel)
-		r, err := runUmpub(cctx, b, dev.deployment, "soak", load{size: a.size, sources: 1, flight: a.flight, rate: a.rate, payload: a.payload, duration: chunk, seed: 3<<40 | uint64(i)}, filepath.Join(dir, "umpub.log"))
+		stopFeed := make(chan struct{})
+		samp := startSampler(dev.dir, pid, 5*time.Second, soakMinFree, func() { close(stopFeed) })
+		r, err := runUmpub(ctx, b, dev.deployment, "soak", load{size: a.size, sources: 1, flight: a.flight, rate: a.rate, payload: a.payload,
+			duration: chunk, stopFeed: stopFeed, seed: 3<<40 | uint64(i)}, filepath.Join(dir, "umpub.log"))
 		diskPeak, rssPeak, low := samp.stop()
-		cancel()
 		wrote, cpu := readProcIO(pid).since(before)
 		c.Sent, c.Stable, c.MsgsPerS, c.MBPerS = r.Sent, r.Stable, r.MsgsPerS, r.MBPerS
 		c.P50US, c.P99US, c.ClientCPUSecond, c.CPUSeconds = r.LatencyUS.P50, r.LatencyUS.P99, r.CPUSeconds, cpu
@@ -211,12 +211,12 @@ type sampler struct {
 	stopc     chan struct{}
 	wg        sync.WaitGroup
 	disk, rss float64 // written by the sampling goroutine, read after it ends
-	low       bool    // free space fell below soakMinFree
+	low       bool    // free space fell below the minimum
 }
 
 // startSampler samples every period; when the disk's free space falls
-// below soakMinFree it calls onLow once and stops sampling.
-func startSampler(dir, pid string, period time.Duration, onLow func()) *sampler {
+// below minFree bytes it calls onLow once and stops sampling.
+func startSampler(dir, pid string, period time.Duration, minFree int64, onLow func()) *sampler {
 	s := &sampler{stopc: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
@@ -230,7 +230,7 @@ func startSampler(dir, pid string, period time.Duration, onLow func()) *sampler 
 			case <-t.C:
 				s.disk = max(s.disk, float64(dirSize(dir))/1e6)
 				s.rss = max(s.rss, readProcMem(pid).RSSMB)
-				if f := freeBytes(dir); f >= 0 && f < soakMinFree {
+				if f := freeBytes(dir); f >= 0 && f < minFree {
 					s.low = true
 					onLow()
 					return

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFileKind(t *testing.T) {
@@ -94,3 +95,31 @@ func TestSummarizeSoak(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplerStopsWhenDiskLow checks the soak's guard: with less free space
+// than asked for, the sampler says so once and calls onLow.
+func TestSamplerStopsWhenDiskLow(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1e6), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	called := make(chan struct{})
+	s := startSampler(dir, "self", 10*time.Millisecond, 1<<62, func() { close(called) })
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("onLow not called with an impossible minimum of free space")
+	}
+	disk, rss, low := s.stop()
+	if !low || disk != 1 || rss <= 0 && fileExistsT("/proc/self/status") {
+		t.Fatalf("sampler: disk %v MB, RSS %v MB, low %v; want 1 MB, some RSS, low", disk, rss, low)
+	}
+
+	s = startSampler(dir, "self", 10*time.Millisecond, 0, func() { t.Error("onLow called with no minimum") })
+	time.Sleep(50 * time.Millisecond)
+	if _, _, low := s.stop(); low {
+		t.Fatal("low with no minimum")
+	}
+}
+
+func fileExistsT(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -147,6 +147,9 @@ type load struct {
 	// duration, when not 0, ends the run after that long instead of after
 	// count messages (umstore only, through --stdin: the soak's chunks).
 	duration time.Duration
+	// stopFeed, when closed, ends a --stdin run early and cleanly (umpub
+	// sends what it read and reports): the soak, when the disk runs low.
+	stopFeed <-chan struct{}
 	seed     uint64 // makes each run's random payloads its own
 }
 
@@ -233,7 +236,7 @@ func runUmpub(ctx context.Context, b umBins, deployment, name string, l load, lo
 			if l.payload == payloadRandom {
 				f = newRandomFiller(l.seed, uint64(l.size))
 			}
-			_, err := feedLines(ctx, w, f, l.size, count, deadline)
+			_, err := feedLines(ctx, w, f, l.size, count, deadline, l.stopFeed)
 			w.Close()
 			fed <- err
 		}()
