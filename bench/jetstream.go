@@ -252,7 +252,7 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = publishJS(ctx, jss[i], pubs[i], fmt.Sprintf("bench.%s.%d", stream, i+1), l, per)
+			errs[i] = publishJS(ctx, jss[i], pubs[i], i, fmt.Sprintf("bench.%s.%d", stream, i+1), l, per)
 		}()
 	}
 	wg.Wait()
@@ -287,14 +287,19 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 	return res, nil
 }
 
-// publishJS sends count messages asynchronously (paced at l.rate/l.sources
+// publishJS sends count messages (random payloads, or dots, after each
+// one's index; see jsPayload) asynchronously (paced at l.rate/l.sources
 // per second if l.rate > 0, as umpub paces), then waits for every ack. A
 // message's send time is taken before PublishMsgAsync, which blocks while
 // the window is full, as umpub takes it before Send.
-func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, subject string, l load, count int) error {
+func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, pub int, subject string, l load, count int) error {
 	var interval time.Duration
 	if l.rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(l.sources) / l.rate)
+	}
+	var filler *randomFiller
+	if l.payload == payloadRandom {
+		filler = newRandomFiller(l.seed, uint64(pub)<<32|uint64(l.size))
 	}
 	start := time.Now()
 	for i := 0; i < count; i++ {
@@ -307,12 +312,7 @@ func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, subject st
 				}
 			}
 		}
-		data := make([]byte, l.size) // l.size >= 8, checked in main
-		binary.BigEndian.PutUint64(data, uint64(i))
-		for j := 8; j < len(data); j++ {
-			data[j] = '.'
-		}
-		m := &nats.Msg{Subject: subject, Data: data}
+		m := &nats.Msg{Subject: subject, Data: jsPayload(filler, l.size, uint64(i))}
 		p.sentAt[i] = time.Now()
 		for {
 			_, err := js.PublishMsgAsync(m)

@@ -1,16 +1,21 @@
 // Command bench measures umstore against NATS JetStream on this machine, in
-// one run: umstore's real binaries (umstored dev: two groups of three
-// stores, fsync before acknowledgement, intergroup "any") driven by umpub,
-// and an embedded three-node JetStream cluster (R3 file stream), once with
-// sync_always and once with its defaults, driven with the same message
-// sizes, counts, concurrency and window. Runs alternate between the three
-// systems; the table reports medians and ratios. Optionally: latency at half
-// of umstore's maximum load, catch-up of a wiped store host, resident memory
-// after retaining 1 GB, and a CPU profile of umstored.
+// one run: umstore's real binaries, as `umstored dev` (two groups of three
+// stores in one process, fsync before acknowledgement, intergroup "any") and
+// as three `umstored run` hosts holding one group of three (as many copies
+// as JetStream R3), driven by umpub; and an embedded three-node JetStream
+// cluster (R3 file stream), once with sync_always and once with its
+// defaults, driven with the same message sizes, counts, concurrency, window
+// and random payloads. Runs alternate between the systems; the tables
+// report medians and ratios. Optionally: latency at half of umstore's
+// maximum load, catch-up of a wiped store against the disk measured in the
+// same run, resident memory after retaining 1 GB per group, CPU profiles of
+// umstored, and a soak with retention cycling. Last, a table of the goals of
+// issue 15 with the figures of this run.
 //
-//	cd bench && go run . [--runs 3] [--count N] [--sizes 64,1024] [--sources K] [--catchup] [--memory] [--json]
+//	cd bench && go run . [--runs 3] [--count N] [--sizes 64,1024] [--catchup] [--memory] [--soak 30m] [--json]
 //
-// It is its own module so nats-server stays out of umstore's go.mod.
+// It is its own module so nats-server stays out of umstore's go.mod; it
+// uses umstore only through its binaries and their flags.
 package main
 
 import (
@@ -28,164 +33,47 @@ import (
 	"time"
 )
 
-type config struct {
-	Runs       int    `json:"runs"`
-	Count      int    `json:"count"`
-	Sizes      []int  `json:"sizes"`
-	Sources    int    `json:"sources"`
-	Flight     int    `json:"flight"`
-	Throughput bool   `json:"throughput"`
-	HalfLoad   bool   `json:"half_load"`
-	Catchup    bool   `json:"catchup"`
-	CatchupMB  int    `json:"catchup_mib,omitempty"`
-	Memory     bool   `json:"memory"`
-	MemoryMB   int    `json:"memory_mib,omitempty"`
-	CPUProfile string `json:"cpuprofile,omitempty"`
-	StoreArgs  string `json:"store_args,omitempty"`
-	Repo       string `json:"-"`
-	Dir        string `json:"-"`
-	Keep       bool   `json:"-"`
-	JSON       bool   `json:"-"`
-	JSONOut    string `json:"-"`
-}
-
-// System names in the results.
-const (
-	sysUM        = "umstore"
-	sysJSSync    = "JetStream sync_always"
-	sysJSDefault = "JetStream default"
-)
-
-var systems = []string{sysUM, sysJSSync, sysJSDefault}
-
-type runResult struct {
-	System    string  `json:"system"`
-	Size      int     `json:"size"`
-	Run       int     `json:"run"`
-	Rate      float64 `json:"rate,omitempty"` // offered msgs/s (half-load runs)
-	Messages  int     `json:"messages"`
-	MsgsPerS  float64 `json:"msgs_per_s"`
-	MBPerS    float64 `json:"mb_per_s"`
-	ElapsedS  float64 `json:"elapsed_s"`
-	LatencyUS Latency `json:"latency_us"`
-	// DiskWriteBytes is what the system's servers wrote to storage during
-	// the run, all replicas together (write_bytes in /proc/PID/io, see
-	// procio.go): umstored's for umstore, the bench process's for
-	// JetStream. 0 if /proc could not be read.
-	DiskWriteBytes int64 `json:"disk_write_bytes"`
-	// CPUSeconds is the CPU time of umstored for umstore; for JetStream,
-	// of the whole bench process: the servers and the publishers. 0 if
-	// /proc could not be read.
-	CPUSeconds float64 `json:"cpu_s,omitempty"`
-	// ClientCPUSeconds is umpub's CPU time (umstore only), to add to
-	// CPUSeconds for a figure comparable with JetStream's.
-	ClientCPUSeconds float64 `json:"client_cpu_s,omitempty"`
-	Error            string  `json:"error,omitempty"`
-}
-
-// writePerPayload is the bytes written to storage per byte of payload
-// acknowledged, or 0 if unknown.
-func (r runResult) writePerPayload() float64 {
-	return ratio(float64(r.DiskWriteBytes), float64(r.Messages)*float64(r.Size))
-}
-
-type row struct {
-	Size     int     `json:"size"`
-	System   string  `json:"system"`
-	Rate     float64 `json:"rate,omitempty"`
-	MsgsPerS float64 `json:"median_msgs_per_s"`
-	MBPerS   float64 `json:"median_mb_per_s"`
-	P50US    float64 `json:"median_p50_us"`
-	P99US    float64 `json:"median_p99_us"`
-	P999US   float64 `json:"median_p999_us"`
-	// WritePerPayload is the median of the runs' bytes written to storage
-	// per byte of payload (runs without a reading left out; 0: none had one).
-	WritePerPayload float64 `json:"median_disk_bytes_per_payload_byte"`
-	// CPUSeconds and ClientCPUSeconds are medians of the runs' (see runResult).
-	CPUSeconds       float64   `json:"median_cpu_s,omitempty"`
-	ClientCPUSeconds float64   `json:"median_client_cpu_s,omitempty"`
-	Runs             []float64 `json:"runs_msgs_per_s"`
-	P99Runs          []float64 `json:"runs_p99_us"`
-	Failed           int       `json:"failed_runs,omitempty"`
-	// Ratios of umstore's median to this system's (throughput), or this
-	// system's p99 to umstore's (half load: > 1 means umstore is better).
-	Ratio float64 `json:"umstore_ratio,omitempty"`
-}
-
-type machine struct {
-	NProc     int    `json:"nproc"`
-	CPU       string `json:"cpu"`
-	Memory    string `json:"memory"`
-	Kernel    string `json:"kernel"`
-	Go        string `json:"go"`
-	Disk      string `json:"disk"`
-	GOMAXPROC int    `json:"gomaxprocs"`
-}
-
-type results struct {
-	Started    string         `json:"started"`
-	Revision   string         `json:"umstore_revision"`
-	StoreArgs  string         `json:"umstored_extra_args,omitempty"`
-	Machine    machine        `json:"machine"`
-	Config     config         `json:"config"`
-	Runs       []runResult    `json:"runs"`
-	Throughput []row          `json:"throughput"`
-	HalfRuns   []runResult    `json:"half_load_runs,omitempty"`
-	HalfLoad   []row          `json:"half_load,omitempty"`
-	Catchup    *catchupResult `json:"catchup,omitempty"`
-	Memory     *memoryResult  `json:"memory,omitempty"`
-	Profile    string         `json:"cpu_profile_top,omitempty"`
-	LoadAvg    []string       `json:"loadavg"` // /proc/loadavg at the start and the end
-	Notes      []string       `json:"notes,omitempty"`
-	ElapsedS   float64        `json:"elapsed_s"`
-}
-
 func main() {
 	os.Exit(run())
 }
 
 func run() int {
 	var c config
-	var sizes string
+	var sizes, systemList, layouts string
+	var soak, soakInterval time.Duration
 	flag.IntVar(&c.Runs, "runs", 3, "repetitions of each (size, system); the table reports medians")
 	flag.IntVar(&c.Count, "count", 200000, "messages per run, in total over all publishers")
 	flag.StringVar(&sizes, "sizes", "64,1024", "message sizes in bytes, comma-separated (at least 8)")
 	flag.IntVar(&c.Sources, "sources", 1, "concurrent publishers: umpub --sources K (K sources) / K JetStream connections, one subject each")
 	flag.IntVar(&c.Flight, "flight", 4096, "window of unacknowledged messages per publisher: umpub --flight-size and JetStream's async max pending")
-	flag.BoolVar(&c.Throughput, "throughput", true, "run the throughput comparison (--throughput=false: only --catchup and/or --memory)")
-	flag.BoolVar(&c.HalfLoad, "half-load", true, "also measure latency at half of umstore's median maximum rate, with JetStream at the same rate")
-	flag.BoolVar(&c.Catchup, "catchup", false, "also measure catch-up of a wiped store host (umstored run on 127.0.0.2 and 127.0.0.3)")
+	flag.StringVar(&c.Payload, "payload", payloadRandom, "payloads: random (fresh random bytes for every message, both systems: nothing to compress) or text (umpub's \"SOURCE #SEQ ....\" and dots for JetStream, as in earlier reference runs)")
+	flag.StringVar(&systemList, "systems", "umstore,umstore-1g,js-sync,js-default", "systems to compare, comma-separated: umstore (umstored dev, two groups of three), umstore-1g (three umstored run hosts, one group of three), js-sync, js-default")
+	flag.BoolVar(&c.Throughput, "throughput", true, "run the throughput comparison (--throughput=false: only --catchup, --memory and/or --soak)")
+	flag.BoolVar(&c.HalfLoad, "half-load", true, "also measure latency at half of umstore's median maximum rate, with every system at the same rate")
+	flag.BoolVar(&c.Catchup, "catchup", false, "also measure catch-up of a wiped store (umstored run hosts on 127.0.0.2-4) against the disk's sequential bandwidth measured just before")
 	flag.IntVar(&c.CatchupMB, "catchup-mb", 1024, "MiB of 1 KiB messages to publish before wiping a host")
-	flag.BoolVar(&c.Memory, "memory", false, "also measure umstored's resident memory while retaining --memory-mb")
+	flag.StringVar(&layouts, "catchup-layouts", "1x3,2x3", "layouts for --catchup, comma-separated: 1x3 (one group on three hosts; one follower's host, one store, wiped: the goal's figure), 2x3 (two groups on two hosts; host A, three stores, wiped)")
+	flag.IntVar(&c.DiskMiB, "disk-mib", 1024, "MiB per sequential write of the disk test (--catchup)")
+	flag.BoolVar(&c.Memory, "memory", false, "also measure umstored's resident memory while retaining --memory-mb per group")
 	flag.IntVar(&c.MemoryMB, "memory-mb", 1024, "MiB of 1 KiB messages to retain for --memory")
-	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored during an extra run at the first size to `FILE` (and FILE.top.txt)")
+	flag.DurationVar(&soak, "soak", 0, "also run a soak this long (e.g. 30m): umstored dev with a small retention limit, publishing flat out, a row per --soak-interval")
+	flag.DurationVar(&soakInterval, "soak-interval", time.Minute, "length of each of the soak's umpub runs: one row of its table")
+	flag.IntVar(&c.SoakSize, "soak-size", 1024, "message size of the soak")
+	flag.Float64Var(&c.SoakRate, "soak-rate", 0, "the soak's offered msgs/s (0: flat out)")
+	flag.IntVar(&c.SoakRetentionMB, "soak-retention-mb", 128, "the soak's --retention-max-bytes per source, in MiB")
+	flag.StringVar(&c.SoakStoreArgs, "soak-store-args", "", "extra flags for the soak's `umstored dev` only, space-separated (e.g. \"--snapshot-interval 10s\")")
+	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored dev during an extra run at each size to `FILE` (FILE-64B.prof, FILE-1KiB.prof... with several sizes; and .top.txt beside each)")
 	flag.StringVar(&c.StoreArgs, "store-args", "", "extra flags for every `umstored dev` and `umstored run`, space-separated (e.g. \"--snapshot-threshold 256 --trailing-logs 64\" to measure catch-up by repository copy)")
+	flag.StringVar(&c.LogStore, "log-store", "", "give every `umstored dev` and `umstored run` --log-store `NAME` (refused if umstored has no such flag)")
 	flag.StringVar(&c.Repo, "repo", "..", "the umstore module to build the binaries from")
 	flag.StringVar(&c.Dir, "dir", "", "work directory for data and logs (default: a new temporary directory, removed at the end)")
 	flag.BoolVar(&c.Keep, "keep", false, "keep the work directory (data and logs) at the end")
 	flag.BoolVar(&c.JSON, "json", false, "print the results as one JSON object instead of Markdown")
 	flag.StringVar(&c.JSONOut, "json-out", "", "also write the results as JSON to `FILE`")
 	flag.Parse()
-	for _, f := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 8 || n > 1<<20 {
-			fmt.Fprintf(os.Stderr, "bench: --sizes: %q is not a size of 8 bytes to 1 MiB\n", f)
-			return 2
-		}
-		c.Sizes = append(c.Sizes, n)
-	}
-	if c.Runs < 1 || c.Count < 1 || c.Sources < 1 || c.Flight < 1 || c.Count < c.Sources {
-		fmt.Fprintln(os.Stderr, "bench: --runs, --count, --sources and --flight must be positive, and --count at least --sources")
+	if msg := c.parse(sizes, systemList, layouts, soak, soakInterval); msg != "" {
+		fmt.Fprintln(os.Stderr, "bench:", msg)
 		return 2
-	}
-	if !c.Catchup {
-		c.CatchupMB = 0
-	}
-	if !c.Memory {
-		c.MemoryMB = 0
-	}
-	if !c.Throughput {
-		c.HalfLoad, c.CPUProfile = false, ""
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -215,6 +103,7 @@ func run() int {
 	res, err := bench(ctx, c, work, logf)
 	stopAllProcs()
 	if res != nil {
+		res.Goals = computeGoals(res)
 		if c.JSONOut != "" {
 			b, _ := json.MarshalIndent(res, "", "  ")
 			if werr := os.WriteFile(c.JSONOut, append(b, '\n'), 0o644); werr != nil {
@@ -239,6 +128,74 @@ func run() int {
 	return 0
 }
 
+// parse checks the flags and fills the config's lists; it returns what is
+// wrong, or "".
+func (c *config) parse(sizes, systemList, layouts string, soak, soakInterval time.Duration) string {
+	for _, f := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 8 || n > 1<<20 {
+			return fmt.Sprintf("--sizes: %q is not a size of 8 bytes to 1 MiB", f)
+		}
+		c.Sizes = append(c.Sizes, n)
+	}
+	for _, f := range strings.Split(systemList, ",") {
+		f = strings.TrimSpace(f)
+		found := false
+		for _, s := range allSystems {
+			if s.flag == f {
+				c.Systems, found = append(c.Systems, s.name), true
+			}
+		}
+		if !found {
+			return fmt.Sprintf("--systems: %q is not one of umstore, umstore-1g, js-sync, js-default", f)
+		}
+	}
+	if c.Catchup {
+		for _, f := range strings.Split(layouts, ",") {
+			if _, err := layoutByName(strings.TrimSpace(f)); err != nil {
+				return "--catchup-layouts: " + err.Error()
+			}
+			c.CatchupLayouts = append(c.CatchupLayouts, strings.TrimSpace(f))
+		}
+	}
+	switch {
+	case c.Runs < 1 || c.Count < 1 || c.Sources < 1 || c.Flight < 1 || c.Count < c.Sources:
+		return "--runs, --count, --sources and --flight must be positive, and --count at least --sources"
+	case c.Payload != payloadRandom && c.Payload != payloadText:
+		return fmt.Sprintf("--payload %q: give random or text", c.Payload)
+	case soak < 0 || (soak > 0 && soakInterval < 5*time.Second):
+		return "--soak must not be negative, and --soak-interval at least 5s"
+	case soak > 0 && (c.SoakSize < 8 || c.SoakSize > 1<<20 || c.SoakRetentionMB < 1 || c.SoakRate < 0):
+		return "--soak-size must be 8 bytes to 1 MiB, --soak-retention-mb at least 1 and --soak-rate not negative"
+	case c.DiskMiB < 1:
+		return "--disk-mib must be at least 1"
+	}
+	if !c.Catchup {
+		c.CatchupMB, c.DiskMiB = 0, 0
+	}
+	if !c.Memory {
+		c.MemoryMB = 0
+	}
+	if !c.Throughput {
+		c.HalfLoad, c.CPUProfile = false, ""
+	}
+	if soak > 0 {
+		c.SoakS, c.SoakIntervalS = soak.Seconds(), soakInterval.Seconds()
+	} else {
+		c.SoakSize, c.SoakRetentionMB, c.SoakStoreArgs, c.SoakRate = 0, 0, "", 0
+	}
+	return ""
+}
+
+func (c config) has(system string) bool {
+	for _, s := range c.Systems {
+		if s == system {
+			return true
+		}
+	}
+	return false
+}
+
 func bench(ctx context.Context, c config, work string, logf func(string, ...any)) (*results, error) {
 	started := time.Now()
 	res := &results{Started: started.UTC().Format(time.RFC3339), Config: c, Machine: describeMachine(work), LoadAvg: []string{loadAvg()}}
@@ -256,9 +213,25 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 	if err != nil {
 		return nil, err
 	}
-	bins.storeArgs = append(bins.storeArgs, strings.Fields(c.StoreArgs)...)
+	if c.LogStore != "" {
+		if !bins.hasStoreFlag(ctx, "--log-store") {
+			return nil, fmt.Errorf("--log-store %s: this umstored has no --log-store flag on dev and run", c.LogStore)
+		}
+		bins.user = append(bins.user, "--log-store", c.LogStore)
+	}
+	bins.user = append(bins.user, strings.Fields(c.StoreArgs)...)
 	defer func() { res.ElapsedS = time.Since(started).Seconds() }()
-	res.StoreArgs = strings.Join(bins.storeArgs, " ")
+	res.StoreArgs = strings.Join(bins.storeArgs(), " ")
+	res.UmpubPayload = "--stdin (the bench writes the random payloads)"
+	if bins.umpubPayload {
+		res.UmpubPayload = "--payload random"
+	}
+	if c.Payload == payloadText {
+		res.UmpubPayload = "--count (umpub's own text payloads)"
+	}
+	if c.Payload == payloadRandom && !bins.umpubPayload && c.Sources > 1 {
+		return res, fmt.Errorf("--payload random with --sources %d needs umpub --payload random, which this umpub lacks (use --sources 1, or --payload text)", c.Sources)
+	}
 
 	if c.Throughput {
 		if err := throughputPhase(ctx, c, bins, work, res, logf); err != nil {
@@ -271,16 +244,23 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 		if note != "" {
 			res.Notes = append(res.Notes, "catch-up: "+note)
 		}
-		cr, err := runCatchup(ctx, bins, filepath.Join(work, "catchup"), mb, 1024, c.Sources, c.Flight, 1024, logf)
-		if err != nil {
-			res.Notes = append(res.Notes, "catch-up failed: "+err.Error())
-			if ctx.Err() != nil {
-				return res, err
+		for _, name := range c.CatchupLayouts {
+			lay, _ := layoutByName(name)
+			dir := filepath.Join(work, "catchup-"+name)
+			a := catchupArgs{mb: mb, size: 1024, sources: c.Sources, flight: c.Flight, diskMiB: c.DiskMiB, payload: c.Payload}
+			cr, err := runCatchup(ctx, bins, dir, lay, a, logf)
+			if err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("catch-up %s failed: %v", name, err))
+				if ctx.Err() != nil {
+					return res, err
+				}
 			}
-		}
-		res.Catchup = cr
-		if !c.Keep {
-			_ = os.RemoveAll(filepath.Join(work, "catchup"))
+			if cr != nil {
+				res.Catchup = append(res.Catchup, cr)
+			}
+			if !c.Keep {
+				_ = os.RemoveAll(dir)
+			}
 		}
 	}
 	if c.Memory {
@@ -288,7 +268,7 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 		if note != "" {
 			res.Notes = append(res.Notes, "memory: "+note)
 		}
-		mr, err := runMemory(ctx, bins, filepath.Join(work, "memory"), mb, 1024, c.Sources, c.Flight, logf)
+		mr, err := runMemory(ctx, bins, filepath.Join(work, "memory"), mb, 1024, c.Sources, c.Flight, c.Payload, logf)
 		if err != nil {
 			res.Notes = append(res.Notes, "memory test failed: "+err.Error())
 			if ctx.Err() != nil {
@@ -296,147 +276,28 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 			}
 		}
 		res.Memory = mr
+		if !c.Keep {
+			_ = os.RemoveAll(filepath.Join(work, "memory"))
+		}
+	}
+	if c.SoakS > 0 {
+		a := soakArgs{duration: time.Duration(c.SoakS * float64(time.Second)), interval: time.Duration(c.SoakIntervalS * float64(time.Second)),
+			size: c.SoakSize, flight: c.Flight, rate: c.SoakRate, retentionBytes: int64(c.SoakRetentionMB) << 20, payload: c.Payload, extra: strings.Fields(c.SoakStoreArgs)}
+		if len(bins.keepAll) == 0 {
+			res.Notes = append(res.Notes, "soak: this umstored has no --retention-max-bytes: the soak runs without retention cycling")
+		}
+		sr, err := runSoak(ctx, bins, filepath.Join(work, "soak"), a, logf)
+		if err != nil {
+			res.Notes = append(res.Notes, "soak failed: "+err.Error())
+			if ctx.Err() != nil {
+				res.Soak = sr
+				return res, err
+			}
+		}
+		res.Soak = sr
 	}
 	res.ElapsedS = time.Since(started).Seconds()
 	return res, nil
-}
-
-// throughputPhase runs the alternating throughput runs, the half-load runs
-// and the CPU profile against one umstored dev and two JetStream clusters.
-func throughputPhase(ctx context.Context, c config, bins umBins, work string, res *results, logf func(string, ...any)) error {
-	logf("starting umstored dev and two embedded JetStream clusters (work dir %s)", work)
-	dev, err := startUmDev(ctx, bins, filepath.Join(work, "umstore-dev"), filepath.Join(work, "umstored-dev.log"))
-	if err != nil {
-		return err
-	}
-	jsSync, err := startJSCluster(ctx, "jssync", filepath.Join(work, "js-sync"), true)
-	if err != nil {
-		return err
-	}
-	defer jsSync.shutdown()
-	jsDef, err := startJSCluster(ctx, "jsdefault", filepath.Join(work, "js-default"), false)
-	if err != nil {
-		return err
-	}
-	defer jsDef.shutdown()
-	umpubLog := filepath.Join(work, "umpub.log")
-	nrun := 0
-	one := func(system string, l load, runNo int) runResult {
-		nrun++
-		r := runResult{System: system, Size: l.size, Run: runNo, Rate: l.rate}
-		switch system {
-		case sysUM:
-			before := readProcIO(dev.p.pid())
-			u, err := runUmpub(ctx, bins, dev.deployment, fmt.Sprintf("b%d", nrun), l, umpubLog)
-			r.DiskWriteBytes, r.CPUSeconds = settleProcIO(ctx, dev.p.pid()).since(before)
-			r.ClientCPUSeconds = u.CPUSeconds
-			r.Messages, r.MsgsPerS, r.MBPerS, r.ElapsedS, r.LatencyUS = u.Stable, u.MsgsPerS, u.MBPerS, u.ElapsedS, u.LatencyUS
-			if err != nil {
-				r.Error = err.Error()
-			}
-		default:
-			cl := jsSync
-			if system == sysJSDefault {
-				cl = jsDef
-			}
-			j, err := cl.runJS(ctx, l)
-			r.Messages, r.MsgsPerS, r.MBPerS, r.ElapsedS, r.LatencyUS = j.Acked, j.MsgsPerS, j.MBPerS, j.ElapsedS, j.LatencyUS
-			r.DiskWriteBytes, r.CPUSeconds = j.DiskWriteBytes, j.CPUSeconds
-			if err != nil {
-				r.Error = err.Error()
-			}
-		}
-		what := "max"
-		if l.rate > 0 {
-			what = fmt.Sprintf("rate %.0f", l.rate)
-		}
-		logf("run %d %-22s %5d B %-10s %8.0f msgs/s %7.2f MB/s  p50 %6.1f ms  p99 %7.1f ms  disk %5.2f× payload  CPU %5.2f s %s",
-			runNo, system, l.size, what, r.MsgsPerS, r.MBPerS, float64(r.LatencyUS.P50)/1e3, float64(r.LatencyUS.P99)/1e3, r.writePerPayload(), r.CPUSeconds+r.ClientCPUSeconds, r.Error)
-		return r
-	}
-
-	// Throughput: for each repetition and size, the three systems one after
-	// the other, the order rotated every repetition.
-	for i := 0; i < c.Runs; i++ {
-		for _, size := range c.Sizes {
-			for k := range systems {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				sys := systems[(k+i)%len(systems)]
-				res.Runs = append(res.Runs, one(sys, load{size: size, count: c.Count, sources: c.Sources, flight: c.Flight}, i+1))
-			}
-		}
-	}
-	res.Throughput = summarize(res.Runs, c.Sizes, false)
-
-	if c.HalfLoad {
-		for i := 0; i < c.Runs; i++ {
-			for _, size := range c.Sizes {
-				rate := 0.5 * find(res.Throughput, size, sysUM).MsgsPerS
-				if rate <= 0 {
-					continue
-				}
-				// Half the messages of a throughput run: about as long.
-				l := load{size: size, count: max(c.Sources, c.Count/2), sources: c.Sources, flight: c.Flight, rate: rate}
-				for k := range systems {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					res.HalfRuns = append(res.HalfRuns, one(systems[(k+i)%len(systems)], l, i+1))
-				}
-			}
-		}
-		res.HalfLoad = summarize(res.HalfRuns, c.Sizes, true)
-	}
-
-	if c.CPUProfile != "" {
-		top, err := profileRun(ctx, c, bins, dev, find(res.Throughput, c.Sizes[0], sysUM).MsgsPerS, umpubLog, logf)
-		if err != nil {
-			res.Notes = append(res.Notes, "CPU profile failed: "+err.Error())
-		}
-		res.Profile = top
-	}
-	dev.p.stop(30 * time.Second)
-	jsSync.shutdown()
-	jsDef.shutdown()
-	// The throughput data is no longer needed; free the disk for what follows.
-	_ = os.RemoveAll(filepath.Join(work, "umstore-dev"))
-	_ = os.RemoveAll(filepath.Join(work, "js-sync"))
-	_ = os.RemoveAll(filepath.Join(work, "js-default"))
-	return nil
-}
-
-// profileRun runs umstore once more at the given size, long enough for a
-// 10 s CPU profile of umstored taken from its admin address.
-func profileRun(ctx context.Context, c config, b umBins, dev *umDev, rate float64, logPath string, logf func(string, ...any)) (string, error) {
-	count := max(c.Count, int(rate*16))
-	l := load{size: c.Sizes[0], count: count, sources: c.Sources, flight: c.Flight}
-	logf("profile: %d messages of %d B while taking a 10 s CPU profile of umstored", count, l.size)
-	done := make(chan error, 1)
-	go func() {
-		r, err := runUmpub(ctx, b, dev.deployment, "profile", l, logPath)
-		logf("profile: the profiled run made %.0f msgs/s stable (p99 %.1f ms)", r.MsgsPerS, float64(r.LatencyUS.P99)/1e3)
-		done <- err
-	}()
-	if err := sleepCtx(ctx, 2*time.Second); err != nil {
-		return "", err
-	}
-	perr := fetchProfile(ctx, dev.admin, 10, c.CPUProfile)
-	if err := <-done; err != nil {
-		return "", err
-	}
-	if perr != nil {
-		return "", perr
-	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=30", c.CPUProfile).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go tool pprof: %v\n%s", err, out)
-	}
-	cum, _ := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=40", c.CPUProfile).CombinedOutput()
-	_ = os.WriteFile(c.CPUProfile+".top.txt", append(append(out, "\n--- by cumulative ---\n"...), cum...), 0o644)
-	logf("profile: saved %s and %s.top.txt", c.CPUProfile, c.CPUProfile)
-	return string(out), nil
 }
 
 // fitDisk lowers mb so that factor*mb MiB fits in the free space of dir.

@@ -75,16 +75,40 @@ const (
 	settleMax   = 5 * time.Second
 )
 
-// settleProcIO waits until pid's write_bytes has stopped growing (or
-// settleMax, or ctx is done) and returns the counters then.
-func settleProcIO(ctx context.Context, pid string) procIO {
+// readProcIOs is the sum of the counters of processes pids (the three
+// umstored of a deployment on three hosts); a counter unread in any of
+// them is unread in the sum.
+func readProcIOs(pids ...string) procIO {
+	sum := procIO{}
+	for _, pid := range pids {
+		c := readProcIO(pid)
+		if c.WriteBytes < 0 || sum.WriteBytes < 0 {
+			sum.WriteBytes = -1
+		} else {
+			sum.WriteBytes += c.WriteBytes
+		}
+		if c.CPUTicks < 0 || sum.CPUTicks < 0 {
+			sum.CPUTicks = -1
+		} else {
+			sum.CPUTicks += c.CPUTicks
+		}
+	}
+	if len(pids) == 0 {
+		return procIO{WriteBytes: -1, CPUTicks: -1}
+	}
+	return sum
+}
+
+// settleProcIO waits until the write_bytes of pids (summed) has stopped
+// growing (or settleMax, or ctx is done) and returns the counters then.
+func settleProcIO(ctx context.Context, pids ...string) procIO {
 	deadline := time.Now().Add(settleMax)
-	c := readProcIO(pid)
+	c := readProcIOs(pids...)
 	for c.WriteBytes >= 0 && time.Now().Before(deadline) {
 		if sleepCtx(ctx, settleQuiet) != nil {
 			break
 		}
-		next := readProcIO(pid)
+		next := readProcIOs(pids...)
 		quiet := next.WriteBytes == c.WriteBytes
 		c = next
 		if quiet {

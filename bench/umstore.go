@@ -17,14 +17,41 @@ import (
 	"time"
 )
 
-// umBins are the umstore commands, built from the parent module.
+// umBins are the umstore commands, built from the parent module, and the
+// flags the bench gives them.
 type umBins struct {
 	umstored, umpub string
-	// storeArgs are added to every `umstored dev` and `umstored run`:
-	// --retention-max-bytes 0 where umstored has retention limits, so the
-	// stores keep everything published, as the JetStream streams (no limits)
-	// do, and the catch-up and memory tests retain what they publish.
-	storeArgs []string
+	// detected are flags the bench adds where umstored has them: --pprof
+	// (--cpuprofile reads /debug/pprof/profile, served only with it).
+	detected []string
+	// keepAll is --retention-max-bytes 0 where umstored has retention
+	// limits, so the stores keep everything published, as the JetStream
+	// streams (no limits) do, and the catch-up and memory tests retain what
+	// they publish. The soak replaces it with its own small limit.
+	keepAll []string
+	// user are --store-args and --log-store, last so they win.
+	user []string
+	// umpubPayload: umpub has --payload (random payloads with --count and
+	// --sources); without it, random payloads go through umpub --stdin.
+	umpubPayload bool
+	// runHelp is `umstored run --help`: the flags a run host takes.
+	runHelp string
+}
+
+// storeArgs are the flags for every `umstored dev` and `umstored run` of
+// the throughput, catch-up and memory tests.
+func (b umBins) storeArgs() []string {
+	return append(append(append([]string{}, b.detected...), b.keepAll...), b.user...)
+}
+
+// retentionArgs are storeArgs with the retention limit given instead of
+// "keep everything" (the soak), followed by extra.
+func (b umBins) retentionArgs(maxBytes int64, extra []string) []string {
+	args := append([]string{}, b.detected...)
+	if len(b.keepAll) > 0 {
+		args = append(args, "--retention-max-bytes", strconv.FormatInt(maxBytes, 10))
+	}
+	return append(append(args, b.user...), extra...)
 }
 
 // buildUmstore builds umstored, umpub and umrcv from the module at repo into
@@ -45,14 +72,23 @@ func buildUmstore(ctx context.Context, repo, dir string) (umBins, error) {
 	}
 	b := umBins{umstored: filepath.Join(dir, "umstored"), umpub: filepath.Join(dir, "umpub")}
 	help, _ := exec.CommandContext(ctx, b.umstored, "dev", "--help").CombinedOutput()
+	runHelp, _ := exec.CommandContext(ctx, b.umstored, "run", "--help").CombinedOutput()
+	b.runHelp = string(runHelp)
 	if bytes.Contains(help, []byte("--retention-max-bytes")) {
-		b.storeArgs = append(b.storeArgs, "--retention-max-bytes", "0")
+		b.keepAll = []string{"--retention-max-bytes", "0"}
 	}
 	if bytes.Contains(help, []byte("--pprof")) {
-		// --cpuprofile reads /debug/pprof/profile, served only with --pprof.
-		b.storeArgs = append(b.storeArgs, "--pprof")
+		b.detected = append(b.detected, "--pprof")
 	}
+	pubHelp, _ := exec.CommandContext(ctx, b.umpub, "--help").CombinedOutput()
+	b.umpubPayload = bytes.Contains(pubHelp, []byte("--payload"))
 	return b, nil
+}
+
+// hasStoreFlag reports whether both `umstored dev` and `umstored run` list flag.
+func (b umBins) hasStoreFlag(ctx context.Context, flag string) bool {
+	help, _ := exec.CommandContext(ctx, b.umstored, "dev", "--help").CombinedOutput()
+	return bytes.Contains(help, []byte(flag)) && strings.Contains(b.runHelp, flag)
 }
 
 // umDev is a running `umstored dev`: two groups of three stores in one process.
@@ -62,7 +98,9 @@ type umDev struct {
 	deployment string
 }
 
-func startUmDev(ctx context.Context, b umBins, dir, logPath string) (*umDev, error) {
+// startUmDev starts `umstored dev` in dir with the extra args (storeArgs
+// or retentionArgs).
+func startUmDev(ctx context.Context, b umBins, dir, logPath string, args []string) (*umDev, error) {
 	base, err := freeBasePort("127.0.0.1")
 	if err != nil {
 		return nil, err
@@ -72,7 +110,7 @@ func startUmDev(ctx context.Context, b umBins, dir, logPath string) (*umDev, err
 		return nil, err
 	}
 	admin := fmt.Sprintf("127.0.0.1:%d", ap)
-	p, err := startProc("umstored dev", b.umstored, append([]string{"dev", "--data-dir", dir, "--base-port", strconv.Itoa(base), "--admin-addr", admin}, b.storeArgs...), logPath, "ready.")
+	p, err := startProc("umstored dev", b.umstored, append([]string{"dev", "--data-dir", dir, "--base-port", strconv.Itoa(base), "--admin-addr", admin}, args...), logPath, "ready.")
 	if err != nil {
 		return nil, err
 	}
@@ -105,22 +143,55 @@ type umpubResult struct {
 type load struct {
 	size, count, sources, flight int     // count: total over all sources
 	rate                         float64 // total msgs/s; 0 = flat out
+	payload                      string  // payloadRandom or payloadText
+	// duration, when not 0, ends the run after that long instead of after
+	// count messages (umstore only, through --stdin: the soak's chunks).
+	duration time.Duration
+	// stopFeed, when closed, ends a --stdin run early and cleanly (umpub
+	// sends what it read and reports): the soak, when the disk runs low.
+	stopFeed <-chan struct{}
+	seed     uint64 // makes each run's random payloads its own
 }
 
 func (l load) perSource() int { return max(1, l.count/l.sources) }
 
+// viaStdin tells whether umpub gets its payloads from the bench on
+// standard input: random payloads from an umpub without --payload, and
+// runs bounded by time.
+func (l load) viaStdin(b umBins) bool {
+	return l.duration > 0 || (l.payload == payloadRandom && !b.umpubPayload)
+}
+
 // runUmpub publishes with umpub on source name (NAME-1..K with K sources)
-// and returns its JSON summary.
+// and returns its JSON summary. Random payloads are umpub's own with
+// --payload random, or lines the bench writes to umpub --stdin (one source
+// only; see payload.go).
 func runUmpub(ctx context.Context, b umBins, deployment, name string, l load, logPath string) (umpubResult, error) {
 	var r umpubResult
+	stdin := l.viaStdin(b)
+	if stdin && l.sources > 1 {
+		return r, fmt.Errorf("umpub: random payloads with --sources %d need umpub --payload random, which this umpub lacks (use --payload text, or --sources 1)", l.sources)
+	}
 	// A guard, not a measurement: 2 minutes plus 100 µs per message and
 	// 1 µs per 8 bytes (about 6 minutes for 1 GiB of 1 KiB messages).
 	timeout := 120*time.Second + time.Duration(l.count)*time.Duration(100+l.size/8)*time.Microsecond
 	if l.rate > 0 {
 		timeout += time.Duration(float64(l.count) / l.rate * float64(time.Second))
 	}
-	args := []string{"--deployment", deployment, "--source", name, "--count", strconv.Itoa(l.perSource()),
+	if l.duration > 0 {
+		timeout = l.duration + 5*time.Minute
+	}
+	args := []string{"--deployment", deployment, "--source", name,
 		"--size", strconv.Itoa(l.size), "--flight-size", strconv.Itoa(l.flight), "--json", "--timeout", timeout.String()}
+	switch {
+	case stdin:
+		args = append(args, "--stdin")
+	default:
+		args = append(args, "--count", strconv.Itoa(l.perSource()))
+		if l.payload == payloadRandom {
+			args = append(args, "--payload", payloadRandom)
+		}
+	}
 	if l.sources > 1 {
 		args = append(args, "--sources", strconv.Itoa(l.sources))
 	}
@@ -135,9 +206,47 @@ func runUmpub(ctx context.Context, b umBins, deployment, name string, l load, lo
 		return r, err
 	}
 	defer lf.Close()
-	fmt.Fprintf(lf, "=== %s umpub %s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "))
+	what := ""
+	if stdin {
+		what = fmt.Sprintf(" (stdin: %d %s lines of %d B", l.count, l.payload, l.size)
+		if l.duration > 0 {
+			what = fmt.Sprintf(" (stdin: %s lines of %d B for %v", l.payload, l.size, l.duration)
+		}
+		what += ")"
+	}
+	fmt.Fprintf(lf, "=== %s umpub %s%s\n", time.Now().Format(time.RFC3339), strings.Join(args, " "), what)
 	cmd.Stderr = lf
-	runErr := cmd.Run()
+	var w io.WriteCloser
+	if stdin {
+		if w, err = cmd.StdinPipe(); err != nil {
+			return r, err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("start umpub: %w", err)
+	}
+	fed := make(chan error, 1)
+	if stdin {
+		go func() {
+			count, deadline := l.count, time.Time{}
+			if l.duration > 0 {
+				count, deadline = -1, time.Now().Add(l.duration)
+			}
+			var f *randomFiller
+			if l.payload == payloadRandom {
+				f = newRandomFiller(l.seed, uint64(l.size))
+			}
+			_, err := feedLines(ctx, w, f, l.size, count, deadline, l.stopFeed)
+			w.Close()
+			fed <- err
+		}()
+	} else {
+		fed <- nil
+	}
+	runErr := cmd.Wait()
+	if ferr := <-fed; ferr != nil && runErr == nil {
+		runErr = ferr
+	}
 	if ps := cmd.ProcessState; ps != nil {
 		r.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
 	}
@@ -278,30 +387,4 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// diskWriteMBps writes mb MiB into a file in dir in 1 MiB writes, fsyncs
-// once at the end, and returns MB/s (10^6 bytes) including the fsync, as
-// dd bs=1M count=mb conv=fdatasync would.
-func diskWriteMBps(dir string, mb int) (float64, error) {
-	f, err := os.CreateTemp(dir, "diskbw-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i*7 + 3) // not zeros, in case the device dedups or compresses
-	}
-	start := time.Now()
-	for i := 0; i < mb; i++ {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return float64(mb<<20) / time.Since(start).Seconds() / 1e6, nil
 }

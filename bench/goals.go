@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// goal is one row of issue 15's goal table with this run's figure.
+type goal struct {
+	Figure   string `json:"figure"`
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	// Met is "yes", "no", or "n/a" (not measured in this run, or a figure
+	// with no threshold).
+	Met string `json:"met"`
+}
+
+func metText(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "no"
+}
+
+// computeGoals evaluates every row of the goal table on what this run
+// measured; rows it did not measure say how to measure them.
+func computeGoals(r *results) []goal {
+	var g []goal
+	thr := func(size int, system string) row { return find(r.Throughput, size, system) }
+	half := func(size int, system string) row { return find(r.HalfLoad, size, system) }
+	missing := func(figure, target, how string) {
+		g = append(g, goal{figure, target, "not measured (" + how + ")", "n/a"})
+	}
+
+	// Throughput ratios.
+	for _, x := range []struct {
+		system string
+		size   int
+		min    float64
+		figure string
+	}{
+		{sysUM, 64, 2.0, "six stores (two groups, `any`) vs JetStream R3 `sync_always`, 64 B"},
+		{sysUM, 1024, 1.5, "same, 1 KiB"},
+		{sysUM1, 64, 2.0, "one group of three (three `umstored run` hosts) vs JetStream R3 `sync_always`, 64 B"},
+		{sysUM1, 1024, 2.0, "one group of three vs JetStream R3 `sync_always`, 1 KiB"},
+	} {
+		um, js := thr(x.size, x.system), thr(x.size, sysJSSync)
+		target := fmt.Sprintf(">= %.1fx", x.min)
+		if um.MsgsPerS == 0 || js.MsgsPerS == 0 {
+			missing(x.figure, target, "needs --sizes with "+sizeName(x.size)+" and --systems with "+x.system+" and js-sync")
+			continue
+		}
+		q := um.MsgsPerS / js.MsgsPerS
+		g = append(g, goal{x.figure, target, fmt.Sprintf("%.2fx (%.0f vs %.0f msgs/s)", q, um.MsgsPerS, js.MsgsPerS), metText(q >= x.min)})
+	}
+
+	// Bytes written per payload byte per store, at 1 KiB.
+	{
+		figure, target := "bytes written per payload byte per store, 1 KiB", "<= 1.3"
+		var parts []string
+		met, known := true, false
+		for _, sys := range []string{sysUM, sysUM1} {
+			if v := thr(1024, sys).WritePerPayloadPerStore; v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", sys, v))
+				met, known = met && v <= 1.3, true
+			}
+		}
+		if v := thr(1024, sysJSSync).WritePerPayloadPerStore; v > 0 {
+			parts = append(parts, fmt.Sprintf("(JetStream sync_always %.2f)", v))
+		}
+		if !known {
+			missing(figure, target, "needs a 1 KiB throughput run of umstore with /proc/PID/io readable")
+		} else {
+			g = append(g, goal{figure, target, strings.Join(parts, ", "), metText(met)})
+		}
+	}
+
+	// p99 at half load.
+	for _, size := range []int{64, 1024} {
+		figure, target := "p99 publish-to-stable at half load, "+sizeName(size), "<= JetStream's (sync_always)"
+		um, js := half(size, sysUM), half(size, sysJSSync)
+		if um.P99US == 0 || js.P99US == 0 {
+			missing(figure, target, "needs --half-load with umstore and js-sync at "+sizeName(size))
+			continue
+		}
+		m := fmt.Sprintf("%.1f ms vs %.1f ms at %.0f msgs/s", um.P99US/1e3, js.P99US/1e3, um.Rate)
+		if one := half(size, sysUM1); one.P99US > 0 {
+			m += fmt.Sprintf(" (umstore 1 group %.1f ms)", one.P99US/1e3)
+		}
+		g = append(g, goal{figure, target, m, metText(um.P99US <= js.P99US)})
+	}
+
+	// Catch-up of a wiped store: the single store of the 1x3 layout when
+	// measured, else the slowest store of another layout.
+	{
+		figure, target := "wiped store catch-up", ">= 0.5 of the disk's sequential bandwidth (same run)"
+		var cr *catchupResult
+		for _, c := range r.Catchup {
+			if cr == nil || c.Layout == oneGroup.Name {
+				cr = c
+			}
+		}
+		if cr == nil || len(cr.Stores) == 0 || cr.DiskWriteMBps == 0 {
+			missing(figure, target, "--catchup")
+		} else {
+			worst := cr.Stores[0]
+			for _, s := range cr.Stores {
+				if s.OfDisk < worst.OfDisk {
+					worst = s
+				}
+			}
+			which := ""
+			if len(cr.Stores) > 1 {
+				which = fmt.Sprintf("slowest of %d stores, ", len(cr.Stores))
+			}
+			m := fmt.Sprintf("%s: %s%s %.0f MB/s of payload = %.2f of %.0f MB/s", cr.Layout, which, worst.Name, worst.MBps, worst.OfDisk, cr.DiskWriteMBps)
+			g = append(g, goal{figure, target, m, metText(worst.OfDisk >= 0.5)})
+		}
+	}
+
+	// Soak.
+	{
+		figure := "soak with retention cycling (--soak)"
+		target := "throughput at the end within 10% of the start; disk use bounded"
+		if s := r.Soak; s == nil || len(s.Chunks) < 2 {
+			missing(figure, target, "--soak 30m")
+		} else {
+			okT := s.EndOverStart >= 0.9
+			okD := s.DiskLastThirdPeakMB <= 1.1*s.DiskFirstThirdPeakMB && s.Stopped == ""
+			m := ""
+			if s.Stopped != "" {
+				m = s.Stopped + "; "
+			}
+			m += fmt.Sprintf("%.0f s: end %.0f vs start %.0f msgs/s (%.2f); disk peak %.0f MB (first third %.0f, last third %.0f); RSS peak %.0f MB",
+				s.DurationS, s.EndMsgsPerS, s.StartMsgsPerS, s.EndOverStart, s.DiskPeakMB, s.DiskFirstThirdPeakMB, s.DiskLastThirdPeakMB, s.RSSPeakMB)
+			g = append(g, goal{figure, target + " (here: the last third's disk peak within 10% of the first third's)", m, metText(okT && okD)})
+		}
+	}
+
+	// Memory.
+	{
+		figure, target := "RSS after retaining 1 GB per group", "<= 300 MB"
+		if m := r.Memory; m == nil || len(m.Steps) < 2 {
+			missing(figure, target, "--memory")
+		} else {
+			last := m.Steps[len(m.Steps)-1]
+			met := metText(last.RSSMB <= 300)
+			if last.RetainedMB < 1000 {
+				met = "n/a (less than 1 GB retained)"
+			}
+			g = append(g, goal{figure, target, fmt.Sprintf("umstored dev (six stores) %.0f MB at %.0f MB per group (peak %.0f MB; anonymous %.0f, mapped files %.0f)",
+				last.RSSMB, last.RetainedMB, m.PeakRSSMB, last.AnonMB, last.FileMB), met})
+		}
+	}
+
+	// CPU per million messages: no threshold, both systems.
+	for _, size := range r.Config.Sizes {
+		var parts []string
+		for _, sys := range r.Config.Systems {
+			if v := thr(size, sys).CPUPerMillion; v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.1f", sys, v))
+			}
+		}
+		if len(parts) > 0 {
+			g = append(g, goal{"CPU seconds per million messages (servers + client), " + sizeName(size), "(no threshold)", strings.Join(parts, ", "), "n/a"})
+		}
+	}
+	return g
+}
