@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strconv"
@@ -64,6 +65,7 @@ type options struct {
 	flightBytes                              int64
 	rate                                     float64
 	stdin, json                              bool
+	payload                                  string
 	timeout, lifetime                        time.Duration
 
 	// Worked out from the flags by run.
@@ -86,6 +88,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
 	fs.IntVar(&o.sources, "sources", 1, "publish on this many sources at once, NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
+	fs.StringVar(&o.payload, "payload", "text", "what generated messages hold after their \"SOURCE #SEQ \" head: text (dots, which compress) or random (random bytes, which do not: for benchmarks)")
 	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
 	fs.BoolVar(&o.stdin, "stdin", false, "publish each line of standard input as one message")
 	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all, or UM's any-group, all-groups (default: the deployment's, else any)")
@@ -209,6 +212,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func (o *options) check() error {
 	switch {
+	case o.payload != "text" && o.payload != "random":
+		return fmt.Errorf("--payload %q: want text or random", o.payload)
 	case o.source == "":
 		return errors.New("--source is required")
 	case wire.CheckSourceName(o.source) != nil:
@@ -285,11 +290,15 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 		}
 		return sc.Err()
 	}
+	var rng *rand.Rand
+	if o.payload == "random" {
+		rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), rec.first))
+	}
 	for i := 0; i < o.count; i++ {
 		if err := pace(i); err != nil {
 			return err
 		}
-		if err := sendOne(ctx, p, rec, generate(o.source, rec.first+uint64(i), o.size)); err != nil {
+		if err := sendOne(ctx, p, rec, generate(o.source, rec.first+uint64(i), o.size, rng)); err != nil {
 			return err
 		}
 	}
@@ -378,12 +387,16 @@ func sendOne(ctx context.Context, p *publisher.Publisher, rec *recorder, payload
 
 // generate makes a payload of exactly size bytes that names its source and
 // sequence number, so a reader can check what it got.
-func generate(source string, seq uint64, size int) []byte {
+func generate(source string, seq uint64, size int, rng *rand.Rand) []byte {
 	b := make([]byte, size)
 	head := fmt.Sprintf("%s #%d ", source, seq)
 	n := copy(b, head)
 	for i := n; i < size; i++ {
-		b[i] = '.'
+		if rng != nil {
+			b[i] = byte(rng.Uint32())
+		} else {
+			b[i] = '.'
+		}
 	}
 	return b
 }
