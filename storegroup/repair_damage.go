@@ -90,11 +90,11 @@ type damageRepairer struct {
 	damageDeps
 	reader atomic.Pointer[readerBox]
 
-	fetchMu sync.Mutex             // one search for copies at a time: the clients are not for concurrent use
-	members []*groupclient.Client  // each other member alone, asked with Fetch.Local
-	groups  []*groupclient.Client  // the other groups, through their leaders
-	wake    chan struct{}          // a damaged message waits for the background loop
-	logs    logEvery               // one damage warning per interval
+	fetchMu sync.Mutex            // one search for copies at a time: the clients are not for concurrent use
+	members []*groupclient.Client // each other member alone, asked with Fetch.Local
+	groups  []*groupclient.Client // the other groups, through their leaders
+	wake    chan struct{}         // a damaged message waits for the background loop
+	logs    logEvery              // one damage warning per interval
 	counts  [damageCounters]atomic.Uint64
 
 	mu        sync.Mutex

@@ -83,7 +83,9 @@ func TestDamagedPublishFrameIsRefused(t *testing.T) {
 	}
 }
 
-func damagePayload(seq uint64) []byte { return []byte(fmt.Sprintf("payload %d of the damage test", seq)) }
+func damagePayload(seq uint64) []byte {
+	return []byte(fmt.Sprintf("payload %d of the damage test", seq))
+}
 
 // readGroup reads 1..to through the receiver SDK from one group alone and
 // returns what it delivered and the error.
