@@ -355,3 +355,54 @@ func TestBitFlippedInTheLeadersFileIsHealed(t *testing.T) {
 		t.Fatalf("the damaged leader's status %+v, want at least 3 found and healed", st)
 	}
 }
+
+// Intergroup repair reads another group's messages through that group's
+// leader, which never serves a payload damaged at rest: a message damaged
+// only in the other group's leader reaches the repaired group intact (the
+// leader serves its member's copy), one damaged in every store of the
+// other group is not copied at all, and nothing damaged is ever stored.
+func TestIntergroupRepairNeverCopiesDamage(t *testing.T) {
+	c := clustertest.Start(t, 2, fastRepair)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 50
+	var payloads [][]byte
+	for seq := uint64(1); seq <= n; seq++ {
+		payloads = append(payloads, damagePayload(seq))
+	}
+	for _, m := range c.Members(2) {
+		s := c.Store(m.Name)
+		s.DamageAtRest("d", 40) // everywhere in group 2
+		if s == c.WaitLeader(2, 10*time.Second) {
+			s.DamageAtRest("d", 7, 8) // in its leader only
+		}
+	}
+	// Group 1 never receives the messages: only repair can give them to it.
+	if err := c.PublishDirect(ctx, 2, "d", 1, payloads); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(30*time.Second, "every store of group 1 holds what group 2 serves intact", func() bool {
+		for _, m := range c.Members(1) {
+			s := c.Store(m.Name)
+			info, ok, err := s.Repository().Source("d")
+			if err != nil || !ok || info.Count != n-1 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range c.Members(1) {
+		msgs, err := c.Store(m.Name).Repository().Read("d", 1, n, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[uint64][]byte{}
+		for _, msg := range msgs {
+			got[msg.Seq] = msg.Payload
+		}
+		checkIntact(t, got, n, 40)
+	}
+	if st := c.WaitLeader(1, 10*time.Second).Status().Repair; st.Conflicts != 0 || st.Damage.CopiesRefused != 0 {
+		t.Fatalf("group 1's repair %+v: want no conflicts and no damaged copy received", st)
+	}
+}
