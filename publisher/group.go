@@ -189,6 +189,7 @@ func (g *group) stream(c *wire.Conn) error {
 
 	var reqID uint64 = 1
 	payloads := make([][]byte, 0, p.cfg.MaxBatch)
+	checksums := make([]uint32, 0, p.cfg.MaxBatch)
 	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
 	defer keepAlive.Stop()
 	g.mu.Lock()
@@ -212,13 +213,14 @@ func (g *group) stream(c *wire.Conn) error {
 		}
 		first := next
 		size := 0
-		payloads = payloads[:0]
+		payloads, checksums = payloads[:0], checksums[:0]
 		for len(payloads) < p.cfg.MaxBatch && size < p.cfg.MaxBatchBytes {
-			b, ok := p.retained.get(next)
+			b, crc, ok := p.retained.get(next)
 			if !ok || !fitsFrame(len(payloads), size, len(b)) {
 				break
 			}
 			payloads = append(payloads, b)
+			checksums = append(checksums, crc)
 			size += len(b)
 			next++
 		}
@@ -246,7 +248,7 @@ func (g *group) stream(c *wire.Conn) error {
 			continue
 		}
 		reqID++
-		if err := c.Write(&wire.Publish{ReqID: reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: payloads}); err != nil {
+		if err := c.Write(&wire.Publish{ReqID: reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: payloads, Checksums: checksums}); err != nil {
 			return err
 		}
 		if c.Buffered() > 256<<10 {
@@ -267,10 +269,15 @@ func (g *group) stream(c *wire.Conn) error {
 // fitsFrame reports whether a payload of n bytes may join a Publish frame
 // that holds count payloads of size bytes: the frame must stay within what
 // a store reads (one payload of wire.MaxPayload always fits alone). Each
-// payload costs its bytes and up to 5 bytes of framing.
+// payload costs its bytes, up to 5 bytes of framing and up to 5 bytes of
+// checksum.
 func fitsFrame(count, size, n int) bool {
-	return count == 0 || size+n+5*(count+1) <= wire.MaxPayload
+	return count == 0 || size+n+perPayloadOverhead*(count+1) <= wire.MaxPayload
 }
+
+// perPayloadOverhead is what a payload adds to a Publish frame besides its
+// bytes: a bin header (up to 5 bytes) and its checksum (up to 5).
+const perPayloadOverhead = 10
 
 // readAcks handles the group's replies until the connection fails or the
 // store redirects (leadership moved).
@@ -303,7 +310,23 @@ func (g *group) readAcks(c *wire.Conn) error {
 			g.client.Redirected(m)
 			return fmt.Errorf("leadership moved to %q", m.LeaderName)
 		case *wire.Error:
+			if m.Code == wire.CodeChecksum {
+				g.damagedFrame(m)
+			}
 			return fmt.Errorf("group %d: %w", g.index+1, m)
 		}
 	}
+}
+
+// damagedFrame records a store's refusal of a Publish frame whose payload
+// no longer matched the checksum Send computed: nothing of it was stored,
+// and the connection starts over, sending it again. Damage on the way is
+// gone on the next try; a payload the application changed after Send is
+// refused every time.
+func (g *group) damagedFrame(e *wire.Error) {
+	g.p.mu.Lock()
+	g.p.stats.DamagedFrames++
+	g.p.mu.Unlock()
+	g.p.log.Warn("a store refused a Publish frame: a payload does not match the checksum computed by Send (damaged on its way, or changed after Send, which the publisher forbids); sending it again",
+		"group", g.index+1, "detail", e.Message)
 }

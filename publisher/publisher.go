@@ -55,6 +55,7 @@ type Stats struct {
 	Reconnects      uint64   // connections re-opened to a group
 	LateHigherGroup uint64   // groups that answered registration late with a higher sequence than the resume point
 	Conflicts       uint64   // sequence numbers a group already held with a different payload (sequence reuse)
+	DamagedFrames   uint64   // Publish frames a store refused because a payload did not match its checksum (then sent again)
 	Confirmed       []uint64 // per group, the contiguous confirmed watermark
 	Connected       []bool   // per group, whether a registered connection is open
 
@@ -133,11 +134,14 @@ func (p *Publisher) FirstSeq() uint64 {
 // payload; do not modify it. A
 // payload larger than wire.MaxPayload is refused with ErrTooLarge before it
 // is given a sequence number; past wire.MaxSeq Send refuses with
-// ErrSequenceExhausted.
+// ErrSequenceExhausted. Send computes the payload's CRC32C here, once: every
+// group receives it with the payload and refuses a payload that no longer
+// matches it, so a payload changed after Send is never stored.
 func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 	if len(payload) > wire.MaxPayload {
 		return 0, fmt.Errorf("%w: %d bytes, the limit is %d (wire.MaxPayload): split the message, or store it elsewhere and publish a reference", ErrTooLarge, len(payload), wire.MaxPayload)
 	}
+	crc := wire.Checksum(payload)
 	p.mu.Lock()
 	var full bool
 	for {
@@ -168,7 +172,7 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 	}
 	seq := p.nextSeq
 	p.nextSeq++
-	p.retained.push(payload)
+	p.retained.push(payload, crc)
 	p.flightSentLocked(len(payload), full)
 	p.stats.Sent++
 	p.mu.Unlock()

@@ -174,6 +174,7 @@ func (m *merger) missingEnd() (uint64, bool) {
 func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, events chan<- streamEvent) {
 	g := r.groups[gi]
 	c := groupclient.New(g.Group, g.Addrs, g.Dialer) // its own leader memory: Fetch's client is not for concurrent use
+	defer c.Close()                                  // the connection of fetches asking again for damaged messages
 	send := func(ev streamEvent) bool {
 		select {
 		case events <- ev:
@@ -221,6 +222,7 @@ func (r *Receiver) subscribeOnce(ctx context.Context, c *groupclient.Client, gi 
 	for {
 		switch m := m.(type) {
 		case *wire.Deliver:
+			m.Msgs = r.intactDelivered(ctx, c, m.Msgs) // a damaged payload is asked for again, else treated as not held
 			if !send(streamEvent{group: gi, deliver: m}) {
 				return ctx.Err()
 			}

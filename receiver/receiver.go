@@ -100,6 +100,7 @@ type Receiver struct {
 	log     *slog.Logger
 	groups  []*groupclient.Client // the groups to read, in preference order
 	primary int                   // index into groups of the group tried first
+	damaged damageLog             // messages served damaged, never delivered (checksum.go)
 }
 
 // New validates the configuration. Connections open on first use.
@@ -225,9 +226,16 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 		}
 		r.primary = gi
 		c := chunk{from: from, through: max(min(rep.Through, to), from)} // a store always covers at least its first message
-		c.add(rep.Msgs)
+		msgs, damaged := r.intactOnly(r.groups[gi].Group, rep.Msgs)
+		c.add(msgs)
 		holes := c.holes()
-		for j := 1; j < len(r.groups) && len(holes) > 0; j++ {
+		// The other groups fill the holes; when a payload was damaged,
+		// every group (this one too) is asked once more.
+		last := len(r.groups)
+		if damaged {
+			last = 2 * len(r.groups)
+		}
+		for j := 1; j < last && len(holes) > 0; j++ {
 			other := r.groups[(gi+j)%len(r.groups)]
 			for _, h := range holes {
 				if !r.fetchRange(ctx, other, h, &c) {
@@ -255,12 +263,13 @@ func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Rang
 	if err != nil {
 		return true
 	}
+	msgs, _ := r.intactOnly(g.Group, rep.Msgs)
 	if rep.Through >= h.From && rep.Through < h.To {
 		c.cut(rep.Through)
-		c.add(rep.Msgs)
+		c.add(msgs)
 		return false
 	}
-	c.add(rep.Msgs)
+	c.add(msgs)
 	return true
 }
 

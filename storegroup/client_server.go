@@ -45,6 +45,7 @@ type clientDeps struct {
 	log      *slog.Logger
 	metrics  *storeMetrics
 	repo     *repository.Repo // read only: every write is a proposal
+	damage   *damageRepairer  // every message served is read through it (repair_damage.go)
 	sessions *sessions        // the leader's view of which publisher holds a source
 	proposer *proposer
 
@@ -65,6 +66,7 @@ type clientServer struct {
 	refusalLog logEvery     // refused connections: one warning per interval
 	slowLog    logEvery     // connections cut for a slow frame: likewise
 	acceptLog  logEvery     // failed accepts: likewise
+	damagedLog logEvery     // Publish frames refused for a checksum: likewise
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -93,6 +95,7 @@ func newClientServer(addr string, serverTLS *tls.Config, d clientDeps) (*clientS
 		refusalLog: logEvery{interval: limitLogInterval},
 		slowLog:    logEvery{interval: limitLogInterval},
 		acceptLog:  logEvery{interval: limitLogInterval},
+		damagedLog: logEvery{interval: limitLogInterval},
 	}, nil
 }
 
@@ -267,7 +270,7 @@ func (cs *clientServer) serveConn(ctx context.Context, nc net.Conn, rd *frameRea
 		case *wire.KeepAlive:
 			cs.keepAlive(m, conn)
 		default:
-			replies <- cs.dispatch(m, conn)
+			replies <- cs.dispatch(connCtx, m, conn)
 		}
 	}
 }
@@ -307,7 +310,7 @@ type connState struct {
 
 // dispatch handles one request other than Publish, Shutdown, Subscribe and
 // KeepAlive.
-func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
+func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *connState) reply {
 	switch m := m.(type) {
 	case *wire.Probe:
 		st := cs.status()
@@ -344,10 +347,13 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		if err := checkSource(m.Source); err != nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
 		}
+		if m.Local {
+			return reply{msg: cs.fetch(ctx, m)} // from this store's own files, leader or not
+		}
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
-		return reply{msg: cs.fetch(m)}
+		return reply{msg: cs.fetch(ctx, m)}
 	case *wire.Sources:
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
@@ -385,7 +391,12 @@ func (cs *clientServer) redirect(reqID uint64) *wire.NotLeader {
 	return nl
 }
 
-func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
+// fetch answers m from this store's repository. A message damaged at rest
+// is never served: an intact copy from another member or group takes its
+// place, or it is absent (not held here). Only the leader looks for copies
+// at once; a Local fetch is another member looking for its own copies, and
+// this store looks for its own in the background.
+func (cs *clientServer) fetch(ctx context.Context, m *wire.Fetch) wire.Message {
 	info, ok, err := cs.repo.Source(m.Source)
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
@@ -410,14 +421,11 @@ func (cs *clientServer) fetch(m *wire.Fetch) wire.Message {
 	}
 	bytes = min(bytes, cs.maxFrame/2)
 	to := min(m.To, info.HighSeq)
-	msgs, err := cs.repo.Read(m.Source, m.From, to, count, bytes)
+	msgs, err := cs.damage.read(ctx, m.Source, m.From, to, count, bytes, !m.Local)
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
 	}
-	rep.Msgs = make([]wire.Msg, len(msgs))
-	for i, msg := range msgs {
-		rep.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
-	}
+	rep.Msgs = servedMsgs(msgs)
 	if cutShort(msgs, to) {
 		rep.Through = msgs[len(msgs)-1].Seq
 	}

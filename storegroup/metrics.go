@@ -34,10 +34,11 @@ const (
 	refusedInvalid
 	refusedUnauthorized
 	refusedNotRegistered // a Publish on a connection that did not register its source
+	refusedChecksum      // a Publish whose payload does not match its checksum
 	refusedReasons
 )
 
-var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered"}
+var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum"}
 
 func newStoreMetrics(name string, group int) *storeMetrics {
 	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}
@@ -141,6 +142,10 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_repair_passes_total", "Repair passes run as leader.", st.Repair.Passes)
 	counter("umstore_repair_messages_total", "Messages copied from other groups.", st.Repair.RepairedMessages)
 	counter("umstore_repair_bytes_total", "Payload bytes copied from other groups.", st.Repair.RepairedBytes)
+	counter("umstore_messages_corrupt_total", "Stored messages found damaged at rest (the payload fails its checksum), each counted once: never served from this store's files.", st.Repair.Damage.Found)
+	counter("umstore_messages_corrupt_healed_total", "Messages damaged at rest now served from an intact copy of another member or group.", st.Repair.Damage.Healed)
+	gauge("umstore_messages_corrupt_pending", "Messages damaged at rest without an intact copy yet: missing in this store.", float64(st.Repair.Damage.Pending))
+	counter("umstore_copies_corrupt_total", "Messages received from other stores (repair, copies of damaged messages) that failed their checksum and were not used.", st.Repair.Damage.CopiesRefused)
 	counter("umstore_consistency_violations_total", "Sequence numbers offered with a payload different from the one held (kept, never overwritten).", m.conflicts.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
 	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.answeredEarly())

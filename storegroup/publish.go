@@ -42,7 +42,12 @@ import (
 //     apply refuses it once another session holds the source
 //     (repository.ErrStaleSession, answered CodeBusy);
 //   - every sequence number is in 1..wire.MaxSeq (CodeBadRequest); apply
-//     refuses the same (repository.ErrSeqCeiling), so no entry can.
+//     refuses the same (repository.ErrSeqCeiling), so no entry can;
+//   - every payload matches the checksum its publisher sent with it
+//     (CodeChecksum): a frame damaged on its way is refused whole. A frame
+//     without checksums (a publisher older than them) is accepted as it
+//     is; the checksums go into the entry (repository.Publish.Checksums)
+//     and frames with and without them are never merged.
 //
 // Inside that range the repository's rules keep the rest: a sequence
 // number held is never overwritten (a different payload counts as a
@@ -66,6 +71,13 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 	if err := checkPublish(p); err != nil {
 		cs.metrics.refused(refusedInvalid)
 		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		return nil, true
+	}
+	if err := p.VerifyChecksums(); err != nil {
+		cs.metrics.refused(refusedChecksum)
+		cs.damagedFrameLog(p, err)
+		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeChecksum,
+			Message: err.Error() + ": the frame was damaged on its way; nothing of it was stored, send it again"}}
 		return nil, true
 	}
 	if _, ok := conn.sessions[p.Source]; !ok {
@@ -121,7 +133,8 @@ func gather(batch []*wire.Publish, queued <-chan frame) ([]*wire.Publish, *frame
 		}
 		p, ok := f.m.(*wire.Publish)
 		if f.err != nil || !ok || !continues(last, p) || checkPublish(p) != nil ||
-			count+len(p.Payloads) > maxMergedMessages || size+payloadBytes(p.Payloads) > maxMergedBytes {
+			count+len(p.Payloads) > maxMergedMessages || size+payloadBytes(p.Payloads) > maxMergedBytes ||
+			(len(p.Checksums) > 0) != (len(last.Checksums) > 0) || p.VerifyChecksums() != nil {
 			return batch, &f
 		}
 		batch = append(batch, p)
@@ -149,18 +162,31 @@ func payloadBytes(payloads [][]byte) int {
 // session that registered the source: refused at apply if that session no
 // longer holds the source by then.
 func (cs *clientServer) encodePublish(batch []*wire.Publish, conn *connState) []byte {
+	pub := batchPublish(batch)
+	session := conn.sessions[pub.Source]
+	cs.sessions.touch(pub.Source, session, time.Now())
+	return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
+}
+
+// batchPublish joins batch (consecutive frames of one source, all with
+// checksums or all without) into one repository command.
+func batchPublish(batch []*wire.Publish) repository.Publish {
 	first := batch[0]
-	payloads := first.Payloads
+	payloads, checksums := first.Payloads, first.Checksums
 	if len(batch) > 1 {
 		payloads = make([][]byte, 0, len(batch)*len(first.Payloads))
+		checksums = nil
+		if len(first.Checksums) > 0 { // then every frame of the batch has them (gather)
+			checksums = make([]uint32, 0, cap(payloads))
+		}
 		for _, p := range batch {
 			payloads = append(payloads, p.Payloads...)
+			checksums = append(checksums, p.Checksums...)
 		}
 	}
-	pub := repository.Publish{Source: first.Source, FirstSeq: first.FirstSeq, Payloads: payloads}
-	session := conn.sessions[first.Source]
-	cs.sessions.touch(first.Source, session, time.Now())
-	return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})
+	// The checksums were verified on receipt; an older client sends none,
+	// and apply computes them.
+	return repository.Publish{Source: first.Source, FirstSeq: first.FirstSeq, Payloads: payloads, Checksums: checksums}
 }
 
 func checkPublish(m *wire.Publish) error {
@@ -177,7 +203,16 @@ func checkPublish(m *wire.Publish) error {
 		return fmt.Errorf("a publish of %d messages from sequence number %d goes past %d, the highest a source may have; nothing was stored (publish under a new source name)",
 			len(m.Payloads), m.FirstSeq, uint64(wire.MaxSeq))
 	}
-	return nil
+	return m.CheckShape()
+}
+
+// damagedFrameLog warns, at most once per limitLogInterval, of a Publish
+// refused because a payload did not match its checksum.
+func (cs *clientServer) damagedFrameLog(p *wire.Publish, err error) {
+	if dropped, ok := cs.damagedLog.allow(time.Now()); ok {
+		cs.log.Warn("refused a Publish frame damaged on its way: a payload does not match the checksum its publisher sent; nothing of the frame was stored (the publisher sends it again)",
+			"source", p.Source, "first_seq", p.FirstSeq, "err", err, "refused_since_last_warning", dropped)
+	}
 }
 
 // reply is one answer owed to a client, in request order: either ready now

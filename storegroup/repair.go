@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type RepairStatus struct {
 	RepairedBytes    uint64 `json:"repaired_bytes"`
 	Conflicts        uint64 `json:"conflicts"` // payloads that differed from the one held (kept, never overwritten)
 	LastError        string `json:"last_error,omitempty"`
+	// Damage counts the messages this store found damaged at rest and
+	// the copies it serves in their place (repair_damage.go).
+	Damage DamageStatus `json:"damage_at_rest"`
 }
 
 // repairer copies into this group what other groups hold and it misses:
@@ -33,6 +37,7 @@ type RepairStatus struct {
 type repairer struct {
 	repairDeps
 	clients map[int]*groupclient.Client
+	damage  *damageRepairer // copies of messages damaged in this store's files
 
 	mu     sync.Mutex
 	status RepairStatus
@@ -47,6 +52,9 @@ type repairDeps struct {
 	isLeader func() bool
 	groups   []PeerGroup  // the other groups, to copy from
 	dialer   *wire.Dialer // how to reach them
+	name     string       // this store's name
+	group    int          // this store's group
+	members  []Member     // every member of the group: copies of damaged messages
 
 	interval               time.Duration // RepairInterval; 0 disables repair
 	rate                   int           // RepairBytesPerSecond; 0 means no limit
@@ -62,18 +70,27 @@ func newRepairer(d repairDeps) *repairer {
 		}
 		rp.clients[g.Index] = groupclient.New(g.Index, addrs, d.dialer)
 	}
+	rp.damage = newDamageRepairer(damageDeps{log: d.log, name: d.name, group: d.group, repo: d.repo, members: d.members, groups: d.groups, dialer: d.dialer})
 	return rp
 }
 
 // Status returns a copy of the repair counters.
 func (rp *repairer) Status() RepairStatus {
 	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	return rp.status
+	st := rp.status
+	rp.mu.Unlock()
+	st.Damage = rp.damage.Status()
+	return st
 }
 
-// run repairs every RepairInterval while this store leads.
+// run repairs every RepairInterval while this store leads, and looks for
+// copies of the messages damaged in this store's files whether it leads or
+// not.
 func (rp *repairer) run(ctx context.Context) {
+	var damage sync.WaitGroup
+	damage.Add(1)
+	go func() { defer damage.Done(); rp.damage.run(ctx) }()
+	defer damage.Wait()
 	defer func() {
 		for _, c := range rp.clients {
 			c.Close()
@@ -153,18 +170,17 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 		}
 		start := time.Now()
 		bytes := 0
-		for i := 0; i < len(rep.Msgs); {
+		msgs := rp.intactOnly(source, rep.Msgs, c.Addrs)
+		for i := 0; i < len(msgs); {
 			j := i + 1
-			for j < len(rep.Msgs) && rep.Msgs[j].Seq == rep.Msgs[j-1].Seq+1 {
+			for j < len(msgs) && msgs[j].Seq == msgs[j-1].Seq+1 {
 				j++
 			}
-			payloads := make([][]byte, 0, j-i)
-			for _, msg := range rep.Msgs[i:j] {
-				payloads = append(payloads, msg.Payload)
-				bytes += len(msg.Payload)
-			}
-			if err := rp.propose(source, rep.Msgs[i].Seq, payloads); err != nil {
+			if err := rp.propose(source, msgs[i:j]); err != nil {
 				return err
+			}
+			for _, msg := range msgs[i:j] {
+				bytes += len(msg.Payload)
 			}
 			i = j
 		}
@@ -177,8 +193,36 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 	return nil
 }
 
-func (rp *repairer) propose(source string, first uint64, payloads [][]byte) error {
-	f := rp.proposer.propose(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads}))
+// intactOnly drops, counted and logged, the copies whose payload does not
+// match the checksum they came with: a damaged copy is never proposed. The
+// message stays missing here, and a later pass fetches it again (the other
+// group heals its own damage meanwhile).
+func (rp *repairer) intactOnly(source string, msgs []wire.Msg, from []string) []wire.Msg {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if !m.Intact() {
+			rp.damage.copyRefused(source, m, from)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// propose stores msgs (consecutive, intact) through the group's log, with
+// their checksums when every one came with one (a group older than
+// checksums sends none; apply then computes them).
+func (rp *repairer) propose(source string, msgs []wire.Msg) error {
+	first := msgs[0].Seq
+	payloads := make([][]byte, len(msgs))
+	checksums := make([]uint32, len(msgs))
+	for i, m := range msgs {
+		payloads[i], checksums[i] = m.Payload, m.CRC
+	}
+	if slices.Contains(checksums, 0) {
+		checksums = nil
+	}
+	f := rp.proposer.propose(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads, Checksums: checksums}))
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return errors.New("no longer the leader")

@@ -53,15 +53,13 @@ func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Sub
 			return
 		}
 		if known && cursor <= info.HighSeq {
-			msgs, err := cs.repo.Read(m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes)
+			// Damaged messages are never served: see fetch.
+			msgs, err := cs.damage.read(ctx, m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes, true)
 			if err != nil {
 				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 				return
 			}
-			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: info.HighSeq, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Msgs: make([]wire.Msg, len(msgs))}
-			for i, msg := range msgs {
-				d.Msgs[i] = wire.Msg{Seq: msg.Seq, Payload: msg.Payload}
-			}
+			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: info.HighSeq, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Msgs: servedMsgs(msgs)}
 			if cutShort(msgs, info.HighSeq) {
 				d.Through = msgs[len(msgs)-1].Seq
 			}

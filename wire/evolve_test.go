@@ -22,10 +22,17 @@ func TestDecodeAcceptsAppendedAndMissingFields(t *testing.T) {
 		{"Shutdown without its Token (an older client)",
 			[]byte{byte(TypeShutdown), 0x91, 0x09},
 			&Shutdown{ReqID: 9}},
-		{"Msg with a checksum appended, inside Deliver",
+		{"Msg with its checksum and a later field, inside Deliver",
 			[]byte{byte(TypeDeliver), 0x96, 0x07, 0xa1, 's', 0x06, 0x09, 0x01,
-				0x91, 0x93, 0x05, 0xc4, 0x01, 'p', 0xce, 0xde, 0xad, 0xbe, 0xef},
+				0x91, 0x94, 0x05, 0xc4, 0x01, 'p', 0xce, 0xde, 0xad, 0xbe, 0xef, 0xc3},
+			&Deliver{ReqID: 7, Source: "s", Through: 6, HighSeq: 9, LowSeq: 1, Msgs: []Msg{{Seq: 5, Payload: []byte("p"), CRC: 0xdeadbeef}}}},
+		{"Msg without its checksum (an older store), inside Deliver",
+			[]byte{byte(TypeDeliver), 0x96, 0x07, 0xa1, 's', 0x06, 0x09, 0x01,
+				0x91, 0x92, 0x05, 0xc4, 0x01, 'p'},
 			&Deliver{ReqID: 7, Source: "s", Through: 6, HighSeq: 9, LowSeq: 1, Msgs: []Msg{{Seq: 5, Payload: []byte("p")}}}},
+		{"Publish without checksums (an older client)",
+			[]byte{byte(TypePublish), 0x94, 0x02, 0xa1, 's', 0x01, 0x91, 0xc4, 0x01, 'p'},
+			&Publish{ReqID: 2, Source: "s", FirstSeq: 1, Payloads: [][]byte{[]byte("p")}}},
 		{"SourceState without Gaps, inside SourceList",
 			[]byte{byte(TypeSourceList), 0x94, 0x06, 0x02, 0xa1, 'g',
 				0x91, 0x94, 0xa1, 's', 0x09, 0x01, 0x07},
@@ -67,7 +74,7 @@ func TestConformLeavesExactBodiesAlone(t *testing.T) {
 func TestShapes(t *testing.T) {
 	for typ, want := range map[Type]string{
 		TypeAck:        "Ack[6]",
-		TypeFetchReply: "FetchReply[7: 6=[]Msg[2]]",
+		TypeFetchReply: "FetchReply[7: 6=[]Msg[3]]",
 		TypeSourceList: "SourceList[4: 3=[]SourceState[5: 4=[]Range[2]]]",
 		TypeNak:        "Nak[6: 5=[]Range[2]]",
 	} {

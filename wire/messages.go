@@ -67,6 +67,10 @@ const (
 	// CodeNotRegistered refuses a Publish sent on a connection that has not
 	// registered its source: register the source on this connection first.
 	CodeNotRegistered = "not-registered"
+	// CodeChecksum refuses a Publish whose payload does not match the
+	// checksum sent with it: it was damaged on its way, nothing of the
+	// frame was stored, and sending it again is safe.
+	CodeChecksum = "checksum"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -106,12 +110,18 @@ type Registered struct {
 // source. The leader makes the whole batch one raft entry. A store accepts
 // it only on a connection that registered Source first (anything else is an
 // Error with CodeNotRegistered) and only for sequence numbers 1 to MaxSeq.
+//
+// Checksums, when present, holds the CRC32C (Checksum) of each payload, in
+// the same order; a store refuses the whole frame, storing nothing, when
+// one does not match (CodeChecksum). It is empty in frames of publishers
+// older than checksums, and then not sent (trailing.go).
 type Publish struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	ReqID    uint64
-	Source   string
-	FirstSeq uint64
-	Payloads [][]byte
+	_msgpack  struct{} `msgpack:",as_array"`
+	ReqID     uint64
+	Source    string
+	FirstSeq  uint64
+	Payloads  [][]byte
+	Checksums []uint32
 }
 
 // Ack says the group has committed FirstSeq..LastSeq of Source (new or
@@ -158,6 +168,11 @@ type NotLeader struct {
 
 // Fetch asks for the messages of Source held in [From, To], at most
 // MaxCount messages or about MaxBytes of payload (0: the store's default).
+//
+// Local asks the store itself, leader or not, to answer from its own
+// repository (Known, HighSeq and LowSeq are then that store's): how a
+// store finds an intact copy of a message damaged in its own files among
+// the other members of its group. Without Local only the leader answers.
 type Fetch struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -166,13 +181,17 @@ type Fetch struct {
 	To       uint64
 	MaxCount int
 	MaxBytes int
+	Local    bool
 }
 
-// Msg is one stored message.
+// Msg is one stored message. CRC is the payload's CRC32C (Checksum) as the
+// store keeps it, 0 if the store has none (a store older than checksums):
+// a receiver refuses a payload that does not match it.
 type Msg struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Seq      uint64
 	Payload  []byte
+	CRC      uint32
 }
 
 // FetchReply answers Fetch: the messages held in [From, Through],
@@ -294,7 +313,7 @@ type Consumed struct {
 // when Token is that token; one without accepts it from a client that
 // presented the deployment's client token or, with no token at all, from
 // loopback. Token was added after ReqID, so an older client's Shutdown
-// decodes with Token empty.
+// decodes with Token empty (trailing.go).
 type Shutdown struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64

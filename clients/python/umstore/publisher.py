@@ -401,7 +401,8 @@ class Publisher:
             now = time.monotonic()
             if payloads:
                 req += 1
-                conn.write(wire.Publish(req_id=req, source=self.source, first_seq=first, payloads=payloads))
+                conn.write(wire.Publish(req_id=req, source=self.source, first_seq=first, payloads=payloads,
+                                         checksums=[wire.crc32c(p) for p in payloads]))
                 outstanding += 1
                 last_send = now
                 timeout = 0

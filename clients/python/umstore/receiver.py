@@ -124,7 +124,7 @@ class Receiver:
                 continue
             self.primary = gi
             through = max(min(rep.through, last), first)
-            msgs = {m.seq: m.payload for m in rep.msgs if first <= m.seq <= through}
+            msgs = {m.seq: m.payload for m in rep.msgs if first <= m.seq <= through and wire.intact(m)}
             holes = _holes(first, through, sorted(msgs))
             for j in range(1, len(self.groups)):
                 if not holes:
@@ -136,7 +136,7 @@ class Receiver:
                     except (GroupUnreachable, OSError, wire.ProtocolError, wire.StoreError):
                         break
                     for m in r.msgs:
-                        if a <= m.seq <= b and m.seq not in msgs:
+                        if a <= m.seq <= b and m.seq not in msgs and wire.intact(m):
                             msgs[m.seq] = m.payload
                     if a <= r.through < b:
                         # cut short: this chunk ends where that reply ends
@@ -173,7 +173,7 @@ class Receiver:
                     else:
                         connected[gi] = True
                         for m in d.msgs:
-                            if m.seq >= nxt:
+                            if m.seq >= nxt and wire.intact(m):
                                 pending.setdefault(m.seq, m.payload)
                         through[gi] = max(through[gi], d.through)
                 except queue.Empty:

@@ -36,6 +36,7 @@ CODE_INTERNAL = "internal"
 CODE_UNAUTHORIZED = "unauthorized"
 CODE_SOURCE_BUSY = "source-busy"
 CODE_NOT_REGISTERED = "not-registered"
+CODE_CHECKSUM = "checksum"
 
 
 class ProtocolError(Exception):
@@ -70,13 +71,15 @@ class Unauthorized(StoreError):
     """The store refused the client's token."""
 
 
-U64, INT, STR, BIN, BOOL = "u64", "int", "str", "bin", "bool"
+U64, U32, INT, STR, BIN, BOOL = "u64", "u32", "int", "str", "bin", "bool"
 
-_ZERO = {U64: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
+_ZERO = {U64: 0, U32: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
 
 
 def _snake(name):
     s = re.sub(r"ID$", "Id", name)
+    # An acronym is one word: CRC -> crc, not c_r_c.
+    s = re.sub(r"([A-Z]+)([A-Z][a-z]|$)", lambda m: m.group(1).capitalize() + m.group(2), s)
     s = re.sub(r"(?<!^)(?=[A-Z])", "_", s).lower()
     return s + "_" if keyword.iskeyword(s) else s
 
@@ -123,7 +126,7 @@ def _make_class(st):
                               "__repr__": __repr__, "STRUCT": st, "TYPE": st.type})
 
 
-Msg = Struct("Msg", [("Seq", U64), ("Payload", BIN)])
+Msg = Struct("Msg", [("Seq", U64), ("Payload", BIN), ("CRC", U32)])
 Range = Struct("Range", [("From", U64), ("To", U64)])
 GroupIdentity = Struct("GroupIdentity", [("Index", INT), ("GroupID", STR)])
 SourceState = Struct("SourceState", [("Name", STR), ("HighSeq", U64), ("LowSeq", U64), ("Count", U64), ("Gaps", [Range])])
@@ -142,10 +145,10 @@ Welcome = _frame(2, "Welcome", [("Version", INT), ("Store", STR), ("Group", INT)
 Error = _frame(3, "Error", [("ReqID", U64), ("Code", STR), ("Message", STR)])
 Register = _frame(4, "Register", [("ReqID", U64), ("Source", STR), ("Session", STR)])
 Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group", INT), ("GroupID", STR), ("HighSeq", U64), ("LowSeq", U64)])
-Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN])])
+Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN]), ("Checksums", [U32])])
 Ack = _frame(7, "Ack", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Conflicts", INT)])
 NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR)])
-Fetch = _frame(9, "Fetch", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT), ("MaxBytes", INT)])
+Fetch = _frame(9, "Fetch", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT), ("MaxBytes", INT), ("Local", BOOL)])
 FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("HighSeq", U64), ("LowSeq", U64), ("Through", U64), ("Msgs", [Msg])])
 Probe = _frame(11, "Probe", [("ReqID", U64)])
 ProbeReply = _frame(12, "ProbeReply", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("HasState", BOOL), ("State", STR), ("Leader", STR),
@@ -165,6 +168,36 @@ for _st in (Msg, Range, GroupIdentity, SourceState):
     BY_NAME[_st.name] = _st
 
 
+# --- checksums
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data):
+    """CRC32C (Castagnoli) of data, as a store and the Go SDKs compute it
+    for each payload (Publish.Checksums, Msg.CRC)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def intact(m):
+    """Whether a received Msg matches its CRC; a Msg without one (0, from
+    a store that knows none) is taken as it is."""
+    return m.crc == 0 or crc32c(m.payload) == m.crc
+
+
 # --- encoding
 
 def _pack_value(kind, v, out):
@@ -182,6 +215,10 @@ def _pack_value(kind, v, out):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v >= 1 << 64:
             raise ValueError("a u64 field needs an integer 0..2^64-1, not %r" % (v,))
         out.append(struct.pack(">BQ", 0xcf, v))
+    elif kind == U32:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v >= 1 << 32:
+            raise ValueError("a u32 field needs an integer 0..2^32-1, not %r" % (v,))
+        out.append(struct.pack(">BI", 0xce, v))
     elif kind == BIN:
         out.append(msgpack.packb(bytes(v), use_bin_type=True))
     elif kind == STR:
@@ -228,6 +265,7 @@ def _conform(kind, v):
             raise MalformedError("a %s is an array, not %s" % (kind.name, type(v).__name__))
         return _from_array(kind, v)
     ok = {U64: lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= 0,
+          U32: lambda x: isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 32,
           INT: lambda x: isinstance(x, int) and not isinstance(x, bool),
           STR: lambda x: isinstance(x, str),
           BIN: lambda x: isinstance(x, (bytes, bytearray)),
