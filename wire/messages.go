@@ -364,5 +364,5 @@ func newMessage(t Type) Message {
 	case TypeKeepAlive:
 		return &KeepAlive{}
 	}
-	return nil
+	return newReceiverMessage(t)
 }
