@@ -43,6 +43,11 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
+	// receivers is the leader's view of receiver sessions (receivers.go);
+	// receiverDuties the leader's schedule for them.
+	receivers      *receiverSessions
+	receiverDuties receiverDuties
+	pacer          *pacer // holds back publishers of blocking paced sources (pacing.go)
 	proposer *proposer // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger
