@@ -41,6 +41,7 @@ type Publisher struct {
 	state        *stateFile    // nil without Config.StateFile
 	busyWarned   bool          // the "another live publisher holds the source" warning was given
 	reg          Registration
+	confirm      confirmations // confirmed delivery (confirm.go)
 }
 
 // Stats counts what a Publisher did.
@@ -55,6 +56,12 @@ type Stats struct {
 	Conflicts       uint64   // sequence numbers a group already held with a different payload (sequence reuse)
 	Confirmed       []uint64 // per group, the contiguous confirmed watermark
 	Connected       []bool   // per group, whether a registered connection is open
+	// Delivered is the highest sequence number that ConfirmedDelivery
+	// distinct receivers have consumed (0 without ConfirmedDelivery).
+	Delivered uint64
+	// HeldBack counts the notices of a group's leader holding this
+	// publisher back (blocking receiver-paced persistence at the limit).
+	HeldBack uint64
 }
 
 // New registers the source with every group and returns a Publisher ready
@@ -110,6 +117,10 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	}
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.deliverStability() }()
+	if cfg.ConfirmedDelivery > 0 {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.deliverConfirmations() }()
+	}
 	return p, nil
 }
 
@@ -142,7 +153,7 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 			return 0, fmt.Errorf("%w: source %q sent sequence number %d, the highest a source may have; publish under a new source name",
 				ErrSequenceExhausted, p.cfg.Source, uint64(wire.MaxSeq))
 		}
-		if p.nextSeq-1-p.tracker.Stable() < uint64(p.cfg.FlightSize) {
+		if p.nextSeq-1-p.flightBaseLocked() < uint64(p.cfg.FlightSize) {
 			break
 		}
 		if p.cfg.Flight == FlightRefuse {
@@ -217,6 +228,7 @@ func (p *Publisher) Stats() Stats {
 	st := p.stats
 	st.Confirmed = append([]uint64(nil), p.stats.Confirmed...)
 	st.Connected = append([]bool(nil), p.stats.Connected...)
+	st.Delivered = p.confirm.through
 	if p.tracker != nil {
 		st.Stable = p.tracker.Stable()
 		for g := range p.groups {
@@ -301,7 +313,8 @@ func (p *Publisher) conflict(g int, a *wire.Ack) {
 }
 
 // releaseLocked drops retained messages that are stable and confirmed by
-// every group, and, while over the retention limit, the oldest stable ones.
+// every group (and, with RetainUntilConfirmed, by enough receivers), and,
+// while over the retention limit, the oldest stable ones.
 func (p *Publisher) releaseLocked() {
 	stable := p.tracker.Stable()
 	for p.retained.len() > 0 {
@@ -309,9 +322,9 @@ func (p *Publisher) releaseLocked() {
 		if seq > stable {
 			break
 		}
-		all := true
+		all := !p.cfg.RetainUntilConfirmed || seq <= p.confirm.through // not yet confirmed by enough receivers: kept
 		for g := range p.groups {
-			if !p.tracker.Has(g, seq) {
+			if !all || !p.tracker.Has(g, seq) {
 				all = false
 				break
 			}
