@@ -144,6 +144,17 @@ func (r *Receiver) Consumed() uint64 {
 func (d *durable) position() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.reg != nil {
+		return max(d.acked, d.reg.Consumed)
+	}
+	return d.acked
+}
+
+// acknowledged is the position this instance acknowledged (0 if none), the
+// one its groups are told.
+func (d *durable) acknowledged() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return d.acked
 }
 
@@ -185,7 +196,9 @@ func (d *durable) ensure(ctx context.Context) (Registration, error) {
 		return Registration{}, errors.New("receiver closed")
 	}
 	d.reg = &reg
-	d.acked = max(d.acked, reg.Consumed)
+	// The position resumed after is not acknowledged again: only what this
+	// instance consumes is, so a registration never rewrites a group's
+	// record with another group's.
 	d.handed = max(d.handed, reg.Consumed)
 	for _, g := range d.groups {
 		d.wg.Add(1)
@@ -440,7 +453,7 @@ func (g *ackGroup) run() {
 		if !g.registered {
 			continue
 		}
-		pos := d.position()
+		pos := d.acknowledged()
 		if pos <= g.recorded && time.Since(sent) < cfg.KeepAliveInterval {
 			continue
 		}
@@ -473,5 +486,5 @@ func (g *ackGroup) farewell() {
 	if !g.registered {
 		return
 	}
-	g.send(context.Background(), g.d.position(), true)
+	g.send(context.Background(), g.d.acknowledged(), true)
 }
