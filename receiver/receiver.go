@@ -100,18 +100,19 @@ func (r *Receiver) Close() error {
 	return nil
 }
 
-// start turns from into a sequence number: Resume becomes the durable
-// receiver's resume point, registering first if needed, or the oldest
-// retained message. A durable receiver given an explicit from registers
+// start turns from into a sequence number: Resume becomes one past the
+// durable receiver's position, registering first if needed (see Consumed),
+// or the oldest retained message. A durable receiver given an explicit from registers
 // too, so what it consumes is recorded.
 func (r *Receiver) start(ctx context.Context, from uint64) (uint64, error) {
 	if r.durable != nil {
-		reg, err := r.durable.ensure(ctx)
-		if err != nil {
+		if _, err := r.durable.ensure(ctx); err != nil {
 			return 0, err
 		}
-		if from == Resume && reg.Resume > 0 {
-			return reg.Resume, nil
+		// After the position the groups recorded, or, once this instance
+		// acknowledged more, after that.
+		if pos := r.durable.position(); from == Resume && pos > 0 {
+			return pos + 1, nil
 		}
 	}
 	if from != Resume {
