@@ -23,6 +23,13 @@ type Options struct {
 	// SourceActivityTimeout frees a silent publisher's source; 0 keeps
 	// the store's default.
 	SourceActivityTimeout time.Duration
+	// ReceiverActivityTimeout expires a silent receiver; 0 keeps the
+	// store's default. ReceiverStateLifetime forgets a silent receiver's
+	// state (0: kept). AllowReceiverPacedPersistence lets publishers ask
+	// for receiver-paced persistence.
+	ReceiverActivityTimeout       time.Duration
+	ReceiverStateLifetime         time.Duration
+	AllowReceiverPacedPersistence bool
 	// RepairBytesPerSecond caps intergroup repair; 0 keeps the store's
 	// default.
 	RepairBytesPerSecond int
@@ -37,14 +44,15 @@ type Options struct {
 func DefaultOptions() Options {
 	def := storegroup.DefaultConfig()
 	return Options{
-		RetentionMaxBytes:     def.RetentionMaxBytes,
-		RetentionMaxMessages:  def.RetentionMaxMessages,
-		RetentionMaxAge:       def.RetentionMaxAge,
-		SourceActivityTimeout: def.SourceActivityTimeout,
-		RepairBytesPerSecond:  def.RepairBytesPerSecond,
-		SnapshotThreshold:     def.SnapshotThreshold,
-		SnapshotInterval:      def.SnapshotInterval,
-		TrailingLogs:          def.TrailingLogs,
+		RetentionMaxBytes:       def.RetentionMaxBytes,
+		RetentionMaxMessages:    def.RetentionMaxMessages,
+		RetentionMaxAge:         def.RetentionMaxAge,
+		SourceActivityTimeout:   def.SourceActivityTimeout,
+		ReceiverActivityTimeout: def.ReceiverActivityTimeout,
+		RepairBytesPerSecond:    def.RepairBytesPerSecond,
+		SnapshotThreshold:       def.SnapshotThreshold,
+		SnapshotInterval:        def.SnapshotInterval,
+		TrailingLogs:            def.TrailingLogs,
 	}
 }
 

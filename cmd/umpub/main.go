@@ -47,6 +47,7 @@ Flags:
 type options struct {
 	deployment, source, intergroup, logLevel string
 	stateFile                                string
+	paced                                    string
 	tls                                      *tls.Config
 	token                                    string
 	logFormat                                string
@@ -77,6 +78,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.flight, "flight-size", 1000, "unstable messages allowed in flight (UM ume_flight_size)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
 	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
+	fs.StringVar(&o.paced, "receiver-paced", "", "ask for receiver-paced persistence (UM ume_receiver_paced_persistence): blocking (held back at the retention limit until paced receivers consume) or non-blocking (the oldest released at the limit); the stores must run with --allow-receiver-paced-persistence")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -181,6 +183,8 @@ func (o *options) check() error {
 		return fmt.Errorf("--size must be 0..%d bytes, got %d", 8<<20, o.size)
 	case o.rate < 0:
 		return fmt.Errorf("--rate must not be negative, got %v", o.rate)
+	case o.paced != "" && o.paced != string(publisher.PacingBlocking) && o.paced != string(publisher.PacingNonBlocking):
+		return fmt.Errorf("--receiver-paced %q: want blocking or non-blocking", o.paced)
 	case o.flight < 1:
 		return fmt.Errorf("--flight-size must be at least 1, got %d", o.flight)
 	case o.timeout <= 0:
@@ -255,6 +259,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	cfg.OnStable = r.rec.stable
 	cfg.StateFile = o.stateFile
 	cfg.TLS, cfg.Token = o.tls, o.token
+	cfg.ReceiverPaced = publisher.Pacing(o.paced)
 	if o.stateFile != "" && o.sources > 1 {
 		cfg.StateFile = o.stateFile + "." + r.source
 	}
