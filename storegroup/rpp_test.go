@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
 	"umstore/publisher"
 	"umstore/receiver"
-	"umstore/repository"
 	"umstore/storegroup"
 	"umstore/wire"
 )
@@ -280,5 +281,35 @@ func TestReceiverStateLifetimeForgets(t *testing.T) {
 		_, _, found, err := c.Leader(1).Repository().Receiver("s", "brief")
 		return err == nil && !found
 	})
-	var _ repository.ReceiverPosition
+}
+
+// The receivers' gauges and the held-back counter reach /metrics.
+func TestReceiverMetrics(t *testing.T) {
+	c := pacedCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := pacedPublisher(t, ctx, c, publisher.PacingBlocking)
+	var sent atomic.Uint64
+	if err := <-sendInBackground(ctx, p, 30, &sent); err != nil {
+		t.Fatal(err)
+	}
+	r := pacedReceiver(t, c, "app")
+	readAndAck(t, ctx, r, 20)
+	leader := c.WaitLeader(1, 30*time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(leader.Collector())
+	labels := map[string]string{"source": "paced", "receiver": "app"}
+	c.Eventually(10*time.Second, "the position reaches the gauge", func() bool {
+		return metricValue(t, reg, "umstore_receiver_consumed_seq", labels) == 20
+	})
+	if lag := metricValue(t, reg, "umstore_receiver_lag_messages", labels); lag != 10 {
+		t.Errorf("lag %v, want 10", lag)
+	}
+	if active := metricValue(t, reg, "umstore_receiver_active", labels); active != 1 {
+		t.Errorf("active %v, want 1", active)
+	}
+	if idle := metricValue(t, reg, "umstore_receiver_idle_seconds", labels); idle < 0 || idle > 10 {
+		t.Errorf("idle %v seconds, want a few", idle)
+	}
+	metricValue(t, reg, "umstore_publishers_held_back_total", nil)
 }
