@@ -56,11 +56,11 @@ type durable struct {
 	r       *Receiver
 	session string
 
-	mu        sync.Mutex
-	reg       *Registration
-	handed    uint64 // highest sequence number handed to the application (or skipped as lost)
-	acked     uint64 // highest acknowledged: the position to record
-	closed    bool
+	mu     sync.Mutex
+	reg    *Registration
+	handed uint64 // highest sequence number handed to the application (or skipped as lost)
+	acked  uint64 // highest acknowledged: the position to record
+	closed bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -358,8 +358,8 @@ type ackGroup struct {
 	client *groupclient.Client
 
 	// Set by registerUntil before run starts, then run's own.
-	registered bool   // the group's leader holds the name for this session
-	known      bool   // the group holds the source (else the name is held in memory only)
+	registered bool // the group's leader holds the name for this session
+	known      bool // the group holds the source (else the name is held in memory only)
 	regAt      time.Time
 	recorded   uint64 // the last position the group acknowledged
 	busy       error  // the last "name busy" answer

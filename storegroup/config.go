@@ -133,8 +133,8 @@ type Config struct {
 	// ReceiverStateLifetime is how long after a receiver went silent the
 	// group forgets its state, position included (UM
 	// receiver-state-lifetime); a receiver registering under the name later
-	// starts as a new one. 0 (the default) keeps the state until the source
-	// goes: unlike UM, whose 0 deletes it at the activity timeout, because a
+	// starts as a new one. 0 (the default) keeps the state: unlike UM, whose
+	// 0 deletes it at the activity timeout, because a
 	// durable receiver that is down longer than 30 s must still find its
 	// place (a position costs a few bytes and, once expired, holds nothing
 	// back).

@@ -47,10 +47,10 @@ type Store struct {
 	// receiverDuties the leader's schedule for them.
 	receivers      *receiverSessions
 	receiverDuties receiverDuties
-	pacer          *pacer // holds back publishers of blocking paced sources (pacing.go)
-	proposer *proposer // every raft proposal of this store
-	metrics  *storeMetrics
-	hlog     hclog.Logger
+	pacer          *pacer    // holds back publishers of blocking paced sources (pacing.go)
+	proposer       *proposer // every raft proposal of this store
+	metrics        *storeMetrics
+	hlog           hclog.Logger
 
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
