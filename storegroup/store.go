@@ -43,14 +43,16 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
+	proposer *proposer // every raft proposal of this store
+	metrics  *storeMetrics
+	hlog     hclog.Logger
+
 	// receivers is the leader's view of receiver sessions (receivers.go);
-	// receiverDuties the leader's schedule for them.
+	// receiverDuties the leader's schedule for them; pacer holds back
+	// publishers of blocking paced sources (pacing.go).
 	receivers      *receiverSessions
 	receiverDuties receiverDuties
-	pacer          *pacer    // holds back publishers of blocking paced sources (pacing.go)
-	proposer       *proposer // every raft proposal of this store
-	metrics        *storeMetrics
-	hlog           hclog.Logger
+	pacer          *pacer
 
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
