@@ -43,17 +43,18 @@ type Options struct {
 // DefaultOptions returns storegroup's defaults.
 func DefaultOptions() Options {
 	def := storegroup.DefaultConfig()
-	return Options{
-		RetentionMaxBytes:       def.RetentionMaxBytes,
-		RetentionMaxMessages:    def.RetentionMaxMessages,
-		RetentionMaxAge:         def.RetentionMaxAge,
-		SourceActivityTimeout:   def.SourceActivityTimeout,
-		ReceiverActivityTimeout: def.ReceiverActivityTimeout,
-		RepairBytesPerSecond:    def.RepairBytesPerSecond,
-		SnapshotThreshold:       def.SnapshotThreshold,
-		SnapshotInterval:        def.SnapshotInterval,
-		TrailingLogs:            def.TrailingLogs,
+	o := Options{
+		RetentionMaxBytes:     def.RetentionMaxBytes,
+		RetentionMaxMessages:  def.RetentionMaxMessages,
+		RetentionMaxAge:       def.RetentionMaxAge,
+		SourceActivityTimeout: def.SourceActivityTimeout,
+		RepairBytesPerSecond:  def.RepairBytesPerSecond,
+		SnapshotThreshold:     def.SnapshotThreshold,
+		SnapshotInterval:      def.SnapshotInterval,
+		TrailingLogs:          def.TrailingLogs,
 	}
+	o.ReceiverActivityTimeout = def.ReceiverActivityTimeout
+	return o
 }
 
 // Validate refuses settings the stores would reject, before any starts.
