@@ -29,7 +29,7 @@ func (rt *retainer) pacedThrough(source string, through uint64, reason string) (
 // pacedRelease is pacedThrough's rule, for a paced source with holders.
 func pacedRelease(st repository.PacingState, through uint64, reason string) (uint64, string) {
 	if st.Mode == repository.PacingBlocking && through > st.ConsumedThrough {
-		through = st.ConsumedThrough
+		return st.ConsumedThrough, reasonConsumed // what the limits would release beyond it is held
 	}
 	if st.ConsumedThrough > through {
 		return st.ConsumedThrough, reasonConsumed
