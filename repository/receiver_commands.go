@@ -10,16 +10,16 @@ import "strconv"
 const (
 	// CmdRegisterReceiver records a named receiver registering with a
 	// source: its session, whether it paces the source.
-	CmdRegisterReceiver CommandType = 9
+	CmdRegisterReceiver CommandType = 11
 	// CmdExpireReceiver marks a receiver silent for its activity timeout
 	// inactive: it no longer holds a paced source back.
-	CmdExpireReceiver CommandType = 10
+	CmdExpireReceiver CommandType = 12
 	// CmdForgetReceiver deletes the state of a receiver whose state
 	// lifetime ended.
-	CmdForgetReceiver CommandType = 11
+	CmdForgetReceiver CommandType = 13
 	// CmdRegisterPaced is Register that also sets how the source's
 	// repository is paced by its receivers.
-	CmdRegisterPaced CommandType = 12
+	CmdRegisterPaced CommandType = 14
 )
 
 // Pacing says how a source's repository is paced: by its retention limits

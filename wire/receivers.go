@@ -6,14 +6,14 @@ package wire
 // does not know a type answers it with an Error (CodeUnknown), which the
 // newer side can tell from a refusal.
 const (
-	TypeRegisterReceiver   Type = 21
-	TypeReceiverRegistered Type = 22
-	TypeConsumedAs         Type = 23
-	TypeReceiverQuery      Type = 24
-	TypeReceiverReport     Type = 25
-	TypeRegisterSource     Type = 26
-	TypeDelivery           Type = 27
-	TypeHeldBack           Type = 28
+	TypeRegisterReceiver   Type = 22
+	TypeReceiverRegistered Type = 23
+	TypeConsumedAs         Type = 24
+	TypeReceiverQuery      Type = 25
+	TypeReceiverReport     Type = 26
+	TypeRegisterSource     Type = 27
+	TypeDelivery           Type = 28
+	TypeHeldBack           Type = 29
 )
 
 // Pacing modes a publisher asks for in RegisterSource, and a source shows
