@@ -162,7 +162,7 @@ func TestStatusPageShowsNamesAsText(t *testing.T) {
 			t.Errorf("app.js uses %s, which parses text as HTML or code", sink)
 		}
 	}
-	for _, use := range []string{`el("td", {"class": "src"}, shown(s.name))`, `"data-source": shown(s.name)`} {
+	for _, use := range []string{`el("td", {"class": "src"}, shown(s.name))`, `"data-source": shown(s.name)`, `el("td", {"class": "src"}, shown(rc.name))`} {
 		if !strings.Contains(string(js), use) {
 			t.Errorf("app.js does not render source names through shown: lacks %s", use)
 		}

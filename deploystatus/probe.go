@@ -36,8 +36,8 @@ type Limits struct {
 type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, error)
 
 // sourcesFunc asks a group's leader, at a client address, what it holds of
-// each source.
-type sourcesFunc func(ctx context.Context, group int, addr string) ([]wire.SourceState, error)
+// each source and, when it tells, of their receivers.
+type sourcesFunc func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error)
 
 // ProbeResult is one store's answer to a probe, or why there was none.
 type ProbeResult struct {
@@ -49,6 +49,9 @@ type ProbeResult struct {
 type LeaderSources struct {
 	From    string // the leader that answered
 	Sources []wire.SourceState
+	// Receivers are the leader's receivers of each source; nil when the
+	// leader does not report them (a store older than durable receivers).
+	Receivers []wire.SourceReceivers
 }
 
 // Round is the outcome of one round of probes.
@@ -80,14 +83,14 @@ func NewProber(targets []placement.StoreRef, dialer *wire.Dialer, limits Limits)
 		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, error) {
 			return storegroup.ProbeStore(ctx, addr, dialer)
 		},
-		sources: func(ctx context.Context, group int, addr string) ([]wire.SourceState, error) {
+		sources: func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error) {
 			c := groupclient.New(group, []string{addr}, dialer)
 			defer c.Close()
 			list, err := c.Sources(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("ask %s for its sources: %w", addr, err)
+				return nil, nil, fmt.Errorf("ask %s for its sources: %w", addr, err)
 			}
-			return list.Sources, nil
+			return list.Sources, askReceivers(ctx, c), nil
 		},
 		limits: limits,
 	}
@@ -175,12 +178,12 @@ func (p *Prober) round() Round {
 			defer func() { <-sem }()
 			sctx, scancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
 			defer scancel()
-			list, err := p.sources(sctx, ref.Group, ref.ClientAddr())
+			list, receivers, err := p.sources(sctx, ref.Group, ref.ClientAddr())
 			if err != nil {
 				return // the group is shown without sources
 			}
 			mu.Lock()
-			r.Sources[ref.Group] = LeaderSources{From: ref.Store.Name, Sources: list}
+			r.Sources[ref.Group] = LeaderSources{From: ref.Store.Name, Sources: list, Receivers: receivers}
 			mu.Unlock()
 		}()
 	}

@@ -49,9 +49,9 @@ func (f *fakeStores) probe(ctx context.Context, addr string) (*wire.ProbeReply, 
 	return nil, errors.New("connection refused")
 }
 
-func (f *fakeStores) list(ctx context.Context, group int, addr string) ([]wire.SourceState, error) {
+func (f *fakeStores) list(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error) {
 	f.sources.Add(1)
-	return []wire.SourceState{{Name: "src", HighSeq: 7, LowSeq: 1, Count: 7}}, nil
+	return []wire.SourceState{{Name: "src", HighSeq: 7, LowSeq: 1, Count: 7}}, nil, nil
 }
 
 // Many requests at once share one round; a round is reused for the TTL;

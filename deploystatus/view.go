@@ -67,6 +67,12 @@ type Source struct {
 	LowSeq  uint64 `json:"oldest_seq"`
 	Count   uint64 `json:"count"`
 	Gaps    int    `json:"gaps"`
+	// Pacing is the source's receiver-paced persistence (blocking,
+	// non-blocking), empty when it has none; Receivers its named receivers
+	// (receivers.go). Both are empty when the store that told is older than
+	// durable receivers.
+	Pacing    string     `json:"pacing,omitempty"`
+	Receivers []Receiver `json:"receivers,omitempty"`
 }
 
 // Store is one store of the deployment.
@@ -250,7 +256,8 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	use := func(from string, list []storegroup.SourceStatus) {
 		gv.SourcesFrom = from
 		for _, s := range list {
-			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps})
+			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps,
+				Pacing: s.Pacing, Receivers: statusReceivers(s.Receivers)})
 		}
 	}
 	if leader != nil && leader.Local {
@@ -262,7 +269,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	}
 	if rs, ok := remote.Sources[gv.Index]; ok {
 		gv.SourcesFrom = rs.From
-		gv.Sources = append(gv.Sources, wireSources(rs.Sources)...)
+		gv.Sources = append(gv.Sources, wireSources(rs.Sources, rs.Receivers)...)
 		return
 	}
 	for _, name := range gv.Stores {
@@ -273,11 +280,17 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	}
 }
 
-// wireSources converts a leader's answer.
-func wireSources(list []wire.SourceState) []Source {
+// wireSources converts a leader's answers: its sources, and its receivers
+// (nil from a store that does not report them).
+func wireSources(list []wire.SourceState, receivers []wire.SourceReceivers) []Source {
 	out := make([]Source, len(list))
 	for i, s := range list {
 		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: len(s.Gaps)}
+		for _, sr := range receivers {
+			if sr.Source == s.Name {
+				out[i].Pacing, out[i].Receivers = sr.Pacing, wireReceivers(sr)
+			}
+		}
 	}
 	return out
 }

@@ -161,9 +161,49 @@ type Config struct {
 	// OnGroupStable, OnFlightSize and OnUnstable are called from one
 	// goroutine (not OnStable's), in the order the events happened; they
 	// must not block for long.
+	// ReceiverPaced asks the stores for receiver-paced persistence (UM
+	// ume_receiver_paced_persistence): the source's messages are kept until
+	// its active paced receivers consumed them, within the retention
+	// limits; at the limit the stores hold this publisher back
+	// (PacingBlocking: Send then blocks on FlightSize) or release the
+	// oldest (PacingNonBlocking: the lagging receivers see them as
+	// unrecoverable loss). The stores must allow it (umstored
+	// --allow-receiver-paced-persistence), else registration fails.
+	ReceiverPaced Pacing
+	// ConfirmedDelivery, if above 0, asks the groups to report how far the
+	// source's named receivers consumed it, and makes a message confirmed
+	// once that many distinct receivers (by name, whatever group told) have
+	// consumed it (UM ume_confirmed_delivery_notification with
+	// ume_retention_unique_confirmations).
+	ConfirmedDelivery int
+	// OnConfirmed, if set, is called with each newly confirmed range of
+	// this session's sequence numbers, in order, from one goroutine.
+	OnConfirmed func(first, last uint64)
+	// RetainUntilConfirmed keeps each message in the retention buffer, and
+	// counts it in flight, until it is confirmed as well as stable (UM
+	// ume_retention_unique_confirmations): Send then waits for receivers,
+	// a form of receiver pacing. RetentionSizeLimit still releases the
+	// oldest stable messages when exceeded (counted in ForcedReleases).
+	RetainUntilConfirmed bool
 	// Logger receives the publisher's logs. Nil means slog.Default.
 	Logger *slog.Logger
 }
+
+// Pacing is a source's receiver-paced persistence (UM
+// ume_receiver_paced_persistence).
+type Pacing string
+
+const (
+	// PacingNone is source-paced persistence: the stores keep messages up
+	// to their retention limits, whoever consumed them (the default).
+	PacingNone Pacing = wire.PacingNone
+	// PacingBlocking keeps messages until the active paced receivers
+	// consumed them, holding the publisher back at the retention limit.
+	PacingBlocking Pacing = wire.PacingBlocking
+	// PacingNonBlocking keeps messages until the active paced receivers
+	// consumed them, releasing the oldest at the retention limit.
+	PacingNonBlocking Pacing = wire.PacingNonBlocking
+)
 
 // DefaultConfig returns a configuration with UM's defaults; set Source and
 // Groups.
@@ -243,6 +283,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
+	}
+	switch c.ReceiverPaced {
+	case PacingNone, PacingBlocking, PacingNonBlocking:
+	default:
+		return fmt.Errorf("%w: ReceiverPaced %q: want blocking or non-blocking (or empty)", ErrConfig, c.ReceiverPaced)
+	}
+	if c.ConfirmedDelivery < 0 || (c.ConfirmedDelivery == 0 && (c.OnConfirmed != nil || c.RetainUntilConfirmed)) {
+		return fmt.Errorf("%w: OnConfirmed and RetainUntilConfirmed need ConfirmedDelivery, the number of distinct receivers that confirm a message", ErrConfig)
 	}
 	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 || c.KeepAliveInterval <= 0 || c.AckTimeout <= 0 {
 		return fmt.Errorf("%w: RegisterTimeout, ReconnectDelay, KeepAliveInterval and AckTimeout must be positive", ErrConfig)

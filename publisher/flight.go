@@ -81,7 +81,7 @@ func (f *flight) expire(now int64, lifetime time.Duration) (quorum.Range, bool) 
 // message of n bytes. Caller holds p.mu.
 func (p *Publisher) flightFullLocked(n int) bool {
 	p.settleFlightLocked()
-	return p.flight.full(int(p.nextSeq-1-p.tracker.Stable()), n, &p.cfg)
+	return p.flight.full(int(p.nextSeq-1-p.flightBaseLocked()), n, &p.cfg)
 }
 
 // flightSentLocked records a message Send accepted; full says Send found

@@ -102,7 +102,11 @@ func (g *group) pause() {
 // busy" ends the attempt at once: no other store will say otherwise.
 func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 	p := g.p
-	c, m, err := g.client.Open(p.ctx, &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session}, groupclient.OpenOptions{
+	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session}
+	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 {
+		req = &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+	}
+	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
 		Timeout:     registerTimeout,
 		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy },
@@ -306,6 +310,13 @@ func (g *group) readAcks(c *wire.Conn) error {
 			g.lastAck = time.Now()
 			g.mu.Unlock()
 			g.p.naked(g.index, m)
+		case *wire.Delivery:
+			g.p.delivery(m)
+		case *wire.HeldBack:
+			g.mu.Lock()
+			g.lastAck = time.Now() // the leader is alive: it holds the messages back on purpose
+			g.mu.Unlock()
+			g.p.heldBack(g.index, m)
 		case *wire.NotLeader:
 			g.client.Redirected(m)
 			return fmt.Errorf("leadership moved to %q", m.LeaderName)

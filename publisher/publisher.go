@@ -43,6 +43,7 @@ type Publisher struct {
 	flight      flight        // the unstable messages: flight size, byte limit, lifetime (flight.go)
 	events      []any         // events waiting for the event goroutine (events.go)
 	eventSignal chan struct{} // wakes the event goroutine
+	confirm     confirmations // confirmed delivery (confirm.go)
 }
 
 // Stats counts what a Publisher did.
@@ -63,6 +64,12 @@ type Stats struct {
 	InFlightBytes    int64  // their payload bytes
 	ReportedUnstable uint64 // messages reported to OnUnstable past their stability lifetime
 	Lost             uint64 // sequence numbers a group said it lost (stability NAKs)
+	// Delivered is the highest sequence number that ConfirmedDelivery
+	// distinct receivers have consumed (0 without ConfirmedDelivery).
+	Delivered uint64
+	// HeldBack counts the notices of a group's leader holding this
+	// publisher back (blocking receiver-paced persistence at the limit).
+	HeldBack uint64
 }
 
 // New registers the source with every group and returns a Publisher ready
@@ -116,6 +123,10 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	p.wg.Add(2)
 	go func() { defer p.wg.Done(); p.deliverStability() }()
 	go func() { defer p.wg.Done(); p.runEvents() }()
+	if cfg.ConfirmedDelivery > 0 {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.deliverConfirmations() }()
+	}
 	return p, nil
 }
 
@@ -230,6 +241,7 @@ func (p *Publisher) Stats() Stats {
 	st := p.stats
 	st.Confirmed = append([]uint64(nil), p.stats.Confirmed...)
 	st.Connected = append([]bool(nil), p.stats.Connected...)
+	st.Delivered = p.confirm.through
 	if p.tracker != nil {
 		st.Stable = p.tracker.Stable()
 		for g := range p.groups {
@@ -321,7 +333,8 @@ func (p *Publisher) conflict(g int, a *wire.Ack) {
 }
 
 // releaseLocked drops retained messages that are stable and confirmed by
-// every group, and, while over the retention limit, the oldest stable ones.
+// every group (and, with RetainUntilConfirmed, by enough receivers), and,
+// while over the retention limit, the oldest stable ones.
 func (p *Publisher) releaseLocked() {
 	stable := p.tracker.Stable()
 	for p.retained.len() > 0 {
@@ -329,9 +342,9 @@ func (p *Publisher) releaseLocked() {
 		if seq > stable {
 			break
 		}
-		all := true
+		all := !p.cfg.RetainUntilConfirmed || seq <= p.confirm.through // not yet confirmed by enough receivers: kept
 		for g := range p.groups {
-			if !p.tracker.Has(g, seq) {
+			if !all || !p.tracker.Has(g, seq) {
 				all = false
 				break
 			}

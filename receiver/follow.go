@@ -29,20 +29,41 @@ type streamEvent struct {
 // reachable group holds the range. While some group is unreachable Follow
 // waits for it rather than skip (it may hold the message), unless
 // Config.MissingGrace says how long to wait.
+//
+// from may be Resume. A durable receiver acknowledges each message once fn
+// returned it without an error (unless Config.ExplicitAck), and a range
+// reported to onMissing once onMissing returned: it will never be
+// delivered, so a restart need not wait for it again.
 func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) error, onMissing func(Range)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if from == 0 {
-		from = 1
+	from, err := r.start(ctx, from)
+	if err != nil {
+		return err
+	}
+	if r.durable != nil {
+		inner, innerMissing := fn, onMissing
+		fn = func(m Message) error {
+			r.durable.hand(m.Seq)
+			if err := inner(m); err != nil {
+				return err
+			}
+			r.consumed(m.Seq)
+			return nil
+		}
+		onMissing = func(rg Range) {
+			r.durable.hand(rg.To)
+			if innerMissing != nil {
+				innerMissing(rg)
+			}
+			r.consumed(rg.To)
+		}
 	}
 	var next atomic.Uint64
 	next.Store(from)
 	events := make(chan streamEvent, 64)
 	for i := range r.groups {
 		go r.stream(ctx, i, &next, events)
-	}
-	if r.cfg.Name != "" {
-		go r.acknowledge(ctx, from, &next)
 	}
 	m := merger{
 		grace:     r.cfg.MissingGrace,
@@ -236,45 +257,6 @@ func (r *Receiver) subscribeOnce(ctx context.Context, c *groupclient.Client, gi 
 		_ = conn.NetConn().SetReadDeadline(time.Now().Add(subscriptionSilence))
 		if m, err = conn.Read(); err != nil {
 			return err
-		}
-	}
-}
-
-// ackInterval is how often a named receiver records its consumption.
-const ackInterval = time.Second
-
-// acknowledge records, through each group's log, how far this receiver has
-// consumed, whenever it has moved on: stores then know which receivers hold
-// back retention and where each stands.
-func (r *Receiver) acknowledge(ctx context.Context, from uint64, next *atomic.Uint64) {
-	clients := make([]*groupclient.Client, len(r.groups))
-	for i, g := range r.groups {
-		clients[i] = groupclient.New(g.Group, g.Addrs, g.Dialer)
-		defer clients[i].Close()
-	}
-	acked := make([]uint64, len(r.groups))
-	t := time.NewTicker(ackInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pos := next.Load() - 1
-		if pos < from {
-			continue
-		}
-		for i, c := range clients {
-			if acked[i] >= pos {
-				continue
-			}
-			callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err := c.Call(callCtx, &wire.Consumed{Source: r.cfg.Source, Receiver: r.cfg.Name, Seq: pos})
-			cancel()
-			if err == nil {
-				acked[i] = pos
-			}
 		}
 	}
 }

@@ -3,12 +3,9 @@ package receiver
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -17,42 +14,6 @@ import (
 	"umstore/internal/groupclient"
 	"umstore/wire"
 )
-
-// Config configures a Receiver. Start from DefaultConfig.
-type Config struct {
-	// Source is the source to read.
-	Source string
-	// Groups lists, per store group (index 0 is group 1), the client
-	// addresses of its stores.
-	Groups [][]string
-	// Group, if not 0, restricts reading to that group (1-based): for an
-	// operator checking one group's contents.
-	Group int
-	// FetchCount and FetchBytes bound one fetch round trip.
-	FetchCount int
-	FetchBytes int
-	// Name identifies this receiver to the stores (consumption records).
-	Name string
-	// MissingGrace is how long Follow waits for an unreachable group before
-	// it reports a range the reachable groups do not hold as lost and skips
-	// it. 0 (the default) waits for every group: a message stable only in a
-	// group whose host is down is delivered when the host returns, never
-	// skipped.
-	MissingGrace time.Duration
-	// LocalIP, if set, is the address connections leave from.
-	LocalIP net.IP
-	// TLS, if set, is used for every connection to the stores.
-	TLS *tls.Config
-	// Token is presented to the stores when the deployment requires one.
-	Token string
-	// Logger receives the receiver's logs. Nil means slog.Default.
-	Logger *slog.Logger
-}
-
-// DefaultConfig returns the defaults; set Source and Groups.
-func DefaultConfig() Config {
-	return Config{FetchCount: 1000, FetchBytes: 1 << 20}
-}
 
 // Message is one message of the source.
 type Message struct {
@@ -70,17 +31,6 @@ func (r Range) String() string {
 	return fmt.Sprintf("%d-%d", r.From, r.To)
 }
 
-// Sentinel errors, testable with errors.Is.
-var (
-	// ErrConfig wraps configuration errors.
-	ErrConfig = errors.New("invalid receiver configuration")
-	// ErrMissing means some sequence numbers are held by no reachable group;
-	// the error is a *MissingError naming the ranges.
-	ErrMissing = errors.New("messages held by no reachable store group")
-	// ErrUnreachable means no group could be asked.
-	ErrUnreachable = errors.New("no store group reachable")
-)
-
 // MissingError names the ranges no reachable group holds.
 type MissingError struct{ Ranges []Range }
 
@@ -94,49 +44,95 @@ func (e *MissingError) Error() string {
 
 func (e *MissingError) Unwrap() error { return ErrMissing }
 
-// Receiver reads one source. It is not safe for concurrent use.
+// Receiver reads one source. Read, Follow and Register are one at a time
+// (a Receiver is not safe for concurrent reads); Ack, Consumed and Close may
+// be called from any goroutine.
 type Receiver struct {
 	cfg     Config
 	log     *slog.Logger
+	dialer  *wire.Dialer
 	groups  []*groupclient.Client // the groups to read, in preference order
 	primary int                   // index into groups of the group tried first
 	damaged damageLog             // messages served damaged, never delivered (checksum.go)
+
+	durable *durable // nil without a Name
 }
 
-// New validates the configuration. Connections open on first use.
+// Resume, as the from of Read or Follow, starts a durable receiver one past
+// the last message it consumed, as its groups recorded it (see Register),
+// and a receiver without a name, or a name no group knows, at the oldest
+// message any group retains.
+const Resume uint64 = math.MaxUint64
+
+// New validates the configuration. Connections open on first use; a
+// durable receiver (Config.Name) registers on its first Read or Follow, or
+// when Register is called.
 func New(cfg Config) (*Receiver, error) {
-	if cfg.Source == "" {
-		return nil, fmt.Errorf("%w: Source is empty", ErrConfig)
-	}
-	if len(cfg.Groups) == 0 {
-		return nil, fmt.Errorf("%w: no store groups given", ErrConfig)
-	}
-	if cfg.Group < 0 || cfg.Group > len(cfg.Groups) {
-		return nil, fmt.Errorf("%w: group %d does not exist (the deployment has %d)", ErrConfig, cfg.Group, len(cfg.Groups))
-	}
-	if cfg.FetchCount <= 0 || cfg.FetchBytes <= 0 {
-		return nil, fmt.Errorf("%w: FetchCount and FetchBytes must be positive", ErrConfig)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	r := &Receiver{cfg: cfg, log: cfg.Logger.With("source", cfg.Source)}
-	d := &wire.Dialer{Client: "receiver " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second, TLS: cfg.TLS, Token: cfg.Token}
+	r.dialer = &wire.Dialer{Client: "receiver " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second, TLS: cfg.TLS, Token: cfg.Token}
 	for i, addrs := range cfg.Groups {
 		if cfg.Group != 0 && cfg.Group != i+1 {
 			continue
 		}
-		r.groups = append(r.groups, groupclient.New(i+1, addrs, d))
+		r.groups = append(r.groups, groupclient.New(i+1, addrs, r.dialer))
+	}
+	if cfg.Name != "" {
+		r.durable = newDurable(r)
 	}
 	return r, nil
 }
 
-// Close closes the receiver's connections.
+// Close records what a durable receiver consumed (waiting a bounded time
+// for its groups), tells them it is leaving, so its name is free at once,
+// and closes the receiver's connections. Call it once reading ended.
 func (r *Receiver) Close() error {
+	if r.durable != nil {
+		r.durable.close()
+	}
 	for _, g := range r.groups {
 		g.Close()
 	}
 	return nil
+}
+
+// start turns from into a sequence number: Resume becomes one past the
+// durable receiver's position, registering first if needed (see Consumed),
+// or the oldest retained message. A durable receiver given an explicit from registers
+// too, so what it consumes is recorded.
+func (r *Receiver) start(ctx context.Context, from uint64) (uint64, error) {
+	if r.durable != nil {
+		if _, err := r.durable.ensure(ctx); err != nil {
+			return 0, err
+		}
+		// After the position the groups recorded, or, once this instance
+		// acknowledged more, after that.
+		if pos := r.durable.position(); from == Resume && pos > 0 {
+			return pos + 1, nil
+		}
+	}
+	if from != Resume {
+		return max(from, 1), nil
+	}
+	low, err := r.Oldest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return max(low, 1), nil
+}
+
+// consumed is called once fn returned a message (or a skipped range) to
+// the application: the position of a durable receiver that acknowledges
+// automatically moves there.
+func (r *Receiver) consumed(seq uint64) {
+	if r.durable != nil && !r.cfg.ExplicitAck {
+		r.durable.ack(seq)
+	}
 }
 
 // High returns the highest sequence number any reachable group holds (0 if
@@ -184,9 +180,25 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 // some sequence numbers are held by no reachable group it still delivers
 // everything else and then returns a *MissingError naming them. It stops
 // early if fn returns an error.
+//
+// from may be Resume. A durable receiver acknowledges each message once fn
+// returned it without an error (unless Config.ExplicitAck), and Close
+// records the last.
 func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) error) error {
-	if from == 0 {
-		from = 1
+	from, err := r.start(ctx, from)
+	if err != nil {
+		return err
+	}
+	if r.durable != nil {
+		inner := fn
+		fn = func(m Message) error {
+			r.durable.hand(m.Seq)
+			if err := inner(m); err != nil {
+				return err
+			}
+			r.consumed(m.Seq)
+			return nil
+		}
 	}
 	var missing []Range
 	next := from

@@ -21,9 +21,9 @@ type Entry struct {
 }
 
 // Result is the outcome of one Entry. Exactly one of Register, Publish,
-// InitGroup, PeerGroup, Consumed, Trim and Expire is set when the command took
-// effect; none when the entry was skipped, ignored, empty, or refused with
-// Err.
+// InitGroup, PeerGroup, Consumed, Trim, Expire and Receiver is set when the
+// command took effect (Register for a RegisterPaced too); none when the entry
+// was skipped, ignored, empty, or refused with Err.
 type Result struct {
 	Index   uint64
 	Skipped bool  // Index ≤ the applied index: applied before, nothing changed
@@ -37,6 +37,7 @@ type Result struct {
 	Consumed  *ConsumedResult
 	Trim      *TrimResult
 	Expire    *ExpireResult
+	Receiver  *ReceiverResult // RegisterReceiver, ExpireReceiver, ForgetReceiver
 }
 
 // RegisterResult answers a registration: where the source's repository
@@ -296,6 +297,9 @@ func (a *applier) apply(e *Entry, res *Result) error {
 	case PublishAs:
 		return a.publishAs(c, res)
 	}
+	if ok, err := a.applyReceiverCommand(cmd, res); ok {
+		return err
+	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
 
@@ -369,57 +373,6 @@ func (a *applier) peerGroup(c PeerGroup, res *Result) error {
 		return fmt.Errorf("encode peer group %d: %w", c.Index, err)
 	}
 	return b.Put(key, v)
-}
-
-// consumed records a receiver's position on a source the group knows. The
-// position only moves forward: a Seq at or below the recorded one changes
-// nothing (not even the time).
-func (a *applier) consumed(c Consumed, res *Result) error {
-	if err := validSourceName(c.Source); err != nil {
-		res.Err = err
-		return nil
-	}
-	switch {
-	case c.Receiver == "":
-		res.Err = fmt.Errorf("%w: Consumed on %q with an empty receiver name", ErrBadCommand, c.Source)
-		return nil
-	case len(c.Receiver) > MaxSourceNameLen:
-		res.Err = fmt.Errorf("%w: Consumed on %q: receiver name of %d bytes exceeds %d", ErrBadCommand, c.Source, len(c.Receiver), MaxSourceNameLen)
-		return nil
-	case c.Seq == 0:
-		res.Err = fmt.Errorf("%w: Consumed on %q by %q at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source, c.Receiver)
-		return nil
-	}
-	// Sees sources created earlier in this transaction. A Consumed never
-	// creates a source: the group records positions only in sources it knows.
-	b := a.sources.Bucket([]byte(c.Source))
-	if b == nil {
-		res.Err = fmt.Errorf("%w %q: Consumed by %q; positions are recorded only for sources the group holds", ErrUnknownSource, c.Source, c.Receiver)
-		return nil
-	}
-	rb, err := b.CreateBucketIfNotExists(bucketReceivers)
-	if err != nil {
-		return err
-	}
-	key := []byte(c.Receiver)
-	cr := &ConsumedResult{Source: c.Source, Receiver: c.Receiver}
-	res.Consumed = cr
-	if v := rb.Get(key); v != nil {
-		cur, err := decodeReceiver(c.Source, key, v)
-		if err != nil {
-			return err
-		}
-		if c.Seq <= cur.Seq {
-			cr.Seq = cur.Seq
-			return nil
-		}
-	}
-	cr.Seq, cr.Advanced = c.Seq, true
-	v, err := encodeReceiver(&receiverRecord{Seq: c.Seq, UnixNano: c.UnixNano})
-	if err != nil {
-		return fmt.Errorf("encode position of receiver %q on source %q: %w", c.Receiver, c.Source, err)
-	}
-	return rb.Put(key, v)
 }
 
 func (a *applier) register(c Register, res *Result) error {

@@ -18,6 +18,7 @@ type want struct {
 	Consumed         *ConsumedResult
 	Trim             *TrimResult
 	Expire           *ExpireResult
+	Receiver         *ReceiverResult
 }
 
 func checkResults(t *testing.T, got []Result, wants []want) {
@@ -47,6 +48,7 @@ func checkResults(t *testing.T, got []Result, wants []want) {
 			{"Consumed", g.Consumed, w.Consumed},
 			{"Trim", g.Trim, w.Trim},
 			{"Expire", g.Expire, w.Expire},
+			{"Receiver", g.Receiver, w.Receiver},
 		} {
 			if !reflect.DeepEqual(f.got, f.want) {
 				t.Errorf("entry %d: %s = %+v, want %+v", g.Index, f.name, f.got, f.want)

@@ -59,7 +59,10 @@ func (t CommandType) String() string {
 	case CmdPublishAs:
 		name = "PublishAs"
 	default:
-		name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
+		name = receiverCommandName(t &^ IgnorableFlag)
+		if name == "" {
+			name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
+		}
 	}
 	if t&IgnorableFlag != 0 {
 		name += "|Ignorable"
@@ -299,7 +302,8 @@ func IsIgnorable(data []byte) bool {
 }
 
 // DecodeCommand reads an encoded command and returns an InitGroup, Register,
-// Publish, PeerGroup, Consumed, Trim or ExpireSession value. A type this version does not know
+// Publish, PeerGroup, Consumed, Trim, ExpireSession, PublishAs,
+// RegisterReceiver, ExpireReceiver, ForgetReceiver or RegisterPaced value. A type this version does not know
 // gives an error wrapping ErrUnknownCommand (see IsIgnorable for whether it
 // may be skipped); a body that cannot be read, or empty data, gives an error
 // wrapping ErrBadCommand.
@@ -331,6 +335,10 @@ func DecodeCommand(data []byte) (any, error) {
 	case CmdPublishAs:
 		cmd = decodePublishAs(&r)
 	default:
+		var ok bool
+		if cmd, ok = decodeReceiverCommand(t&^IgnorableFlag, &r); ok {
+			break
+		}
 		hint := "this store must be upgraded to apply it"
 		if t&IgnorableFlag != 0 {
 			hint = "it is marked ignorable and may be skipped"

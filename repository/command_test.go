@@ -37,6 +37,12 @@ var goldenCommands = []struct {
 	{"trim-note-v1.hex", Trim{Source: "s", Through: 1 << 40, Reason: "operator: disk full on eu-west-1, keep one day", UnixNano: -1}},
 	{"expiresession-v1.hex", ExpireSession{Source: "orders", Session: "pub-7:3", UnixNano: 1735690000123456789}},
 	{"expiresession-wide-v1.hex", ExpireSession{Source: "s", Session: "publisher/eu-west-1/host-0001/pid-4242/incarnation-7", UnixNano: -1}},
+	{"registerreceiver-v1.hex", RegisterReceiver{Source: "orders", Receiver: "billing-7", Session: "rcv-3f2a", Paced: false, UnixNano: 1735690100123456789}},
+	{"registerreceiver-paced-v1.hex", RegisterReceiver{Source: "s", Receiver: "dashboard/eu-west-1/replica-0001/consumer", Session: "rcv/eu-west-1/host-0001/pid-4242", Paced: true, UnixNano: -1}},
+	{"expirereceiver-v1.hex", ExpireReceiver{Source: "orders", Receiver: "billing-7", Session: "rcv-3f2a", UnixNano: 1735690200123456789}},
+	{"forgetreceiver-v1.hex", ForgetReceiver{Source: "orders", Receiver: "billing-7", Session: "rcv-3f2a", UnixNano: 1735690300123456789}},
+	{"registerpaced-blocking-v1.hex", RegisterPaced{Register: Register{Source: "orders", Session: "pub-7:3", UnixNano: 1735690400123456789}, Pacing: PacingBlocking}},
+	{"registerpaced-none-v1.hex", RegisterPaced{Register: Register{Source: "s", UnixNano: -1}, Pacing: PacingNone}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -159,6 +165,32 @@ type libExpireSession struct {
 	UnixNano int64
 }
 
+type libRegisterReceiver struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Receiver string
+	Session  string
+	Paced    bool
+	UnixNano int64
+}
+
+// libReceiverSession is the body of ExpireReceiver and ForgetReceiver.
+type libReceiverSession struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Receiver string
+	Session  string
+	UnixNano int64
+}
+
+type libRegisterPaced struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+	Pacing   uint8
+	UnixNano int64
+}
+
 func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 	for _, g := range goldenCommands {
 		t.Run(g.file, func(t *testing.T) {
@@ -197,6 +229,22 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				v := libDecode[libExpireSession](t, data)
 				lib, back = ExpireSession{v.Source, v.Session, v.UnixNano}, c
 				checkLibEncoded(t, CmdExpireSession, &libExpireSession{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
+			case RegisterReceiver:
+				v := libDecode[libRegisterReceiver](t, data)
+				lib, back = RegisterReceiver{v.Source, v.Receiver, v.Session, v.Paced, v.UnixNano}, c
+				checkLibEncoded(t, CmdRegisterReceiver, &libRegisterReceiver{Source: c.Source, Receiver: c.Receiver, Session: c.Session, Paced: c.Paced, UnixNano: c.UnixNano}, c)
+			case ExpireReceiver:
+				v := libDecode[libReceiverSession](t, data)
+				lib, back = ExpireReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}, c
+				checkLibEncoded(t, CmdExpireReceiver, &libReceiverSession{Source: c.Source, Receiver: c.Receiver, Session: c.Session, UnixNano: c.UnixNano}, c)
+			case ForgetReceiver:
+				v := libDecode[libReceiverSession](t, data)
+				lib, back = ForgetReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}, c
+				checkLibEncoded(t, CmdForgetReceiver, &libReceiverSession{Source: c.Source, Receiver: c.Receiver, Session: c.Session, UnixNano: c.UnixNano}, c)
+			case RegisterPaced:
+				v := libDecode[libRegisterPaced](t, data)
+				lib, back = RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}, c
+				checkLibEncoded(t, CmdRegisterPaced, &libRegisterPaced{Source: c.Source, Session: c.Session, Pacing: uint8(c.Pacing), UnixNano: c.UnixNano}, c)
 			default:
 				t.Fatalf("no msgpack library check for %T", g.cmd)
 			}
@@ -267,6 +315,16 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		ExpireSession{Source: strings.Repeat("s", 300), Session: strings.Repeat("x", 70000), UnixNano: 1<<63 - 1},
 		ExpireSession{Source: "a", Session: "s", UnixNano: -1 << 63},
 		ExpireSession{Source: "a", Session: strings.Repeat("x", 32), UnixNano: 1 << 32},
+		RegisterReceiver{},
+		RegisterReceiver{Source: strings.Repeat("s", 300), Receiver: strings.Repeat("r", 70000), Session: strings.Repeat("x", 40), Paced: true, UnixNano: 1<<63 - 1},
+		RegisterReceiver{Source: "a", Receiver: "r", Session: "s", UnixNano: -1 << 63},
+		ExpireReceiver{},
+		ExpireReceiver{Source: "a", Receiver: strings.Repeat("r", 300), Session: strings.Repeat("x", 70000), UnixNano: 1 << 32},
+		ForgetReceiver{},
+		ForgetReceiver{Source: "a", Receiver: "r", Session: "s", UnixNano: -33},
+		RegisterPaced{},
+		RegisterPaced{Register: Register{Source: strings.Repeat("s", 300), Session: strings.Repeat("x", 70000), UnixNano: 1<<63 - 1}, Pacing: 255},
+		RegisterPaced{Register: Register{Source: "a", Session: "s", UnixNano: -1 << 63}, Pacing: PacingNonBlocking},
 	}
 	for _, c := range cmds {
 		data := encode(c)
@@ -345,6 +403,22 @@ func TestDecodeCommandErrors(t *testing.T) {
 		{"expire not an array", []byte{byte(CmdExpireSession), 0x83, 0xa1, 'a', 0xa1, 's', 0x00}, ErrBadCommand},
 		{"expire truncated", EncodeExpireSession(ExpireSession{Source: "a", Session: "s", UnixNano: 1 << 40})[:8], ErrBadCommand},
 		{"expire trailing byte", append(EncodeExpireSession(ExpireSession{Source: "a", Session: "s"}), 0xc0), ErrBadCommand},
+		{"register receiver type only", []byte{byte(CmdRegisterReceiver)}, ErrBadCommand},
+		{"register receiver too few fields", []byte{byte(CmdRegisterReceiver), 0x94, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0xc3}, ErrBadCommand},
+		{"register receiver too many fields", []byte{byte(CmdRegisterReceiver), 0x96, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0xc3, 0x00, 0x00}, ErrBadCommand},
+		{"register receiver paced not a bool", []byte{byte(CmdRegisterReceiver), 0x95, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0x01, 0x00}, ErrBadCommand},
+		{"register receiver paced nil", []byte{byte(CmdRegisterReceiver), 0x95, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0xc0, 0x00}, ErrBadCommand},
+		{"register receiver truncated", EncodeRegisterReceiver(RegisterReceiver{Source: "a", Receiver: "r", Session: "s", UnixNano: 1 << 40})[:9], ErrBadCommand},
+		{"register receiver trailing byte", append(EncodeRegisterReceiver(RegisterReceiver{Source: "a", Receiver: "r", Session: "s"}), 0xc0), ErrBadCommand},
+		{"expire receiver too few fields", []byte{byte(CmdExpireReceiver), 0x93, 0xa1, 'a', 0xa1, 'r', 0xa1, 's'}, ErrBadCommand},
+		{"expire receiver session not a string", []byte{byte(CmdExpireReceiver), 0x94, 0xa1, 'a', 0xa1, 'r', 0x05, 0x00}, ErrBadCommand},
+		{"expire receiver uint64 time", []byte{byte(CmdExpireReceiver), 0x94, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, ErrBadCommand},
+		{"forget receiver too many fields", []byte{byte(CmdForgetReceiver), 0x95, 0xa1, 'a', 0xa1, 'r', 0xa1, 's', 0x00, 0x00}, ErrBadCommand},
+		{"forget receiver trailing byte", append(EncodeForgetReceiver(ForgetReceiver{Source: "a", Receiver: "r", Session: "s"}), 0xc0), ErrBadCommand},
+		{"register paced negative mode", []byte{byte(CmdRegisterPaced), 0x94, 0xa1, 'a', 0xa1, 's', 0xff, 0x00}, ErrBadCommand},
+		{"register paced mode beyond a byte", []byte{byte(CmdRegisterPaced), 0x94, 0xa1, 'a', 0xa1, 's', 0xcd, 0x01, 0x00, 0x00}, ErrBadCommand},
+		{"register paced mode a string", []byte{byte(CmdRegisterPaced), 0x94, 0xa1, 'a', 0xa1, 's', 0xa1, '1', 0x00}, ErrBadCommand},
+		{"register paced too few fields", []byte{byte(CmdRegisterPaced), 0x93, 0xa1, 'a', 0xa1, 's', 0x01}, ErrBadCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,17 +451,21 @@ func TestDecodedPayloadsAliasTheEntry(t *testing.T) {
 
 func TestCommandTypeString(t *testing.T) {
 	for typ, want := range map[CommandType]string{
-		CmdPublish:                       "Publish",
-		CmdPeerGroup:                     "PeerGroup",
-		CmdPeerGroup | IgnorableFlag:     "PeerGroup|Ignorable",
-		CmdInitGroup | IgnorableFlag:     "InitGroup|Ignorable",
-		CmdConsumed:                      "Consumed",
-		CmdConsumed | IgnorableFlag:      "Consumed|Ignorable",
-		CmdTrim:                          "Trim",
-		CmdTrim | IgnorableFlag:          "Trim|Ignorable",
-		CmdExpireSession:                 "ExpireSession",
-		CmdExpireSession | IgnorableFlag: "ExpireSession|Ignorable",
-		9:                                "CommandType(9)",
+		CmdPublish:                        "Publish",
+		CmdPeerGroup:                      "PeerGroup",
+		CmdPeerGroup | IgnorableFlag:      "PeerGroup|Ignorable",
+		CmdInitGroup | IgnorableFlag:      "InitGroup|Ignorable",
+		CmdConsumed:                       "Consumed",
+		CmdConsumed | IgnorableFlag:       "Consumed|Ignorable",
+		CmdTrim:                           "Trim",
+		CmdTrim | IgnorableFlag:           "Trim|Ignorable",
+		CmdExpireSession:                  "ExpireSession",
+		CmdExpireSession | IgnorableFlag:  "ExpireSession|Ignorable",
+		CmdRegisterReceiver:               "RegisterReceiver",
+		CmdExpireReceiver | IgnorableFlag: "ExpireReceiver|Ignorable",
+		CmdForgetReceiver:                 "ForgetReceiver",
+		CmdRegisterPaced:                  "RegisterPaced",
+		99:                                "CommandType(99)",
 	} {
 		if got := typ.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", byte(typ), got, want)

@@ -35,6 +35,10 @@ func randomLog(seed uint64, n int) []Entry {
 	xrng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
 	// Publishes reaching above the ceiling too, refused wherever they come.
 	crng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	// Receiver registrations, expiries, forgets and paced registrations,
+	// from their own generator too.
+	vrng := rand.New(rand.NewPCG(seed, seed^0x61c8864680b583eb))
+	receiverSessions := map[string]string{}
 	var log []Entry
 	index := uint64(0)
 	for len(log) < n {
@@ -53,6 +57,11 @@ func randomLog(seed uint64, n int) []Entry {
 			}
 			index++
 			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: EncodePublish(c)})
+			continue
+		}
+		if vrng.IntN(100) < 6 {
+			index++
+			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: receiverEntry(vrng, registered, session, receiverSessions, int64(index))})
 			continue
 		}
 		if xrng.IntN(100) < 3 {
@@ -151,13 +160,14 @@ type model struct {
 	trimmed   map[string]uint64
 	session   map[string]string        // the current session: the last registered, "" once expired
 	expired   map[string]ExpireSession // the last expiry that took effect
+	pacing    map[string]Pacing        // the last RegisterPaced's mode
 }
 
 func newModel() *model {
 	return &model{
 		msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{},
 		receivers: map[string]map[string]ReceiverPosition{}, high: map[string]uint64{}, trimmed: map[string]uint64{},
-		session: map[string]string{}, expired: map[string]ExpireSession{},
+		session: map[string]string{}, expired: map[string]ExpireSession{}, pacing: map[string]Pacing{},
 	}
 }
 
@@ -167,6 +177,9 @@ func (m *model) apply(e Entry) {
 	}
 	cmd, err := DecodeCommand(e.Data)
 	if err != nil {
+		return
+	}
+	if m.applyReceiver(cmd) {
 		return
 	}
 	switch c := cmd.(type) {
@@ -219,7 +232,8 @@ func (m *model) apply(e Entry) {
 			m.receivers[c.Source] = map[string]ReceiverPosition{}
 		}
 		if cur := m.receivers[c.Source][c.Receiver]; c.Seq > cur.Seq {
-			m.receivers[c.Source][c.Receiver] = ReceiverPosition{Receiver: c.Receiver, Seq: c.Seq, UnixNano: c.UnixNano}
+			cur.Receiver, cur.Seq, cur.UnixNano = c.Receiver, c.Seq, c.UnixNano
+			m.receivers[c.Source][c.Receiver] = cur
 		}
 	}
 }
@@ -293,6 +307,9 @@ func (m *model) check(t *testing.T, r *Repo) {
 		if !reflect.DeepEqual(positions, wantPositions) {
 			t.Errorf("source %s receivers:\n  got  %+v\n  want %+v", info.Name, positions, wantPositions)
 		}
+		if st, err := r.Pacing(info.Name); err != nil || st.Mode != m.pacing[info.Name] {
+			t.Errorf("source %s pacing %v (%v), want %v", info.Name, st.Mode, err, m.pacing[info.Name])
+		}
 	}
 }
 
@@ -334,6 +351,9 @@ func resultsByIndex(into map[uint64]string, res []Result) {
 		}
 		if x.Expire != nil {
 			text += fmt.Sprintf(" expire=%+v", *x.Expire)
+		}
+		if x.Receiver != nil {
+			text += fmt.Sprintf(" receiver=%+v", *x.Receiver)
 		}
 		into[x.Index] = text
 	}
@@ -418,6 +438,8 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"peer group":    {base[0], base[1], base[2], PeerGroup{Index: 2, GroupID: "p"}},
 		"receiver":      {base[0], base[1], base[2], Consumed{Source: "a", Receiver: "r", Seq: 1}},
 		"trim":          {base[0], base[1], base[2], Trim{Source: "a", Through: 1}},
+		"registration":  {base[0], base[1], base[2], RegisterReceiver{Source: "a", Receiver: "r", Session: "x"}},
+		"pacing":        {base[0], RegisterPaced{Register: base[1].(Register), Pacing: PacingBlocking}, base[2]},
 		"expiry":        {base[0], base[1], base[2], ExpireSession{Source: "a", Session: "s", UnixNano: 1}},
 	}
 	r := openTest(t)
@@ -441,7 +463,17 @@ func TestDigestDetectsDifferences(t *testing.T) {
 func TestRandomLogCoversEveryOutcome(t *testing.T) {
 	r := openTest(t)
 	seen := map[string]int{}
-	for _, x := range mustApply(t, r, randomLog(1, 1500)) {
+	log := randomLog(1, 1500)
+	e := map[uint64]CommandType{} // each entry's command type
+	for _, x := range log {
+		if len(x.Data) > 0 {
+			e[x.Index] = CommandType(x.Data[0])
+		}
+	}
+	for _, x := range mustApply(t, r, log) {
+		if x.Register != nil && e[x.Index] == CmdRegisterPaced {
+			seen["register-paced"]++
+		}
 		switch {
 		case x.Ignored:
 			seen["ignored"]++
@@ -457,6 +489,8 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			seen["expire-expired"]++
 		case x.Expire != nil:
 			seen["expire-stale"]++
+		case x.Receiver != nil:
+			seen[receiverOutcome(x.Receiver, e[x.Index])]++
 		case errors.Is(x.Err, ErrSeqCeiling):
 			seen["seq-ceiling"]++
 		case x.Err != nil:
@@ -494,7 +528,9 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 	}
 	for _, k := range []string{"ignored", "err", "init-again", "peer-replaced", "peer-same", "unknown-source", "consumed-advanced", "consumed-not-advanced",
 		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention", "expire-expired", "expire-stale",
-		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command", "seq-ceiling"} {
+		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command", "seq-ceiling",
+		"receiver-registered-new", "receiver-registered-again", "receiver-expired", "receiver-expire-no-op",
+		"receiver-forgotten", "receiver-forget-no-op", "register-paced"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

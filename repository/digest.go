@@ -13,7 +13,8 @@ import (
 // Digest returns a hex SHA-256 over a canonical dump of the replicated state:
 // the group identity, for every source in name order its bookkeeping (with
 // how far retention released it and the last session expired), every message
-// in sequence order and its receivers' positions in receiver name order, then
+// in sequence order, its receivers' positions in receiver name order and
+// their registrations (receivers_digest.go) and its pacing, then
 // the records of the other groups in index order. The applied index and term
 // are left out, as are bbolt's page layout and free space: two stores that
 // applied the same log have equal digests even if they applied it in
@@ -107,6 +108,9 @@ func (r *Repo) Digest() (string, error) {
 					d.u64(p.Seq)
 					d.u64(uint64(p.UnixNano))
 				}
+			}
+			if err := digestRegistrations(&d, name, b, receivers); err != nil {
+				return err
 			}
 			d.str("end")
 		}

@@ -14,7 +14,9 @@
 //
 // Each log entry carries one command: a type byte followed by a msgpack body
 // (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup,
-// EncodeConsumed, EncodeTrim, EncodeExpireSession and DecodeCommand). Types
+// EncodeConsumed, EncodeTrim, EncodeExpireSession, EncodePublishAs, the
+// receivers' EncodeRegisterReceiver, EncodeExpireReceiver,
+// EncodeForgetReceiver and EncodeRegisterPaced, and DecodeCommand). Types
 // and body layouts are pinned; samples of every type are kept under testdata/
 // and a test checks that they still decode. A future command that older
 // stores may safely skip carries IgnorableFlag in its type byte; any other
@@ -95,4 +97,16 @@
 // use of the mapped file is guarded (guard.go): a fault reading it, on
 // whichever goroutine, is returned as an error, the repository is not used
 // again, and Options.OnFault tells its owner, which stops.
+//
+// # Receivers
+//
+// A named receiver's record (Receivers, Receiver) holds how far it consumed
+// the source (Consumed, forward only) and, once it registered
+// (RegisterReceiver), its session, whether it paces the source and whether
+// it is active; the leader expires a silent one (ExpireReceiver: inactive,
+// position kept) and forgets one whose state lifetime ended
+// (ForgetReceiver). A source registered with RegisterPaced records its
+// receiver-paced persistence mode, and Pacing tells the leader what the
+// active paced receivers hold back. As for sessions, an expiry or forget
+// that no longer matches the record changes nothing.
 package repository

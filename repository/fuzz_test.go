@@ -44,6 +44,12 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{byte(CmdExpireSession | IgnorableFlag), 0x93, 0xa1, 'a', 0xa0, 0xff})
 	f.Add([]byte{byte(CmdExpireSession), 0xdc, 0x00, 0x03, 0xd9, 0x01, 'a', 0xda, 0x00, 0x01, 's', 0xcc, 0x05})
 	f.Add([]byte{byte(CmdExpireSession), 0x93, 0xa1, 'a', 0xa1, 's', 0xcf, 0, 0, 0, 0, 0, 0, 0, 0x01})
+	f.Add([]byte{byte(CmdRegisterReceiver), 0x95, 0xa1, 'a', 0xc4, 0x01, 'r', 0xa1, 's', 0xc3, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{byte(CmdRegisterReceiver | IgnorableFlag), 0x95, 0xa1, 'a', 0xa1, 'r', 0xa0, 0xc2, 0x00})
+	f.Add([]byte{byte(CmdExpireReceiver), 0x94, 0xc0, 0xa1, 'r', 0xa1, 's', 0xcc, 0x05})
+	f.Add([]byte{byte(CmdForgetReceiver), 0xdc, 0x00, 0x04, 0xa1, 'a', 0xa1, 'r', 0xda, 0x00, 0x01, 's', 0x00})
+	f.Add([]byte{byte(CmdRegisterPaced), 0x94, 0xa1, 'a', 0xa1, 's', 0xcc, 0xff, 0x00})
+	f.Add([]byte{byte(CmdRegisterPaced), 0x94, 0xa1, 'a', 0xa1, 's', 0xcd, 0x00, 0x02, 0x00})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, err := DecodeCommand(data)
@@ -86,6 +92,18 @@ func FuzzDecodeCommand(f *testing.F) {
 		case ExpireSession:
 			var v libExpireSession
 			err, lib = msgpack.Unmarshal(data[1:], &v), ExpireSession{v.Source, v.Session, v.UnixNano}
+		case RegisterReceiver:
+			var v libRegisterReceiver
+			err, lib = msgpack.Unmarshal(data[1:], &v), RegisterReceiver{v.Source, v.Receiver, v.Session, v.Paced, v.UnixNano}
+		case ExpireReceiver:
+			var v libReceiverSession
+			err, lib = msgpack.Unmarshal(data[1:], &v), ExpireReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
+		case ForgetReceiver:
+			var v libReceiverSession
+			err, lib = msgpack.Unmarshal(data[1:], &v), ForgetReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
+		case RegisterPaced:
+			var v libRegisterPaced
+			err, lib = msgpack.Unmarshal(data[1:], &v), RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}
 		default:
 			t.Fatalf("no msgpack library check for %T", cmd)
 		}

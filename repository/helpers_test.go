@@ -56,6 +56,14 @@ func encode(cmd any) []byte {
 		return EncodeExpireSession(c)
 	case PublishAs:
 		return EncodePublishAs(c)
+	case RegisterReceiver:
+		return EncodeRegisterReceiver(c)
+	case ExpireReceiver:
+		return EncodeExpireReceiver(c)
+	case ForgetReceiver:
+		return EncodeForgetReceiver(c)
+	case RegisterPaced:
+		return EncodeRegisterPaced(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

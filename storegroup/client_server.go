@@ -49,6 +49,14 @@ type clientDeps struct {
 	sessions *sessions        // the leader's view of which publisher holds a source
 	proposer *proposer
 
+	// Receivers (receiver_server.go): the leader's view of receiver
+	// sessions, Config.ReceiverActivityTimeout, whether publishers may ask
+	// for receiver-paced persistence, and the hold on paced publishers.
+	receivers       *receiverSessions
+	receiverTimeout time.Duration
+	allowPaced      bool
+	pacer           *pacer
+
 	isLeader    func() bool                       // leads and has applied everything committed before its term
 	leader      func() (Member, bool)             // the current leader, if known
 	status      func() Status                     // the store's status, for probes
@@ -269,6 +277,8 @@ func (cs *clientServer) serveConn(ctx context.Context, nc net.Conn, rd *frameRea
 			}()
 		case *wire.KeepAlive:
 			cs.keepAlive(m, conn)
+		case *wire.RegisterSource:
+			cs.registerSource(connCtx, c, m, conn, &subs, replies)
 		default:
 			replies <- cs.dispatch(connCtx, m, conn)
 		}
@@ -306,6 +316,9 @@ type connState struct {
 	// connection: only then may the connection publish it (publish.go) and
 	// speak for that session (keepAlive).
 	sessions map[string]string
+	// delivery: the sources whose receivers' positions are pushed on this
+	// connection (receiver_server.go).
+	delivery map[string]bool
 }
 
 // dispatch handles one request other than Publish, Shutdown, Subscribe and
@@ -368,6 +381,12 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		}
 		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: cs.proposer.propose(cmd)}
+	case *wire.RegisterReceiver:
+		return cs.registerReceiver(m)
+	case *wire.ConsumedAs:
+		return cs.consumedAs(m)
+	case *wire.ReceiverQuery:
+		return cs.receiverQuery(m)
 	default:
 		return reply{msg: &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("a store does not accept frame type %d from clients", m.Type())}}
 	}
@@ -516,6 +535,12 @@ func reqIDOf(m wire.Message) uint64 {
 	case *wire.Publish:
 		return m.ReqID
 	case *wire.Consumed:
+		return m.ReqID
+	case *wire.RegisterReceiver:
+		return m.ReqID
+	case *wire.ConsumedAs:
+		return m.ReqID
+	case *wire.RegisterSource:
 		return m.ReqID
 	}
 	return 0

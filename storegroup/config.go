@@ -123,6 +123,28 @@ type Config struct {
 	// message, no keep-alive) before its session is expired and another
 	// publisher may take its source over (UM source-activity-timeout, 30s).
 	SourceActivityTimeout time.Duration
+	// ReceiverActivityTimeout is how long a named receiver may stay silent
+	// (no acknowledgement, no keep-alive) before the leader expires it
+	// through the log (UM receiver-activity-timeout, 30s): its name may then
+	// be taken over by another instance, and it no longer holds a paced
+	// source's messages back. Its position is kept (see
+	// ReceiverStateLifetime).
+	ReceiverActivityTimeout time.Duration
+	// ReceiverStateLifetime is how long after a receiver went silent the
+	// group forgets its state, position included (UM
+	// receiver-state-lifetime); a receiver registering under the name later
+	// starts as a new one. 0 (the default) keeps the state: unlike UM, whose
+	// 0 deletes it at the activity timeout, because a
+	// durable receiver that is down longer than 30 s must still find its
+	// place (a position costs a few bytes and, once expired, holds nothing
+	// back).
+	ReceiverStateLifetime time.Duration
+	// AllowReceiverPacedPersistence lets publishers ask for receiver-paced
+	// persistence (UM repository-allow-receiver-paced-persistence, off by
+	// default): a paced source's messages are kept until its active paced
+	// receivers consumed them, within the retention limits. Without it such
+	// a registration is refused.
+	AllowReceiverPacedPersistence bool
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per
@@ -182,7 +204,8 @@ func DefaultConfig() Config {
 		RetentionMaxBytes: 100 << 20,
 		RetentionInterval: 5 * time.Second,
 
-		SourceActivityTimeout: 30 * time.Second,
+		SourceActivityTimeout:   30 * time.Second,
+		ReceiverActivityTimeout: 30 * time.Second,
 	}
 }
 
@@ -237,6 +260,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SourceActivityTimeout <= 0 {
 		return fmt.Errorf("%w: store %s: SourceActivityTimeout must be positive", ErrConfig, c.Name)
+	}
+	if c.ReceiverActivityTimeout <= 0 || c.ReceiverStateLifetime < 0 {
+		return fmt.Errorf("%w: store %s: ReceiverActivityTimeout must be positive and ReceiverStateLifetime not negative (0 keeps receivers' state)", ErrConfig, c.Name)
 	}
 	if c.RetentionInterval < 0 || c.RetentionMaxAge < 0 {
 		return fmt.Errorf("%w: store %s: retention settings must not be negative", ErrConfig, c.Name)

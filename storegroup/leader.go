@@ -13,8 +13,8 @@ import (
 // watchLeadership tracks whether this store leads, and on winning
 // leadership waits until everything committed earlier is applied (a
 // barrier) before serving reads, then gives a new group its identity.
-// While it leads, it expires silent publishers and learns the other
-// groups' identities.
+// While it leads, it expires silent publishers and receivers and learns the
+// other groups' identities.
 func (s *Store) watchLeadership() {
 	r := s.raftNode()
 	obs := make(chan raft.Observation, 16)
@@ -34,6 +34,7 @@ func (s *Store) watchLeadership() {
 		} else if !s.leaderReady.Load() {
 			if err := r.Barrier(s.cfg.ApplyTimeout).Error(); err == nil {
 				s.sessions.reset(s.recordedOwners(), time.Now())
+				s.receivers.reset(s.recordedReceivers(), time.Now())
 				s.leaderReady.Store(true)
 				s.log.Info("leading the group")
 				s.ensureGroupID()
@@ -41,6 +42,7 @@ func (s *Store) watchLeadership() {
 		}
 		if s.leaderReady.Load() {
 			s.expireSilent(time.Now())
+			s.expireSilentReceivers(time.Now())
 		}
 		if s.leaderReady.Load() && time.Now().After(nextPeerCheck) {
 			if s.learnPeerGroups() {

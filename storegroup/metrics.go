@@ -164,6 +164,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, name := range peerRefusalNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
 	}
+	c.collectReceivers(ch, st)
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
 		h.Collect(ch)
 	}

@@ -299,7 +299,10 @@ func (s *Store) wireHelpers() error {
 		maxMessages: cfg.RetentionMaxMessages,
 		maxAge:      cfg.RetentionMaxAge,
 		interval:    cfg.RetentionInterval,
+		allowPaced:  cfg.AllowReceiverPacedPersistence,
 	})
+	s.receivers = newReceiverSessions()
+	s.pacer = newPacer(s.repo, s.retain, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
 	client, err := newClientServer(cfg.self().ClientAddr, cfg.Security.ServerTLS, clientDeps{
 		name:            cfg.Name,
 		group:           cfg.Group,
@@ -320,6 +323,10 @@ func (s *Store) wireHelpers() error {
 		nextApplied:     s.appliedSignal,
 		expire:          s.proposeExpiry,
 		stop:            s.Close,
+		receivers:       s.receivers,
+		receiverTimeout: cfg.ReceiverActivityTimeout,
+		allowPaced:      cfg.AllowReceiverPacedPersistence,
+		pacer:           s.pacer,
 	})
 	if err != nil {
 		return err

@@ -95,6 +95,10 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 		return nil, false
 	}
 	batch, next := gather([]*wire.Publish{p}, queued)
+	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], replies) {
+		slots.release()
+		return nil, false
+	}
 	if !cs.isLeader() {
 		slots.release() // refused before proposing: nothing in the log
 		for _, p := range batch {
@@ -303,6 +307,8 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 			return publishAck(req, p)
 		case res.Consumed != nil:
 			return &wire.OK{ReqID: reqID}
+		case res.Receiver != nil:
+			return cs.receiverRegistered(req, res.Receiver)
 		case res.Register != nil:
 			r := res.Register
 			return &wire.Registered{ReqID: reqID, Source: r.Source, Group: cs.group, GroupID: cs.repo.GroupID(), HighSeq: r.HighSeq, LowSeq: r.LowSeq}

@@ -45,6 +45,9 @@ type retainDeps struct {
 	// RetentionMaxAge; 0 disables one) and how often they are checked.
 	maxBytes, maxMessages uint64
 	maxAge, interval      time.Duration
+	// paced: the store allows receiver-paced persistence, so retention runs
+	// even without limits (paced sources release what was consumed).
+	allowPaced bool
 }
 
 func newRetainer(d retainDeps) *retainer {
@@ -52,7 +55,7 @@ func newRetainer(d retainDeps) *retainer {
 }
 
 func (rt *retainer) run(ctx context.Context) {
-	if rt.interval <= 0 || (rt.maxBytes == 0 && rt.maxMessages == 0 && rt.maxAge == 0) {
+	if rt.interval <= 0 || (rt.maxBytes == 0 && rt.maxMessages == 0 && rt.maxAge == 0 && !rt.allowPaced) {
 		return
 	}
 	t := time.NewTicker(rt.interval)
@@ -91,22 +94,32 @@ func (rt *retainer) pass(now time.Time) {
 		if age := rt.ageThrough(in, now); age > through {
 			through, reason = age, "age"
 		}
+		through, reason = rt.pacedThrough(in.Name, through, reason)
 		if through <= in.TrimmedThrough || in.LowSeq == 0 {
 			continue
 		}
 		through = min(through, in.LowSeq+retentionStep)
-		cmd := repository.EncodeTrim(repository.Trim{Source: in.Name, Through: through, Reason: reason, UnixNano: now.UnixNano()})
-		f := rt.proposer.propose(cmd)
-		if err := f.Error(); err != nil {
+		if !rt.trim(in.Name, through, reason, now) {
 			return
 		}
-		if res, ok := f.Response().(*repository.Result); ok && res.Trim != nil && res.Trim.Dropped > 0 {
-			rt.mu.Lock()
-			rt.dropped += res.Trim.Dropped
-			rt.mu.Unlock()
-			rt.log.Info("retention released the oldest messages", "source", in.Name, "through", res.Trim.Through, "dropped", res.Trim.Dropped, "reason", reason)
-		}
 	}
+}
+
+// trim proposes a Trim and counts what it dropped; it reports false if the
+// proposal failed (not the leader any more).
+func (rt *retainer) trim(source string, through uint64, reason string, now time.Time) bool {
+	cmd := repository.EncodeTrim(repository.Trim{Source: source, Through: through, Reason: reason, UnixNano: now.UnixNano()})
+	f := rt.proposer.propose(cmd)
+	if err := f.Error(); err != nil {
+		return false
+	}
+	if res, ok := f.Response().(*repository.Result); ok && res.Trim != nil && res.Trim.Dropped > 0 {
+		rt.mu.Lock()
+		rt.dropped += res.Trim.Dropped
+		rt.mu.Unlock()
+		rt.log.Info("retention released the oldest messages", "source", source, "through", res.Trim.Through, "dropped", res.Trim.Dropped, "reason", reason)
+	}
+	return true
 }
 
 // ageThrough records when the leader saw the source's newest sequence

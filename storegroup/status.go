@@ -52,14 +52,11 @@ type SourceStatus struct {
 	Bytes          uint64      `json:"bytes"`
 	Gaps           int         `json:"gaps"`
 	GapRanges      [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
-	// Receivers are the consumption positions receivers have recorded.
+	// Pacing is the source's receiver-paced persistence mode, "" when it
+	// has none (status_receivers.go).
+	Pacing string `json:"pacing,omitempty"`
+	// Receivers are the source's named receivers, as recorded.
 	Receivers []ReceiverStatus `json:"receivers,omitempty"`
-}
-
-// ReceiverStatus is one receiver's recorded consumption of a source.
-type ReceiverStatus struct {
-	Name     string `json:"name"`
-	Consumed uint64 `json:"consumed_seq"`
 }
 
 // maxGapsShown bounds the gap ranges listed per source in a status.
@@ -99,11 +96,7 @@ func (s *Store) Status() Status {
 				}
 				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
 			}
-			if rs, err := s.repo.Receivers(in.Name); err == nil {
-				for _, r := range rs {
-					ss.Receivers = append(ss.Receivers, ReceiverStatus{Name: r.Receiver, Consumed: r.Seq})
-				}
-			}
+			ss.Pacing, ss.Receivers = s.receiverStatuses(in)
 			st.Sources = append(st.Sources, ss)
 		}
 	}

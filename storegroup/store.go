@@ -47,6 +47,13 @@ type Store struct {
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
+	// receivers is the leader's view of receiver sessions (receivers.go);
+	// receiverDuties the leader's schedule for them; pacer holds back
+	// publishers of blocking paced sources (pacing.go).
+	receivers      *receiverSessions
+	receiverDuties receiverDuties
+	pacer          *pacer
+
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
 

@@ -63,6 +63,10 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	if opts.SourceActivityTimeout > 0 {
 		cfg.SourceActivityTimeout = opts.SourceActivityTimeout
 	}
+	if opts.ReceiverActivityTimeout > 0 {
+		cfg.ReceiverActivityTimeout = opts.ReceiverActivityTimeout
+	}
+	cfg.ReceiverStateLifetime, cfg.AllowReceiverPacedPersistence = opts.ReceiverStateLifetime, opts.AllowReceiverPacedPersistence
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
 	return cfg
 }

@@ -23,6 +23,13 @@ type Options struct {
 	// SourceActivityTimeout frees a silent publisher's source; 0 keeps
 	// the store's default.
 	SourceActivityTimeout time.Duration
+	// ReceiverActivityTimeout expires a silent receiver; 0 keeps the
+	// store's default. ReceiverStateLifetime forgets a silent receiver's
+	// state (0: kept). AllowReceiverPacedPersistence lets publishers ask
+	// for receiver-paced persistence.
+	ReceiverActivityTimeout       time.Duration
+	ReceiverStateLifetime         time.Duration
+	AllowReceiverPacedPersistence bool
 	// RepairBytesPerSecond caps intergroup repair; 0 keeps the store's
 	// default.
 	RepairBytesPerSecond int
@@ -36,7 +43,7 @@ type Options struct {
 // DefaultOptions returns storegroup's defaults.
 func DefaultOptions() Options {
 	def := storegroup.DefaultConfig()
-	return Options{
+	o := Options{
 		RetentionMaxBytes:     def.RetentionMaxBytes,
 		RetentionMaxMessages:  def.RetentionMaxMessages,
 		RetentionMaxAge:       def.RetentionMaxAge,
@@ -46,6 +53,8 @@ func DefaultOptions() Options {
 		SnapshotInterval:      def.SnapshotInterval,
 		TrailingLogs:          def.TrailingLogs,
 	}
+	o.ReceiverActivityTimeout = def.ReceiverActivityTimeout
+	return o
 }
 
 // Validate refuses settings the stores would reject, before any starts.

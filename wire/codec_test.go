@@ -35,6 +35,14 @@ func sampleMessages() []Message {
 		&Shutdown{ReqID: 10, Token: "op"},
 		&KeepAlive{Source: "s", Session: "abc", Leaving: true},
 		&Nak{ReqID: 2, Source: "orders", FirstSeq: 11, LastSeq: 13, HighSeq: 13, Lost: []Range{{From: 12, To: 12}}},
+		&RegisterReceiver{ReqID: 10, Source: "s", Receiver: "app1", Session: "r-1", Paced: true},
+		&ReceiverRegistered{ReqID: 10, Source: "s", Receiver: "app1", Group: 1, GroupID: "g", Known: true, Recorded: true, Consumed: 1000, HighSeq: 3000, LowSeq: 1, Pacing: PacingBlocking},
+		&ConsumedAs{ReqID: 11, Source: "s", Receiver: "app1", Session: "r-1", Seq: 1001, Leaving: true},
+		&ReceiverQuery{ReqID: 12, Source: "s", Receiver: "app1"},
+		&ReceiverReport{ReqID: 12, Store: "G1S2", Group: 1, Leader: true, AppliedIndex: 77, Sources: []SourceReceivers{{Source: "s", HighSeq: 3000, Pacing: PacingNonBlocking, Receivers: []ReceiverState{{Name: "app1", Consumed: 1001, Paced: true, Active: true, LastActivityUnixNano: 1 << 60}}}}},
+		&RegisterSource{ReqID: 13, Source: "s", Session: "p-1", Pacing: PacingBlocking, Delivery: true},
+		&Delivery{Source: "s", Receivers: []ReceiverState{{Name: "app1", Consumed: 1001}}},
+		&HeldBack{Source: "s", Reason: "at the retention limit"},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},
 	}
 }

@@ -405,5 +405,5 @@ func newMessage(t Type) Message {
 	case TypeNak:
 		return &Nak{}
 	}
-	return nil
+	return newReceiverMessage(t)
 }

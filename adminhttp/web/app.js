@@ -227,11 +227,40 @@
       note);
   }
 
+  // renderReceivers lists each source's named (durable) receivers as its
+  // group records them: the last message consumed, the lag behind the
+  // source's highest, whether registered and paced, the last activity.
+  function renderReceivers(v) {
+    const rows = [];
+    for (const g of v.groups) {
+      for (const s of g.sources) {
+        for (const rc of (s.receivers || [])) {
+          const state = (rc.active ? "active" : "expired") + (rc.paced ? ", paced" : "");
+          rows.push(el("tr", {"data-group": g.index, "data-source": shown(s.name), "data-receiver": shown(rc.name)},
+            el("td", {}, el("span", {"class": "gchip " + groupClass(g.index)}, "group " + g.index)),
+            el("td", {"class": "src"}, shown(s.name) + (s.pacing ? " (" + shown(s.pacing) + " RPP)" : "")),
+            el("td", {"class": "src"}, shown(rc.name)),
+            el("td", {"class": "n"}, num(rc.consumed)),
+            el("td", {"class": "n"}, num(rc.lag)),
+            el("td", {"class": rc.active ? "" : "no"}, state),
+            el("td", {}, rc.last_activity ? shown(rc.last_activity) : "—")));
+        }
+      }
+    }
+    fill("receivers",
+      rows.length ? el("table", {"class": "sources"},
+        el("thead", {}, el("tr", {},
+          ["group", "source", "receiver", "consumed", "lag", "state", "last activity"].map((h) => el("th", {"scope": "col"}, h)))),
+        el("tbody", {}, rows))
+        : el("p", {"class": "meta"}, "No named receivers. umrcv --name NAME records what it consumed here."));
+  }
+
   function render(v) {
     renderHeader(v);
     renderHosts(v);
     renderAnalysis(v);
     renderSources(v);
+    renderReceivers(v);
   }
 
   function connected() {

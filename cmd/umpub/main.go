@@ -57,6 +57,7 @@ type options struct {
 	deployment, source, intergroup, logLevel string
 	intragroup, flightBehavior, sessionID    string
 	stateFile                                string
+	paced                                    string
 	tls                                      *tls.Config
 	token                                    string
 	logFormat                                string
@@ -100,6 +101,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.sessionID, "session-id", "", "register as UM session `ID` (ume_session_id: decimal, 0x hex or 0 octal; at most 0xFFFFFFFFFFFFFFFE), so a restarted umpub is the same registration")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
 	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
+	fs.StringVar(&o.paced, "receiver-paced", "", "ask for receiver-paced persistence (UM ume_receiver_paced_persistence): blocking (held back at the retention limit until paced receivers consume) or non-blocking (the oldest released at the limit); the stores must run with --allow-receiver-paced-persistence")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
@@ -224,6 +226,8 @@ func (o *options) check() error {
 		return fmt.Errorf("--size must be 0..%d bytes, got %d", 8<<20, o.size)
 	case o.rate < 0:
 		return fmt.Errorf("--rate must not be negative, got %v", o.rate)
+	case o.paced != "" && o.paced != string(publisher.PacingBlocking) && o.paced != string(publisher.PacingNonBlocking):
+		return fmt.Errorf("--receiver-paced %q: want blocking or non-blocking", o.paced)
 	case o.flight < 1:
 		return fmt.Errorf("--flight-size must be at least 1, got %d", o.flight)
 	case o.flightBytes < 0:
@@ -333,6 +337,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	cfg.OnUnstable = func(e publisher.Unstable) {
 		log.Warn("messages not stable", "source", r.source, "first", e.First, "last", e.Last, "reason", e.Reason, "group", e.Group, "store", e.Store)
 	}
+	cfg.ReceiverPaced = publisher.Pacing(o.paced)
 	if o.stateFile != "" && o.sources > 1 {
 		cfg.StateFile = o.stateFile + "." + r.source
 	}

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +39,15 @@ checks the list). umrcv reads without registering, so RegIDs must be 0.
 Lines are "SEQ PAYLOAD" (a payload that is not printable UTF-8 is shown as
 "base64:..."); with --json each line is {"seq":N,"payload":"<base64>"}.
 
+With --name it is a durable receiver: the stores record, under NAME, the
+last message it printed (acknowledged once written to stdout, in batches at
+most every 100ms), and started again under the same NAME it resumes after
+it, with or without --follow. After a crash it prints again at most what it
+printed in its last 100ms or so before the crash (at-least-once), never
+less. One live receiver per name: a second is refused until the first
+closes, or is silent for the stores' receiver-activity-timeout (30s), which
+a receiver restarted after kill -9 waits out.
+
 Exit status: 0 if every message in the range was read; 1 if some range is
 held by no reachable group (the ranges are named on stderr) or the stores
 could not be reached; 2 for bad usage.
@@ -58,11 +65,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	deployment := fs.String("deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
 	stores := cli.AddStoreFlags(fs)
 	source := fs.String("source", "", "source name (required)")
-	fromFlag := fs.String("from", "oldest", "where to start: a sequence number `SEQ`, oldest (the oldest any group retains) or newest (only new messages)")
+	fromFlag := fs.String("from", "oldest", "where to start: a sequence number `SEQ`, oldest (the oldest any group retains) or newest (only new messages); with --name the default is after the last message NAME consumed (oldest for a new name)")
 	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
 	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
 	group := fs.Int("group", 0, "read from this group only (1-based: the deployment's group index, or the position in the store list's GroupIDX order)")
-	name := fs.String("name", "", "with --follow, record this receiver's consumption in the stores under `NAME`")
+	name := fs.String("name", "", "a durable receiver: record what it printed in the stores under `NAME` and resume after it when started again")
+	consensus := fs.String("consensus", "majority", "with --name, where to resume when the stores recorded different positions: lowest, majority or highest (UM ume_consensus_sequence_number_behavior)")
+	paced := fs.Bool("paced", false, "with --name, register as a receiver-paced persistence receiver: a paced source keeps its messages until this receiver printed them")
 	asJSON := fs.Bool("json", false, `print {"seq":N,"payload":"<base64>"} per line`)
 	timeout := fs.Duration("timeout", 60*time.Second, "give up reading after this long (not with --follow)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
@@ -102,8 +111,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *follow && fs.Changed("to"):
 		fmt.Fprintln(stderr, "umrcv: --follow reads without end; drop --to")
 		return 2
+	case *name != "" && wire.CheckSourceName(*name) != nil:
+		fmt.Fprintln(stderr, "umrcv: --name:", wire.CheckSourceName(*name))
+		return 2
+	case *name == "" && (fs.Changed("consensus") || *paced):
+		fmt.Fprintln(stderr, "umrcv: --consensus and --paced are for a durable receiver: give it a --name")
+		return 2
 	}
-	log, err := cli.Logger(stderr, *logLevel, *logFormat)
+	cons, err := receiver.ParseConsensus(*consensus)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv: --consensus:", err)
+		return 2
+	}
+	logger, err := cli.Logger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
@@ -124,46 +144,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := receiver.DefaultConfig()
-	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger, cfg.Name = *source, groups, *group, log, *name
+	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger, cfg.Name = *source, groups, *group, logger, *name
 	cfg.TLS, cfg.Token = tlsCfg, token
+	// A durable umrcv acknowledges what reached stdout, not what reached
+	// its buffer: a crash must not lose a message it had acknowledged.
+	cfg.ExplicitAck, cfg.Consensus, cfg.Paced = true, cons, *paced
 	r, err := receiver.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
-	defer r.Close()
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := bufio.NewWriterSize(stdout, 64<<10)
-	defer out.Flush()
-	print := func(m receiver.Message) error {
-		if *asJSON {
-			b, _ := json.Marshal(struct {
-				Seq     uint64 `json:"seq"`
-				Payload []byte `json:"payload"`
-			}{m.Seq, m.Payload})
-			out.Write(b)
-			return out.WriteByte('\n')
-		}
-		fmt.Fprintf(out, "%d %s\n", m.Seq, showPayload(m.Payload))
-		return nil
-	}
+	out := newSink(stdout, r, *name != "", *asJSON)
+	// The last acknowledgement goes out after the output is flushed, before
+	// the receiver records its position and says goodbye.
+	defer func() { out.flush(); r.Close() }()
 
-	from, err := startSeq(ctx, r, *fromFlag)
+	var from uint64
+	if *name != "" && !fs.Changed("from") {
+		from, err = resumeSeq(ctx, r, *follow, *timeout)
+	} else {
+		from, err = startSeq(ctx, r, *fromFlag)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 1
 	}
 	if *follow {
-		flushing := func(m receiver.Message) error {
-			err := print(m)
-			if err == nil {
-				err = out.Flush()
-			}
-			return err
-		}
-		err := r.Follow(ctx, from, flushing, func(rg receiver.Range) {
+		err := r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
 			fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
 		})
 		if ctx.Err() != nil {
@@ -183,22 +192,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		if last < from {
-			return 0 // nothing held yet
+			return 0 // nothing held yet, or nothing new for this name
 		}
 	}
-	err = r.Read(ctx, from, last, print)
+	err = r.Read(ctx, from, last, out.print)
 	var missing *receiver.MissingError
 	switch {
 	case errors.As(err, &missing):
-		out.Flush()
+		out.flush()
 		fmt.Fprintf(stderr, "umrcv: %v\n", err)
 		return 1
 	case err != nil:
-		out.Flush()
+		out.flush()
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 1
 	}
 	return 0
+}
+
+// resumeSeq registers a durable receiver and returns where it resumes:
+// after the last message its name consumed, or, for a new name, at the
+// oldest message retained. Without --follow the wait for its registration
+// (a name still held by a receiver that was killed) is bounded by
+// --timeout.
+func resumeSeq(ctx context.Context, r *receiver.Receiver, follow bool, timeout time.Duration) (uint64, error) {
+	if !follow {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	reg, err := r.Register(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if reg.Resume > 0 {
+		return reg.Resume, nil
+	}
+	return startSeq(ctx, r, "oldest")
 }
 
 func parseSeq(s string) uint64 {

@@ -30,8 +30,9 @@ leader and each store's state:
   refused      an empty store whose group has no store with state while
                another group remembers it: see umstored recover --help
   down         did not answer
-and whether publishing is possible under the deployment's intergroup
-behaviour. Exits 0 if publishing is possible, 1 if not, 2 on bad usage.
+each source's named receivers (the last message consumed, the lag, whether
+active and paced, the last activity), and whether publishing is possible
+under the deployment's intergroup behaviour. Exits 0 if publishing is possible, 1 if not, 2 on bad usage.
 
 Flags:
 `
@@ -105,6 +106,7 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
+	printReceivers(w, st)
 	verdict := "publishing: possible"
 	if !st.Publishing {
 		verdict = "publishing: NOT possible"

@@ -42,3 +42,31 @@ func TestStatusEscapesNamesFromTheStores(t *testing.T) {
 		t.Errorf("%d lines, want 12 (a name forged a line?):\n%s", n, got)
 	}
 }
+
+// Receivers are printed per source, with their position, lag and state;
+// their names are escaped like the sources'.
+func TestStatusPrintsReceivers(t *testing.T) {
+	st := deploystatus.Summary{
+		Groups: []deploystatus.SummaryGroup{{
+			Index:  1,
+			Leader: "G1S1",
+			Stores: []deploystatus.SummaryStore{{Name: "G1S1", Host: "A", Address: "127.0.0.1:15011", State: "leader"}},
+			Sources: []deploystatus.Source{{Name: "orders", HighSeq: 3000, Receivers: []deploystatus.Receiver{
+				{Name: "app1", Consumed: 1000, Lag: 2000, Active: true, Paced: true, LastActivity: "2026-01-02T03:04:05Z"},
+				{Name: "gone\x1b[2J", Consumed: 3000},
+			}}},
+		}},
+		Publishing: true,
+	}
+	var out bytes.Buffer
+	printStatus(&out, st)
+	got := out.String()
+	for _, want := range []string{"RECEIVER", "app1", "1000", "2000", "active, paced", "2026-01-02T03:04:05Z", `"gone\x1b[2J"`, "expired"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Errorf("a receiver name reaches the terminal raw:\n%q", got)
+	}
+}

@@ -20,6 +20,9 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	fs.DurationVar(&o.RetentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
 	fs.IntVar(&o.RepairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
 	fs.DurationVar(&o.SourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
+	fs.DurationVar(&o.ReceiverActivityTimeout, "receiver-activity-timeout", def.ReceiverActivityTimeout, "expire a named receiver silent this long: its name may be taken over and it holds no paced source back; its position is kept (UM receiver-activity-timeout)")
+	fs.DurationVar(&o.ReceiverStateLifetime, "receiver-state-lifetime", def.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
+	fs.BoolVar(&o.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", false, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
 }
 
 // addSnapshotFlags declares the log-compaction flags shared by run and dev.

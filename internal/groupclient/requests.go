@@ -48,5 +48,13 @@ func setReqID(m wire.Message, id uint64) {
 		m.ReqID = id
 	case *wire.Publish:
 		m.ReqID = id
+	case *wire.RegisterReceiver:
+		m.ReqID = id
+	case *wire.ConsumedAs:
+		m.ReqID = id
+	case *wire.ReceiverQuery:
+		m.ReqID = id
+	case *wire.RegisterSource:
+		m.ReqID = id
 	}
 }

@@ -1,0 +1,138 @@
+package storegroup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"umstore/repository"
+	"umstore/wire"
+)
+
+// Receiver-paced persistence (RPP) on the leader. A paced source's messages
+// are released by retention.go once every active paced receiver consumed
+// them (pacedThrough), and, in blocking mode, never before while one is
+// active, even at the retention limit. What keeps the repository within
+// its limit then is the publisher: the leader holds its Publish frames
+// back (pace) while the source is at its limit with messages a paced
+// receiver has not consumed, as UM's store withholds stability
+// acknowledgements. The publisher's flight size then blocks its Send.
+//
+// The hold is the connection's own: the frame waits before it is
+// proposed, the connection's reader with it, so TCP slows the publisher
+// down. Every second the leader tells the publisher why (HeldBack), which
+// also keeps the publisher from taking the silence for a frozen leader,
+// and counts the publisher as active. The limit can be passed by what was
+// in flight when it was reached (a connection's window of proposals).
+
+// pacer remembers each source's pacing mode for the Publish path, where
+// reading the repository per frame would cost every source, paced or not.
+type pacer struct {
+	repo                  *repository.Repo
+	retain                *retainer
+	log                   *slog.Logger
+	maxBytes, maxMessages uint64
+
+	mu    sync.Mutex
+	modes map[string]pacingEntry
+	held  atomic.Uint64 // Publish frames held back, for metrics
+}
+
+type pacingEntry struct {
+	mode repository.Pacing
+	at   time.Time
+}
+
+// pacingCacheAge bounds how long a cached mode is used: a registration on
+// another leader changes it through the log only.
+const pacingCacheAge = time.Second
+
+func newPacer(repo *repository.Repo, retain *retainer, log *slog.Logger, maxBytes, maxMessages uint64) *pacer {
+	return &pacer{repo: repo, retain: retain, log: log, maxBytes: maxBytes, maxMessages: maxMessages, modes: map[string]pacingEntry{}}
+}
+
+// mode returns the source's pacing mode, from the cache if fresh.
+func (p *pacer) mode(source string, now time.Time) repository.Pacing {
+	p.mu.Lock()
+	e, ok := p.modes[source]
+	p.mu.Unlock()
+	if ok && now.Sub(e.at) < pacingCacheAge {
+		return e.mode
+	}
+	mode := repository.PacingNone
+	if st, err := p.repo.Pacing(source); err == nil {
+		mode = st.Mode
+	}
+	p.set(source, mode)
+	return mode
+}
+
+// set records a mode just registered.
+func (p *pacer) set(source string, mode repository.Pacing) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.modes[source] = pacingEntry{mode: mode, at: time.Now()}
+	p.mu.Unlock()
+}
+
+// full reports whether source is at its retention limit with messages an
+// active paced receiver has not consumed, once what they all consumed is
+// released; why says so for the publisher.
+func (p *pacer) full(source string) (bool, string) {
+	over := func() bool {
+		info, ok, err := p.repo.Source(source)
+		return err == nil && ok && ((p.maxBytes > 0 && info.Bytes >= p.maxBytes) || (p.maxMessages > 0 && info.Count >= p.maxMessages))
+	}
+	if !over() {
+		return false, ""
+	}
+	st, err := p.repo.Pacing(source)
+	if err != nil || st.Mode != repository.PacingBlocking || st.Holders == 0 {
+		return false, "" // retention releases the oldest as usual
+	}
+	if p.retain.releaseConsumed(source, st.ConsumedThrough) && !over() {
+		return false, ""
+	}
+	return true, fmt.Sprintf("source %q is at its retention limit with messages its %d active paced receiver(s) have not consumed (the slowest is at %d): blocking receiver-paced persistence holds the publisher back until they consume, or expire after the receiver activity timeout",
+		source, st.Holders, st.ConsumedThrough)
+}
+
+// paceNotice is how often a held-back publisher is told why.
+const paceNotice = time.Second
+
+// pace holds a Publish of source back while the source is full (see
+// pacer.full): it returns true to go on (the caller checks leadership
+// again), false if ctx ended first.
+func (cs *clientServer) pace(ctx context.Context, source, session string, replies chan<- reply) bool {
+	p := cs.pacer
+	if p == nil || (p.maxBytes == 0 && p.maxMessages == 0) || p.mode(source, time.Now()) != repository.PacingBlocking {
+		return true
+	}
+	var noticed time.Time
+	for {
+		full, why := p.full(source)
+		if !full || !cs.isLeader() {
+			return true
+		}
+		if now := time.Now(); now.Sub(noticed) >= paceNotice {
+			if noticed.IsZero() {
+				p.held.Add(1)
+				p.log.Info("holding a publisher back: receiver-paced persistence", "source", source, "why", why)
+			}
+			noticed = now
+			cs.sessions.touch(source, session, now)
+			replies <- reply{msg: &wire.HeldBack{Source: source, Reason: why}}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-cs.nextApplied():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
