@@ -54,6 +54,7 @@ type clientDeps struct {
 	nextApplied func() <-chan struct{}            // closed at the next applied batch
 	expire      func(source, session, why string) // frees a source through the log
 	stop        func() error                      // stops the store (an operator's Shutdown)
+	pong        func(reqID uint64) *wire.Pong     // answers a Ping (leadership.go)
 }
 
 // clientServer accepts wire-protocol connections for one store.
@@ -309,6 +310,16 @@ type connState struct {
 // KeepAlive.
 func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 	switch m := m.(type) {
+	case *wire.Ping:
+		if cs.pong == nil {
+			return reply{msg: &wire.Pong{ReqID: m.ReqID, Store: cs.name, Group: cs.group, Leading: cs.isLeader()}}
+		}
+		return reply{msg: cs.pong(m.ReqID)}
+	case *wire.RangeDigest:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.rangeDigest(m)}
 	case *wire.Probe:
 		st := cs.status()
 		rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,

@@ -54,6 +54,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.lock = lk
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
+	s.members = newMemberWatch()
 	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.open(ctx); err != nil {
@@ -239,6 +240,7 @@ func (s *Store) wireHelpers() error {
 		log:        s.log,
 		repo:       s.repo,
 		proposer:   s.proposer,
+		metrics:    s.metrics,
 		isLeader:   s.IsLeader,
 		groups:     cfg.OtherGroups,
 		dialer:     repairDialer,
@@ -276,6 +278,7 @@ func (s *Store) wireHelpers() error {
 		nextApplied:     s.appliedSignal,
 		expire:          s.proposeExpiry,
 		stop:            s.Close,
+		pong:            s.pong,
 	})
 	if err != nil {
 		return err

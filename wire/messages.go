@@ -28,6 +28,11 @@ const (
 	TypeOK         Type = 18
 	TypeShutdown   Type = 19
 	TypeKeepAlive  Type = 20
+
+	TypePing             Type = 21
+	TypePong             Type = 22
+	TypeRangeDigest      Type = 23
+	TypeRangeDigestReply Type = 24
 )
 
 // Message is any protocol message.
@@ -363,6 +368,14 @@ func newMessage(t Type) Message {
 		return &Shutdown{}
 	case TypeKeepAlive:
 		return &KeepAlive{}
+	case TypePing:
+		return &Ping{}
+	case TypePong:
+		return &Pong{}
+	case TypeRangeDigest:
+		return &RangeDigest{}
+	case TypeRangeDigestReply:
+		return &RangeDigestReply{}
 	}
 	return nil
 }

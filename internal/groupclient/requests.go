@@ -48,5 +48,9 @@ func setReqID(m wire.Message, id uint64) {
 		m.ReqID = id
 	case *wire.Publish:
 		m.ReqID = id
+	case *wire.Ping:
+		m.ReqID = id
+	case *wire.RangeDigest:
+		m.ReqID = id
 	}
 }
