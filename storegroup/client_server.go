@@ -343,10 +343,14 @@ func (cs *clientServer) dispatch(m wire.Message, conn *connState) reply {
 		}
 		expired, err := cs.sessions.claim(m.Source, m.Session, time.Now(), cs.activityTimeout)
 		if err != nil {
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
+			code := wire.CodeBusy
+			if errors.Is(err, errFenced) {
+				code = wire.CodeFenced
+			}
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: code, Message: err.Error()}}
 		}
 		if expired != "" {
-			cs.expire(m.Source, expired, "a new publisher takes over after the old one's silence")
+			cs.expire(m.Source, expired, takeoverReason(m.Session, expired))
 		}
 		conn.sessions[m.Source] = m.Session
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})

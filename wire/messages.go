@@ -71,6 +71,10 @@ const (
 	// CodeNotRegistered refuses a Publish sent on a connection that has not
 	// registered its source: register the source on this connection first.
 	CodeNotRegistered = "not-registered"
+	// CodeFenced refuses a Register from an earlier incarnation of a
+	// publisher whose later incarnation (same session identity, higher
+	// epoch) holds the source: the earlier one must stop publishing.
+	CodeFenced = "fenced"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
