@@ -64,6 +64,22 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 		cfg.SourceActivityTimeout = opts.SourceActivityTimeout
 	}
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
+	if opts.RetentionInterval > 0 {
+		cfg.RetentionInterval = opts.RetentionInterval
+	}
+	cfg.LeaderSettle, cfg.LeaderMinInterval = opts.LeaderSettle, opts.LeaderMinInterval
+	if g, ok := d.GroupByIndex(ref.Group); ok {
+		if h := g.Preferred(); h != "" {
+			cfg.PreferredHost = h
+			for _, s := range g.Stores {
+				if s.Host == h {
+					cfg.PreferredMembers = append(cfg.PreferredMembers, s.Name)
+				}
+			}
+		}
+	}
+	p := opts.Policy()
+	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
 	return cfg
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/spf13/pflag"
 
@@ -20,6 +21,72 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	fs.DurationVar(&o.RetentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
 	fs.IntVar(&o.RepairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
 	fs.DurationVar(&o.SourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
+}
+
+// policyFlags are the flags that override a value of the deployment's
+// policy, and how each is copied from the parsed flags into the options.
+var policyFlags = []struct {
+	name string
+	copy func(from storehost.Options, to *storehost.Options) (value, file any)
+}{
+	{"retention-max-bytes", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxBytes
+		o.RetentionMaxBytes = f.RetentionMaxBytes
+		return f.RetentionMaxBytes, old
+	}},
+	{"retention-max-messages", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxMessages
+		o.RetentionMaxMessages = f.RetentionMaxMessages
+		return f.RetentionMaxMessages, old
+	}},
+	{"retention-max-age", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxAge
+		o.RetentionMaxAge = f.RetentionMaxAge
+		return f.RetentionMaxAge, old
+	}},
+	{"repair-rate", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RepairBytesPerSecond
+		o.RepairBytesPerSecond = f.RepairBytesPerSecond
+		return f.RepairBytesPerSecond, old
+	}},
+	{"source-activity-timeout", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SourceActivityTimeout
+		o.SourceActivityTimeout = f.SourceActivityTimeout
+		return f.SourceActivityTimeout, old
+	}},
+	{"snapshot-threshold", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SnapshotThreshold
+		o.SnapshotThreshold = f.SnapshotThreshold
+		return f.SnapshotThreshold, old
+	}},
+	{"snapshot-interval", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SnapshotInterval
+		o.SnapshotInterval = f.SnapshotInterval
+		return f.SnapshotInterval, old
+	}},
+	{"trailing-logs", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.TrailingLogs
+		o.TrailingLogs = f.TrailingLogs
+		return f.TrailingLogs, old
+	}},
+}
+
+// overridePolicy copies into opts (the deployment's policy) the value of
+// every policy flag given on the command line, warning about each: the
+// daemon's stores then run another policy than the rest of their groups.
+func overridePolicy(fs *pflag.FlagSet, flags storehost.Options, opts *storehost.Options, log *slog.Logger) {
+	for _, f := range policyFlags {
+		if fs.Changed(f.name) {
+			v, file := f.copy(flags, opts)
+			warnOverride(log, f.name, v, file)
+		}
+	}
+}
+
+// warnOverride warns that a flag overrides the deployment's policy.
+func warnOverride(log *slog.Logger, flag string, value, file any) {
+	log.Warn("a flag overrides the deployment's policy for this daemon only: its stores run another policy than the rest of their groups (their leaders report the difference); set it in the deployment file's policy section instead",
+		"flag", "--"+flag, "value", fmt.Sprint(value), "deployment_file", fmt.Sprint(file))
 }
 
 // addSnapshotFlags declares the log-compaction flags shared by run and dev.
