@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode"
@@ -38,8 +39,10 @@ Lines are "SEQ PAYLOAD" (a payload that is not printable UTF-8 is shown as
 "base64:..."); with --json each line is {"seq":N,"payload":"<base64>"}.
 
 Exit status: 0 if every message in the range was read; 1 if some range is
-held by no reachable group (the ranges are named on stderr) or the stores
-could not be reached; 2 for bad usage.
+held by no reachable group (the ranges are named on stderr), the source is
+unknown to every reachable group (a typo: the sources they hold are named),
+or the stores could not be reached; 2 for bad usage. With --group N, a group
+electing a leader is waited for, within --timeout.
 
 Flags:
 `
@@ -141,12 +144,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return nil
 	}
 
-	from, err := startSeq(ctx, r, *fromFlag)
-	if err != nil {
-		fmt.Fprintln(stderr, "umrcv:", err)
-		return 1
-	}
 	if *follow {
+		if known, err := r.Known(ctx); err == nil && !known {
+			fmt.Fprintf(stderr, "umrcv: source %q is not known to the stores yet; waiting for a publisher to register it\n", cli.Printable(*source))
+		}
+		from, err := startSeq(ctx, r, *fromFlag)
+		if err != nil {
+			fmt.Fprintln(stderr, "umrcv:", err)
+			return 1
+		}
 		flushing := func(m receiver.Message) error {
 			err := print(m)
 			if err == nil {
@@ -154,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			return err
 		}
-		err := r.Follow(ctx, from, flushing, func(rg receiver.Range) {
+		err = r.Follow(ctx, from, flushing, func(rg receiver.Range) {
 			fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
 		})
 		if ctx.Err() != nil {
@@ -166,6 +172,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if code := checkKnown(ctx, r, *source, stderr); code != 0 {
+		return code
+	}
+	from, err := startSeq(ctx, r, *fromFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
 	last := *to
 	if !fs.Changed("to") {
 		last, err = r.High(ctx)
@@ -198,6 +212,33 @@ func parseSeq(s string) uint64 {
 		return 0
 	}
 	return n
+}
+
+// checkKnown says, and returns exit code 1, when no reachable group knows
+// the source (a typo, say): reading it would print nothing and look like
+// success. It names the sources the stores hold.
+func checkKnown(ctx context.Context, r *receiver.Receiver, source string, stderr io.Writer) int {
+	known, err := r.Known(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
+	if known {
+		return 0
+	}
+	msg := fmt.Sprintf("umrcv: source %q is unknown: no reachable store group has ever held it", cli.Printable(source))
+	if names, err := r.SourceNames(ctx); err == nil {
+		if len(names) == 0 {
+			msg += " (they hold no source yet)"
+		} else {
+			for i, n := range names {
+				names[i] = cli.Printable(n)
+			}
+			msg += "; they hold: " + strings.Join(names, ", ")
+		}
+	}
+	fmt.Fprintln(stderr, msg)
+	return 1
 }
 
 // startSeq turns --from into a sequence number.
