@@ -47,6 +47,7 @@ type Status struct {
 	// PolicyMismatch, on the leader, lists the members that run another
 	// and how it differs.
 	PolicyDigest   string   `json:"policy_digest,omitempty"`
+	Policy         string   `json:"policy,omitempty"`
 	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
 	Error          string   `json:"error,omitempty"`
 }
@@ -96,7 +97,7 @@ func (s *Store) Status() Status {
 		st.LastIndex, st.LastTerm = s.diskPosition()
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
-	st.PreferredHost, st.PolicyDigest = s.cfg.PreferredHost, s.cfg.PolicyDigest
+	st.PreferredHost, st.PolicyDigest, st.Policy = s.cfg.PreferredHost, s.cfg.PolicyDigest, s.cfg.Policy
 	if s.members != nil {
 		st.Placement, st.PolicyMismatch = s.members.snapshot()
 	}
