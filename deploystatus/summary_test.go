@@ -190,7 +190,9 @@ func TestSummaryPlacementAndPolicy(t *testing.T) {
 	}
 	other := file
 	other.SourceActivityTimeout = placement.Duration(10 * time.Second)
-	pong := func(p placement.Policy) *wire.Pong { return &wire.Pong{PolicyDigest: p.Digest(), Policy: p.Canonical()} }
+	pong := func(p placement.Policy) *wire.Pong {
+		return &wire.Pong{PolicyDigest: p.Digest(), Policy: p.Canonical()}
+	}
 	res := func(name, state string, p placement.Policy) ProbeResult {
 		ref, _ := d.StoreByName(name)
 		return ProbeResult{Reply: &wire.ProbeReply{Store: name, Group: ref.Group, HasState: true, State: state}, Pong: pong(p)}
