@@ -230,7 +230,13 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 				lastErr = fmt.Errorf("%w: store %s answered frame type %d with frame type %d", wire.ErrMalformed, from, req.Type(), m.Type())
 				continue
 			}
-			c.setHint(from)
+			if p, ok := m.(*wire.Pong); ok && !p.Leading {
+				// Any store answers a Ping: remember the leader it names,
+				// not the store.
+				c.setHint(p.Leader)
+			} else {
+				c.setHint(from)
+			}
 			return m, nil
 		}
 	}
