@@ -34,9 +34,10 @@ type Policy struct {
 	// with its own session identity takes its source over at once.
 	SourceActivityTimeout Duration `yaml:"source-activity-timeout" json:"source-activity-timeout"`
 	// KeepAliveInterval is how often an idle publisher tells its groups it
-	// is alive (UM keepalive-interval, 3s). It must be at most half of
-	// SourceActivityTimeout, so that one lost keep-alive never frees a
-	// live publisher's source.
+	// is alive (UM keepalive-interval, 3s). It must be shorter than
+	// SourceActivityTimeout, and is best well below it (a tenth, as UM's
+	// defaults), so that a lost keep-alive never frees a live publisher's
+	// source.
 	KeepAliveInterval Duration `yaml:"keepalive-interval" json:"keepalive-interval"`
 	// RepairRate caps the payload bytes per second a group's leader copies
 	// from other groups (intergroup repair), so live publishing keeps
@@ -219,9 +220,9 @@ func (v *validator) policy() {
 	switch {
 	case p.KeepAliveInterval <= 0:
 		v.add(at+"keepalive-interval", "must be positive, e.g. 3s (UM's default)")
-	case p.SourceActivityTimeout > 0 && 2*p.KeepAliveInterval > p.SourceActivityTimeout:
-		v.add(at+"keepalive-interval", "%v is more than half of source-activity-timeout (%v): one lost keep-alive would free a live publisher's source; make it at most %v",
-			p.KeepAliveInterval, p.SourceActivityTimeout, p.SourceActivityTimeout/2)
+	case p.SourceActivityTimeout > 0 && p.KeepAliveInterval >= p.SourceActivityTimeout:
+		v.add(at+"keepalive-interval", "%v is not shorter than source-activity-timeout (%v): a live publisher's source would be freed between two keep-alives; make it well below (UM: 3s against 30s)",
+			p.KeepAliveInterval, p.SourceActivityTimeout)
 	}
 	if p.RepairRate < 0 {
 		v.add(at+"repair-rate", "must not be negative (bytes per second; 0: no limit)")

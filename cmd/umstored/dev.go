@@ -75,6 +75,9 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	}
 	d := placement.Dev("127.0.0.1", *basePort)
 	d.Policy = opts.Policy() // the flags are the policy: dev owns its file
+	if ka, timeout := d.Policy.KeepAliveInterval, d.Policy.SourceActivityTimeout; ka >= timeout {
+		d.Policy.KeepAliveInterval = timeout / 3 // a short --source-activity-timeout for a test: keep-alives well within it
+	}
 	path := filepath.Join(dir, "deployment.yaml")
 	if err := checkDevDeployment(path, d, fs.Changed("base-port")); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
