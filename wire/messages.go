@@ -29,10 +29,10 @@ const (
 	TypeShutdown   Type = 19
 	TypeKeepAlive  Type = 20
 
-	TypePing             Type = 21
-	TypePong             Type = 22
-	TypeRangeDigest      Type = 23
-	TypeRangeDigestReply Type = 24
+	TypePing             Type = 30
+	TypePong             Type = 31
+	TypeRangeDigest      Type = 32
+	TypeRangeDigestReply Type = 33
 )
 
 // Message is any protocol message.
