@@ -3,6 +3,7 @@ package deploystatus
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"umstore/placement"
@@ -27,6 +28,12 @@ type View struct {
 	Groups     []Group             `json:"groups"`
 	Stores     []Store             `json:"stores"`
 	Analysis   *placement.Analysis `json:"analysis"`
+	// PolicyDigest is the digest of the deployment file's policy;
+	// PolicyMismatch lists the stores that run another (a flag of their
+	// daemon overrides it, or their host has another file), each as
+	// "STORE: key: theirs vs the file's; ...".
+	PolicyDigest   string   `json:"policy_digest"`
+	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
 }
 
 // Host is one host of the deployment.
@@ -58,6 +65,12 @@ type Group struct {
 	// Repair is the intergroup repair's progress, known when the observer
 	// runs the group's leader.
 	Repair *storegroup.RepairStatus `json:"repair,omitempty"`
+	// PreferredHost is where the group prefers to be led from ("" for no
+	// preference), LeaderHost where its leader runs, and Placement what
+	// that means: led from the preferred host, or waiting to move there.
+	PreferredHost string `json:"preferred_host,omitempty"`
+	LeaderHost    string `json:"leader_host,omitempty"`
+	Placement     string `json:"placement,omitempty"`
 }
 
 // Source is what a group holds of one source.
@@ -96,6 +109,11 @@ type Store struct {
 	CatchingUp    bool   `json:"catching_up"`
 	WaitingToJoin bool   `json:"waiting_to_join"`
 	Error         string `json:"error,omitempty"`
+	// PolicyDigest is the digest of the policy the store runs, when it
+	// said (a store that does not know Ping does not).
+	PolicyDigest string `json:"policy_digest,omitempty"`
+	policy       string // the policy, for the mismatch's details
+	placement    string // a local leader's own word on placement
 }
 
 // Build assembles the view of d from the statuses of the stores the
@@ -104,14 +122,15 @@ type Store struct {
 func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []string, local []storegroup.Status, remote Round, now time.Time) View {
 	behaviour, name := intergroup(d)
 	v := View{
-		Deployment: d.Name,
-		Time:       now.UTC().Format(time.RFC3339),
-		ServedBy:   slices.Clone(localHosts),
-		Intergroup: name,
-		Hosts:      []Host{},
-		Groups:     []Group{},
-		Stores:     []Store{},
-		Analysis:   analysis,
+		Deployment:   d.Name,
+		Time:         now.UTC().Format(time.RFC3339),
+		ServedBy:     slices.Clone(localHosts),
+		Intergroup:   name,
+		Hosts:        []Host{},
+		Groups:       []Group{},
+		Stores:       []Store{},
+		Analysis:     analysis,
+		PolicyDigest: d.Policy.Digest(),
 	}
 	byName := map[string]storegroup.Status{}
 	for _, st := range local {
@@ -161,6 +180,7 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 			}
 		}
 		groupSources(&gv, leader, byName, remote)
+		groupPlacement(&gv, g, leader)
 		v.Groups = append(v.Groups, gv)
 	}
 	slices.SortFunc(v.Groups, func(a, b Group) int { return a.Index - b.Index })
@@ -185,10 +205,40 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		v.Hosts = append(v.Hosts, hv)
 	}
 
+	file := d.Policy.Canonical()
+	for _, sv := range v.Stores {
+		if sv.PolicyDigest != "" && sv.PolicyDigest != v.PolicyDigest {
+			diff := strings.Join(placement.PolicyDiff(sv.policy, file), "; ")
+			if diff == "" {
+				diff = "policy " + sv.PolicyDigest
+			}
+			v.PolicyMismatch = append(v.PolicyMismatch, sv.Name+": "+diff)
+		}
+	}
 	n := len(d.Groups)
 	v.Publishing = publishingPossible(name, withLeader, n)
 	v.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, name, behaviour.NeededText(n))
 	return v
+}
+
+// groupPlacement says where the group prefers to be led from and whether
+// its leader is there: a leader run by the observer says it itself (with
+// what it waits for), another is judged by its host.
+func groupPlacement(gv *Group, g placement.Group, leader *Store) {
+	gv.PreferredHost = g.Preferred()
+	if leader == nil {
+		return
+	}
+	gv.LeaderHost = leader.Host
+	switch {
+	case leader.placement != "":
+		gv.Placement = leader.placement
+	case gv.PreferredHost == "":
+	case leader.Host == gv.PreferredHost:
+		gv.Placement = "led from its preferred host " + gv.PreferredHost
+	default:
+		gv.Placement = fmt.Sprintf("led from host %s; moves to its preferred host %s once a store there is up and caught up", leader.Host, gv.PreferredHost)
+	}
 }
 
 // intergroup is the deployment's intergroup behaviour and its name; an
@@ -225,6 +275,7 @@ func fromStatus(sv *Store, st storegroup.Status) {
 	sv.HasState, sv.CatchingUp, sv.WaitingToJoin = st.HasState, st.CatchingUp, st.WaitingToJoin
 	sv.Error = st.Error
 	sv.State = classify(st.State, st.HasState, st.CatchingUp, st.WaitingToJoin)
+	sv.PolicyDigest, sv.policy, sv.placement = st.PolicyDigest, st.Policy, st.Placement
 }
 
 // fromProbe fills a store run elsewhere from its answer to a probe; a store
@@ -247,6 +298,9 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 	sv.AppliedIndex, sv.LastIndex, sv.GroupID = rep.AppliedIndex, rep.LastIndex, rep.GroupID
 	sv.HasState, sv.CatchingUp = rep.HasState, rep.CatchingUp
 	sv.State = classify(rep.State, rep.HasState, rep.CatchingUp, false)
+	if res.Pong != nil {
+		sv.PolicyDigest, sv.policy = res.Pong.PolicyDigest, res.Pong.Policy
+	}
 }
 
 // groupSources picks where the group's sources come from: the leader when

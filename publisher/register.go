@@ -46,6 +46,9 @@ func (p *Publisher) register(ctx context.Context) error {
 			ended:    ctx.Err(),
 		}
 		d := decideResume(in)
+		if p.fatal != nil && d.err == nil {
+			d = resumeDecision{err: p.fatal}
+		}
 		ch := p.changed
 		if !d.wait && d.err == nil {
 			p.resumeLocked(d)

@@ -66,6 +66,24 @@ type Config struct {
 	// An empty store asks them, before creating its group, whether they
 	// remember the group's identity; a leader learns their identities.
 	OtherGroups []PeerGroup
+	// PreferredHost and PreferredMembers say where the group prefers to be
+	// led from: the host holding its majority (placement's preferred host)
+	// and the members that run there. A leader elsewhere hands leadership
+	// to one of them once it has been up and caught up for LeaderSettle,
+	// at most once per LeaderMinInterval (leadership.go). Empty: no
+	// preference, leadership stays where elections put it.
+	PreferredHost    string
+	PreferredMembers []string
+	// LeaderSettle and LeaderMinInterval are leader placement's
+	// hysteresis; LeaderSettle 0 turns placement off.
+	LeaderSettle      time.Duration
+	LeaderMinInterval time.Duration
+	// Policy and PolicyDigest are the deployment policy this store runs,
+	// in placement's canonical form and its digest. The leader compares
+	// them with its members' (a mismatch is logged and shown in status);
+	// clients and status read them from Pong. Empty: not compared.
+	Policy       string
+	PolicyDigest string
 	// Admission, if set, is asked before an empty store joins an existing
 	// group, so a host catches up one empty store per group at a time.
 	// Nil admits at once.
@@ -206,6 +224,9 @@ func DefaultConfig() Config {
 
 		SourceActivityTimeout:   30 * time.Second,
 		ReceiverActivityTimeout: 30 * time.Second,
+
+		LeaderSettle:      5 * time.Second,
+		LeaderMinInterval: 30 * time.Second,
 	}
 }
 
@@ -257,6 +278,14 @@ func (c *Config) Validate() error {
 	}
 	if n := len(c.Security.MemberSecret); n > 0 && n < memberauth.MinSecret {
 		return fmt.Errorf("%w: store %s: the member secret is %d bytes, at least %d are needed (umstored plan writes a good one)", ErrConfig, c.Name, n, memberauth.MinSecret)
+	}
+	if c.LeaderSettle < 0 || c.LeaderMinInterval < 0 {
+		return fmt.Errorf("%w: store %s: LeaderSettle and LeaderMinInterval must not be negative", ErrConfig, c.Name)
+	}
+	for _, p := range c.PreferredMembers {
+		if _, ok := c.member(p); !ok {
+			return fmt.Errorf("%w: store %s: preferred member %s is not a member of the group", ErrConfig, c.Name, p)
+		}
 	}
 	if c.SourceActivityTimeout <= 0 {
 		return fmt.Errorf("%w: store %s: SourceActivityTimeout must be positive", ErrConfig, c.Name)

@@ -56,6 +56,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.lock = lk
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
+	s.members = newMemberWatch()
 	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.open(ctx); err != nil {
@@ -279,6 +280,7 @@ func (s *Store) wireHelpers() error {
 		log:        s.log,
 		repo:       s.repo,
 		proposer:   s.proposer,
+		metrics:    s.metrics,
 		isLeader:   s.IsLeader,
 		groups:     cfg.OtherGroups,
 		dialer:     repairDialer,
@@ -327,6 +329,7 @@ func (s *Store) wireHelpers() error {
 		receiverTimeout: cfg.ReceiverActivityTimeout,
 		allowPaced:      cfg.AllowReceiverPacedPersistence,
 		pacer:           s.pacer,
+		pong:            s.pong,
 	})
 	if err != nil {
 		return err

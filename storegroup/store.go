@@ -43,7 +43,8 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
-	proposer *proposer // every raft proposal of this store
+	members  *memberWatch // the leader's view of its members (leadership.go)
+	proposer *proposer    // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 

@@ -29,6 +29,11 @@ const (
 	TypeShutdown   Type = 19
 	TypeKeepAlive  Type = 20
 	TypeNak        Type = 21
+
+	TypePing             Type = 30
+	TypePong             Type = 31
+	TypeRangeDigest      Type = 32
+	TypeRangeDigestReply Type = 33
 )
 
 // Message is any protocol message.
@@ -71,6 +76,10 @@ const (
 	// checksum sent with it: it was damaged on its way, nothing of the
 	// frame was stored, and sending it again is safe.
 	CodeChecksum = "checksum"
+	// CodeFenced refuses a Register from an earlier incarnation of a
+	// publisher whose later incarnation (same session identity, higher
+	// epoch) holds the source: the earlier one must stop publishing.
+	CodeFenced = "fenced"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -404,6 +413,14 @@ func newMessage(t Type) Message {
 		return &KeepAlive{}
 	case TypeNak:
 		return &Nak{}
+	case TypePing:
+		return &Ping{}
+	case TypePong:
+		return &Pong{}
+	case TypeRangeDigest:
+		return &RangeDigest{}
+	case TypeRangeDigestReply:
+		return &RangeDigestReply{}
 	}
 	return newReceiverMessage(t)
 }

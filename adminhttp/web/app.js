@@ -137,13 +137,24 @@
 
     const groups = v.groups.map((g) => {
       const ok = g.leader !== "";
-      return el("div", {"class": "group " + groupClass(g.index), "data-group": g.index, "data-group-leader": g.leader},
+      const onPreferred = g.preferred_host && g.leader_host === g.preferred_host;
+      return el("div", {"class": "group " + groupClass(g.index), "data-group": g.index, "data-group-leader": g.leader,
+                        "data-group-preferred": g.preferred_host || "", "data-group-leader-host": g.leader_host || ""},
         el("span", {"class": "group-name"}, "group " + g.index),
         ok ? el("span", {"class": "group-leader"}, "★ leader " + shown(g.leader))
            : el("span", {"class": "group-noleader"}, "✕ no leader"),
+        g.preferred_host && ok
+          ? el("span", {"class": "group-placement" + (onPreferred ? "" : " away"), "title": g.placement || ""},
+              onPreferred ? "on its preferred host " + g.preferred_host
+                          : "on host " + g.leader_host + ", preferred host " + g.preferred_host)
+          : null,
         el("span", {"class": "group-quorum"},
           g.running + " of " + g.stores.length + " running, quorum " + g.quorum +
           (g.running >= g.quorum ? "" : " — no quorum")));
+    });
+    (v.policy_mismatch || []).forEach((m) => {
+      groups.push(el("div", {"class": "policy-mismatch", "role": "alert"},
+        "⚠ runs another policy than the deployment file: " + shown(m)));
     });
     fill("groups", groups);
   }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/spf13/pflag"
 
@@ -23,6 +24,72 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	fs.DurationVar(&o.ReceiverActivityTimeout, "receiver-activity-timeout", def.ReceiverActivityTimeout, "expire a named receiver silent this long: its name may be taken over and it holds no paced source back; its position is kept (UM receiver-activity-timeout)")
 	fs.DurationVar(&o.ReceiverStateLifetime, "receiver-state-lifetime", def.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
 	fs.BoolVar(&o.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", false, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
+}
+
+// policyFlags are the flags that override a value of the deployment's
+// policy, and how each is copied from the parsed flags into the options.
+var policyFlags = []struct {
+	name string
+	copy func(from storehost.Options, to *storehost.Options) (value, file any)
+}{
+	{"retention-max-bytes", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxBytes
+		o.RetentionMaxBytes = f.RetentionMaxBytes
+		return f.RetentionMaxBytes, old
+	}},
+	{"retention-max-messages", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxMessages
+		o.RetentionMaxMessages = f.RetentionMaxMessages
+		return f.RetentionMaxMessages, old
+	}},
+	{"retention-max-age", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RetentionMaxAge
+		o.RetentionMaxAge = f.RetentionMaxAge
+		return f.RetentionMaxAge, old
+	}},
+	{"repair-rate", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.RepairBytesPerSecond
+		o.RepairBytesPerSecond = f.RepairBytesPerSecond
+		return f.RepairBytesPerSecond, old
+	}},
+	{"source-activity-timeout", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SourceActivityTimeout
+		o.SourceActivityTimeout = f.SourceActivityTimeout
+		return f.SourceActivityTimeout, old
+	}},
+	{"snapshot-threshold", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SnapshotThreshold
+		o.SnapshotThreshold = f.SnapshotThreshold
+		return f.SnapshotThreshold, old
+	}},
+	{"snapshot-interval", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.SnapshotInterval
+		o.SnapshotInterval = f.SnapshotInterval
+		return f.SnapshotInterval, old
+	}},
+	{"trailing-logs", func(f storehost.Options, o *storehost.Options) (any, any) {
+		old := o.TrailingLogs
+		o.TrailingLogs = f.TrailingLogs
+		return f.TrailingLogs, old
+	}},
+}
+
+// overridePolicy copies into opts (the deployment's policy) the value of
+// every policy flag given on the command line, warning about each: the
+// daemon's stores then run another policy than the rest of their groups.
+func overridePolicy(fs *pflag.FlagSet, flags storehost.Options, opts *storehost.Options, log *slog.Logger) {
+	for _, f := range policyFlags {
+		if fs.Changed(f.name) {
+			v, file := f.copy(flags, opts)
+			warnOverride(log, f.name, v, file)
+		}
+	}
+}
+
+// warnOverride warns that a flag overrides the deployment's policy.
+func warnOverride(log *slog.Logger, flag string, value, file any) {
+	log.Warn("a flag overrides the deployment's policy for this daemon only: its stores run another policy than the rest of their groups (their leaders report the difference); set it in the deployment file's policy section instead",
+		"flag", "--"+flag, "value", fmt.Sprint(value), "deployment_file", fmt.Sprint(file))
 }
 
 // addSnapshotFlags declares the log-compaction flags shared by run and dev.
