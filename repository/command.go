@@ -59,7 +59,7 @@ func (t CommandType) String() string {
 	case CmdPublishAs:
 		name = "PublishAs"
 	default:
-		name = receiverCommandName(t &^ IgnorableFlag)
+		name = receiverCommandName(t&^IgnorableFlag) + memberCommandName(t&^IgnorableFlag)
 		if name == "" {
 			name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 		}
@@ -337,6 +337,9 @@ func DecodeCommand(data []byte) (any, error) {
 	default:
 		var ok bool
 		if cmd, ok = decodeReceiverCommand(t&^IgnorableFlag, &r); ok {
+			break
+		}
+		if cmd, ok = decodeMemberCommand(t&^IgnorableFlag, &r); ok {
 			break
 		}
 		hint := "this store must be upgraded to apply it"
