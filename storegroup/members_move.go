@@ -126,7 +126,13 @@ func (d *memberDesk) move(ctx context.Context, m *wire.MemberMove, nc net.Conn, 
 	}
 	body := wire.MemberMoveBody(want.Name, want.RaftAddr, want.ClientAddr)
 	ch := *pending
-	if len(m.AcceptorNonce) == 0 || ch == nil {
+	if len(m.AcceptorNonce) != 0 && ch == nil {
+		// A proof for a challenge this connection no longer has: used
+		// already, or issued on another connection (a replay).
+		d.log.Warn("refused a member's new address: "+moveRefusedProof, "member", want.Name, "raft_addr", want.RaftAddr, "client_addr", want.ClientAddr, "remote", nc.RemoteAddr().String())
+		return unproven(wire.MoveRefused, moveRefusedProof, false)
+	}
+	if ch == nil {
 		if len(m.Nonce) != memberauth.NonceSize {
 			return &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: fmt.Sprintf("a MemberMove carries a nonce of %d bytes", memberauth.NonceSize)}
 		}
