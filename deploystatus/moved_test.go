@@ -38,7 +38,9 @@ func TestStoresFoundWhereTheirGroupSaysTheyMoved(t *testing.T) {
 		}
 		return rep, nil, nil, nil
 	}
-	p.sources = func(context.Context, int, string) ([]wire.SourceState, []wire.SourceReceivers, error) { return nil, nil, nil }
+	p.sources = func(context.Context, int, string) ([]wire.SourceState, []wire.SourceReceivers, error) {
+		return nil, nil, nil
+	}
 	r := p.Round()
 	if got := r.Stores["G1S1"]; got.Reply == nil || got.At != g1s1At {
 		t.Fatalf("G1S1: %+v, want found at %s", got, g1s1At)

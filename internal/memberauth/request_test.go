@@ -29,8 +29,11 @@ func TestRequestProofs(t *testing.T) {
 		"another acceptor nonce": func(q *Request) []byte { q.AcceptorNonce = NewNonce(); return q.DialerProof(secret) },
 		"another dialer":         func(q *Request) []byte { q.Dialer = "G1S2"; return q.DialerProof(secret) },
 		"another acceptor":       func(q *Request) []byte { q.Acceptor = "G1S2"; return q.DialerProof(secret) },
-		"another body":           func(q *Request) []byte { q.Body = []byte("G1S1 10.0.0.5:14011 10.0.0.5:15011"); return q.DialerProof(secret) },
-		"a binding":              func(q *Request) []byte { q.Binding = []byte("tls"); return q.DialerProof(secret) },
+		"another body": func(q *Request) []byte {
+			q.Body = []byte("G1S1 10.0.0.5:14011 10.0.0.5:15011")
+			return q.DialerProof(secret)
+		},
+		"a binding": func(q *Request) []byte { q.Binding = []byte("tls"); return q.DialerProof(secret) },
 	}
 	for name, proofOf := range variants {
 		q := base
