@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"umstore/internal/groupclient"
+	"umstore/quorum"
 	"umstore/wire"
 )
 
@@ -27,6 +28,8 @@ type group struct {
 	lastAck  time.Time // when the group last acknowledged anything on this connection
 	conn     *wire.Conn
 	sessions int // registered connections so far
+
+	intragroupWarned bool // the group was told it does not apply Config.Intragroup (guarded by p.mu)
 }
 
 func (g *group) poke() {
@@ -103,8 +106,12 @@ func (g *group) pause() {
 func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 	p := g.p
 	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session}
-	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 {
-		req = &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 || p.cfg.Intragroup != quorum.IntragroupQuorum {
+		rs := &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+		if p.cfg.Intragroup != quorum.IntragroupQuorum {
+			rs.Intragroup = p.cfg.Intragroup.String()
+		}
+		req = rs
 	}
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
@@ -118,7 +125,24 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		}
 		return nil, nil, err
 	}
-	return c, m.(*wire.Registered), nil
+	reg := m.(*wire.Registered)
+	if applied := appliedIntragroup(reg); applied < p.cfg.Intragroup {
+		c.Close()
+		return nil, nil, fmt.Errorf("%w: group %d applies intragroup %s, this publisher asks for %s: upgrade its stores", ErrIntragroup, g.index+1, applied, p.cfg.Intragroup)
+	}
+	return c, reg, nil
+}
+
+// appliedIntragroup is the intragroup behaviour a group says it applies to
+// the registration; a store older than the field applies quorum, and says
+// nothing (or a name this publisher does not know: taken as quorum too, the
+// least it can be).
+func appliedIntragroup(reg *wire.Registered) quorum.Intragroup {
+	b, err := quorum.ParseIntragroupBehavior(reg.Intragroup)
+	if err != nil {
+		return quorum.IntragroupQuorum
+	}
+	return b
 }
 
 // registered records a registration answer.
@@ -131,7 +155,7 @@ func (g *group) registered(reg *wire.Registered) {
 	case <-p.decided:
 	default:
 		// Before the decision: the answer goes to the resume decision.
-		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID})
+		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID, intragroup: appliedIntragroup(reg)})
 		p.broadcastLocked()
 		return
 	}
@@ -152,7 +176,7 @@ func (g *group) registered(reg *wire.Registered) {
 // a warning, once. Other failures (a store down, no leader yet) leave the
 // group silent.
 func (g *group) failed(err error) {
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) {
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) {
 		return
 	}
 	p := g.p
@@ -161,6 +185,10 @@ func (g *group) failed(err error) {
 	if errors.Is(err, ErrSourceBusy) && !p.busyWarned {
 		p.busyWarned = true
 		p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", err)
+	}
+	if errors.Is(err, ErrIntragroup) && !g.intragroupWarned {
+		g.intragroupWarned = true
+		p.log.Error("a store group cannot confirm messages under the intragroup behaviour asked for: it stays unregistered", "group", g.index+1, "detail", err)
 	}
 	select {
 	case <-p.decided:

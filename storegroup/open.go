@@ -327,6 +327,7 @@ func (s *Store) wireHelpers() error {
 		receiverTimeout: cfg.ReceiverActivityTimeout,
 		allowPaced:      cfg.AllowReceiverPacedPersistence,
 		pacer:           s.pacer,
+		intragroup:      s.intragroupDeps(),
 	})
 	if err != nil {
 		return err

@@ -108,8 +108,9 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 	}
 	cs.metrics.mergedFrames.Observe(float64(len(batch)))
 	f := cs.proposer.proposeDecided(cs.encodePublish(batch, conn))
+	hold := cs.holdFor(ctx, conn, p.Source)
 	for i, p := range batch {
-		r := reply{req: p, future: f}
+		r := reply{req: p, future: f, hold: hold}
 		if i == len(batch)-1 {
 			r.release = slots.release // the proposal's slot, freed once it is answered
 		}
@@ -228,6 +229,12 @@ type reply struct {
 	// release, if set, frees the proposal's slot in the connection's
 	// window; the writer calls it once this reply is answered.
 	release func()
+	// hold, if set, is what a Publish answer waits for after the commit:
+	// the members its intragroup behaviour names (intragroup.go).
+	hold *memberHold
+	// intragroup names the intragroup behaviour a registration gets, for
+	// its Registered answer.
+	intragroup string
 }
 
 // writeReplies answers in request order. On a write error it closes the
@@ -256,9 +263,22 @@ func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
 			}
 			waited = r.future
 			msg = cs.applied(r.req, r.future)
+			if r.hold != nil {
+				var ok bool
+				if msg, ok = cs.awaitMembers(c, r.hold, r.future, msg); !ok {
+					broken = true
+					c.Close()
+				}
+			}
+			if reg, ok := msg.(*wire.Registered); ok {
+				reg.Intragroup = r.intragroup
+			}
 		}
 		if r.release != nil {
 			r.release()
+		}
+		if broken {
+			continue
 		}
 		if msg == nil {
 			cs.log.Error("internal error: a request produced no reply; closing the connection so the client retries")
