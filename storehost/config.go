@@ -9,6 +9,7 @@ import (
 
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/quorum"
 	"umstore/storegroup"
 )
 
@@ -68,6 +69,8 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	}
 	cfg.ReceiverStateLifetime, cfg.AllowReceiverPacedPersistence = opts.ReceiverStateLifetime, opts.AllowReceiverPacedPersistence
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
+	// A valid deployment names a known behaviour; an unset one is quorum.
+	cfg.Intragroup, _ = quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
 	return cfg
 }
 

@@ -154,11 +154,14 @@ type Delivery struct {
 	Receivers []ReceiverState
 }
 
-// HeldBack tells a publisher of a source with blocking receiver-paced
-// persistence that the leader holds its messages back: the source's
-// repository is at its retention limit with messages an active paced
-// receiver has not consumed. The leader repeats it while it waits; it has
-// no answer.
+// HeldBack tells a publisher that the leader holds it back, and why
+// (Reason, for people): with blocking receiver-paced persistence, the
+// source's repository is at its retention limit with messages an active
+// paced receiver has not consumed, and its Publish frames wait; under an
+// intragroup behaviour of all-active or all, acknowledgements wait for
+// stores of the group that do not hold the messages yet (or, under all,
+// are down). The leader repeats it every second while it waits; it has no
+// answer, and it shows the leader is alive.
 type HeldBack struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Source   string
