@@ -324,7 +324,7 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 				cs.log.Error("CONSISTENCY VIOLATION: a publisher sent a different payload for sequence numbers the group already holds (sequence reuse); the held payloads were kept",
 					"source", p.Source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
 			}
-			return publishAck(req, p)
+			return publishAnswer(req, p)
 		case res.Consumed != nil:
 			return &wire.OK{ReqID: reqID}
 		case res.Receiver != nil:
@@ -337,8 +337,46 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 	return &wire.Error{ReqID: reqID, Code: wire.CodeInternal, Message: "the store produced no result for the request"}
 }
 
-// publishAck answers the Publish frame req, which may have been proposed
-// together with others: it acknowledges req's own range.
+// publishAnswer answers the Publish frame req, which may have been proposed
+// together with others: an Ack of req's own range, or a Nak when some of it
+// is lost (lostRange).
+func publishAnswer(req wire.Message, p *repository.PublishResult) wire.Message {
+	ack := publishAck(req, p)
+	lost, ok := lostRange(p)
+	if !ok {
+		return ack
+	}
+	from, to := max(lost.From, ack.FirstSeq), min(lost.To, ack.LastSeq)
+	if from > to {
+		return ack
+	}
+	return &wire.Nak{ReqID: ack.ReqID, Source: ack.Source, FirstSeq: ack.FirstSeq, LastSeq: ack.LastSeq, HighSeq: ack.HighSeq,
+		Lost: []wire.Range{{From: from, To: to}}}
+}
+
+// lostRange is what the group knows it has lost of an entry's range (UM's
+// stability NAK): the sequence numbers at or below what retention released
+// for the source (TrimmedThrough). The group does not hold them and will
+// never store them again, so an Ack, which says they are stable in the
+// group, would not be true. Apply reports them (BelowRetention), always a
+// prefix of the entry's range since TrimmedThrough does not move within
+// one entry, so the answer is as deterministic as the apply it comes from.
+//
+// Everything else of the entry is acknowledged as before: a sequence
+// number the group holds is a no-op, acknowledged however often it is
+// sent again. A number retention released after this group had
+// acknowledged it is reported lost too, should the publisher send it again
+// (its Ack was lost on the way and the group released it since): it is no
+// longer held, which is what the publisher learns.
+func lostRange(p *repository.PublishResult) (wire.Range, bool) {
+	if p.BelowRetention <= 0 {
+		return wire.Range{}, false
+	}
+	return wire.Range{From: p.FirstSeq, To: p.FirstSeq + uint64(p.BelowRetention) - 1}, true
+}
+
+// publishAck acknowledges the Publish frame req, which may have been
+// proposed together with others: it acknowledges req's own range.
 func publishAck(req wire.Message, p *repository.PublishResult) *wire.Ack {
 	first, last := p.FirstSeq, p.LastSeq
 	if m, ok := req.(*wire.Publish); ok {
