@@ -103,11 +103,14 @@ def publish(argv, out, err):
     p.add_argument("--size", type=int, default=64, help="bytes per message (default 64)")
     p.add_argument("--rate", type=float, default=0, help="messages per second (0: as fast as stability allows)")
     p.add_argument("--intergroup", help="any, majority, all-active or all (default: the deployment's, else any)")
+    p.add_argument("--intragroup", default="quorum", help="quorum, all-active or all: which stores of a group hold a message before the group confirms it (default quorum; the stores apply the deployment's if stricter)")
     p.add_argument("--flight-size", type=int, default=1000, help="unstable messages allowed in flight (default 1000)")
     p.add_argument("--session-id", help="register as this UM session ID (ume_session_id)")
     a = p.parse_args(argv)
     if a.count < 1 or not 0 <= a.size <= wire.MAX_PAYLOAD or a.rate < 0 or a.flight_size < 1 or a.timeout <= 0:
         raise Usage("--count >= 1, --size 0..%d, --rate >= 0, --flight-size >= 1, --timeout > 0" % wire.MAX_PAYLOAD)
+    if a.intragroup not in wire.INTRAGROUP + ("all-stores",):
+        raise Usage("--intragroup %r: want quorum, all-active or all" % a.intragroup)
     groups, reg, intergroup, token, ctx = _stores(a)
     sid = 0
     if a.session_id:
@@ -133,7 +136,8 @@ def publish(argv, out, err):
             end[0] = now
 
     pub = Publisher(a.source, groups, intergroup=a.intergroup or intergroup, flight_size=a.flight_size, token=token,
-                    ssl_context=ctx, reg_id=reg, session_id=sid, timeout=a.timeout, on_stable=on_stable)
+                    ssl_context=ctx, reg_id=reg, session_id=sid, timeout=a.timeout, on_stable=on_stable,
+                    intragroup=a.intragroup)
     try:
         first = pub.first_seq
         start = time.monotonic()
