@@ -51,9 +51,11 @@ import (
 //
 // Inside that range the repository's rules keep the rest: a sequence
 // number held is never overwritten (a different payload counts as a
-// conflict), one at or below what retention trimmed is never stored again
-// (both are acknowledged, so resends stay harmless), and one past the
-// source's highest opens a gap that another group's copy may fill.
+// conflict) and is acknowledged, so resends stay harmless; one at or below
+// what retention trimmed is never stored again, and answered with a Nak
+// (lostRange); one past the source's highest opens a gap that another
+// group's copy may fill. Under intragroup all-active or all the answer
+// waits for the members too (intragroup.go).
 
 // A merged entry stays below these, so an entry is never larger than the
 // largest frame a publisher sends by default. raft-boltdb stores an entry as
