@@ -23,6 +23,8 @@ import time
 
 from . import deployment, wire
 from .publisher import Publisher, PublisherError, RegistrationError
+from .durable import CONSENSUS, Durable, NameBusy
+from .group import GroupUnreachable
 from .receiver import MissingError, Receiver, Unreachable
 
 
@@ -196,6 +198,8 @@ def receive(argv, out, err):
     p.add_argument("--to", type=int, default=0, help="last sequence number (default: the highest any group holds)")
     p.add_argument("--follow", action="store_true", help="then keep printing new messages until interrupted")
     p.add_argument("--group", type=int, default=0, help="read this group only (1-based)")
+    p.add_argument("--name", default="", help="a durable receiver: register this receiver name, resume after what it consumed last time (unless --from is given) and record what is printed")
+    p.add_argument("--consensus", default="majority", choices=list(CONSENSUS), help="with --name: how the groups' and stores' records decide where to resume (default majority)")
     a = p.parse_args(argv)
     if a.follow and a.to:
         raise Usage("--follow reads without end; drop --to")
@@ -203,6 +207,14 @@ def receive(argv, out, err):
     if reg:
         raise Usage("the store list gives RegID %d: receiving does not register, so give 0" % reg)
     r = Receiver(a.source, groups, token=token, ssl_context=ctx, group=a.group)
+    dur = None
+    if a.name:
+        if a.group:
+            raise Usage("--name registers with every group; drop --group")
+        try:
+            dur = Durable(a.source, a.name, groups, token=token, ssl_context=ctx, consensus=a.consensus)
+        except ValueError as e:
+            raise Usage("--name: %s" % e) from None
 
     def show(seq, payload):
         if a.json:
@@ -214,8 +226,12 @@ def receive(argv, out, err):
             except UnicodeDecodeError:
                 printable = False
             out.write("%d %s\n" % (seq, text if printable else "base64:" + base64.b64encode(payload).decode()))
+    explicit = "--from" in argv or any(x.startswith("--from=") for x in argv)
     try:
-        if a.from_ == "oldest":
+        resume = dur.register() if dur else 0
+        if resume and not explicit:
+            first = resume
+        elif a.from_ == "oldest":
             first = max(r.oldest(), 1)
         elif a.from_ == "newest":
             first = r.high() + 1
@@ -229,6 +245,8 @@ def receive(argv, out, err):
                 for seq, payload in r.follow(first, on_missing=lambda x, y: err.write("unrecoverable loss: messages %d-%d are held by no reachable group; skipped\n" % (x, y))):
                     show(seq, payload)
                     out.flush()
+                    if dur:
+                        dur.consumed(seq)
             except KeyboardInterrupt:
                 return 0
         last = a.to or r.high()
@@ -236,15 +254,22 @@ def receive(argv, out, err):
             return 0
         for seq, payload in r.read(first, last):
             show(seq, payload)
+            if dur:
+                out.flush()
+                dur.consumed(seq)
     except MissingError as e:
         out.flush()
+        if dur:
+            dur.consumed(last)  # a position moves past what is lost, as the Go receiver's does
         err.write("python3 -m umstore receive: %s\n" % e)
         return 1
-    except Unreachable as e:
+    except (Unreachable, NameBusy, GroupUnreachable) as e:
         err.write("python3 -m umstore receive: %s\n" % e)
         return 1
     finally:
         r.close()
+        if dur:
+            dur.close()
     return 0
 
 
