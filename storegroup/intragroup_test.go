@@ -2,6 +2,7 @@ package storegroup_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -281,5 +282,36 @@ func TestIntragroupAllAndIntergroupAny(t *testing.T) {
 	defer stop()
 	if err := p.WaitAllGroups(wait); err != nil {
 		t.Fatalf("group 1 did not confirm once its member was back: %v (confirmed %v)", err, p.Stats().Confirmed)
+	}
+}
+
+// The deployment's intragroup behaviour (Config.Intragroup) is the least
+// every source gets: a plain Register is answered with it and its Acks
+// wait as it says; a publisher may ask for a stricter one, never a weaker
+// one, and a name the store does not know is refused.
+func TestIntragroupFloorFromTheDeployment(t *testing.T) {
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.Intragroup = quorum.IntragroupAll })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, asked := range []string{"", "quorum", "all-active", "all-stores"} {
+		ic := registerIntragroup(t, ctx, c, "floor-"+asked, asked)
+		if ic.reg.Intragroup != "all" {
+			t.Errorf("deployment all, asked %q: Registered.Intragroup = %q, want all", asked, ic.reg.Intragroup)
+		}
+	}
+	gc := groupclient.New(1, c.Addrs()[0], &wire.Dialer{Client: "intragroup test", Timeout: 2 * time.Second})
+	defer gc.Close()
+	_, _, err := gc.Open(ctx, &wire.RegisterSource{ReqID: 1, Source: "bad", Session: "s", Intragroup: "most"}, groupclient.OpenOptions{Reply: wire.TypeRegistered})
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Code != wire.CodeBadRequest || !strings.Contains(we.Message, "most") {
+		t.Fatalf("RegisterSource with intragroup \"most\": %v, want a bad-request naming it", err)
+	}
+
+	// A plain registration's Acks wait for every member.
+	ic := registerIntragroup(t, ctx, c, "floor-held", "")
+	ic.waitAck(ic.publish(1), 20*time.Second, "every member up")
+	c.Kill(follower(c).Name)
+	if m := ic.answer(ic.publish(2), 2*time.Second); m != nil {
+		t.Fatalf("deployment intragroup all with a member down answered a plain registration's Publish with %#v", m)
 	}
 }
