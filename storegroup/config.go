@@ -10,6 +10,7 @@ import (
 
 	"umstore/dirlock"
 	"umstore/internal/memberauth"
+	"umstore/quorum"
 )
 
 // Member is one store of a group as the deployment describes it.
@@ -163,6 +164,12 @@ type Config struct {
 	// receivers consumed them, within the retention limits. Without it such
 	// a registration is refused.
 	AllowReceiverPacedPersistence bool
+	// Intragroup is the deployment's intragroup stability behaviour
+	// (stability.intragroup): which members must hold a message before the
+	// leader acknowledges it. A publisher may ask for a stricter one for its
+	// source (RegisterSource), never a weaker one. Default quorum, the
+	// group's raft commit (intragroup.go).
+	Intragroup quorum.Intragroup
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per

@@ -330,6 +330,7 @@ func (s *Store) wireHelpers() error {
 		allowPaced:      cfg.AllowReceiverPacedPersistence,
 		pacer:           s.pacer,
 		pong:            s.pong,
+		intragroup:      s.intragroupDeps(),
 	})
 	if err != nil {
 		return err
