@@ -52,7 +52,7 @@ func readLastStop(dir string) (string, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", err
 	}
-	for _, f := range []string{"raft.db", "repo.db"} {
+	for _, f := range []string{raftDBFile, walDir, "repo.db"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return StopDirty, nil
 		}
@@ -181,7 +181,8 @@ func InspectDataDir(dir string) (BackupContent, error) {
 func isDamage(err error) bool {
 	return errors.Is(err, repository.ErrFormat) || errors.Is(err, berrors.ErrInvalid) ||
 		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) ||
-		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged)
+		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged) ||
+		errors.Is(err, errLogDamaged)
 }
 
 // checkIdentity compares the store's group identity with the one the rest

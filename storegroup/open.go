@@ -142,18 +142,28 @@ func (s *Store) openStorage() error {
 // (damage.go), and checks that the snapshots cover what the log needs.
 func (s *Store) openFiles() error {
 	dir := s.cfg.DataDir
-	repoPath, raftPath := filepath.Join(dir, "repo.db"), filepath.Join(dir, "raft.db")
+	kind, kept := logStoreFor(dir, s.cfg.LogStore)
+	if kept {
+		s.log.Warn("the store keeps the raft log store its data directory has; the setting applies to new stores only (to move this one, move its data directory aside: it rejoins empty and catches up)", "log_store", kind, "setting", s.cfg.LogStore)
+	}
+	repoPath, raftPath := filepath.Join(dir, "repo.db"), logPath(dir, kind)
 	var err error
 	s.repo, err = repository.Open(repoPath, repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)})
 	if err != nil {
 		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
 	}
-	bolt, err := openRaftLog(raftPath)
+	var raw rawLogStore
+	if kind == LogStoreBoltDB {
+		raw, err = openRaftLog(raftPath)
+	} else {
+		raw, err = openWALLog(dir, s.hlog.Named("wal"))
+	}
 	if err != nil {
 		return inFile(raftPath, fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
 	}
+	s.logKind = kind
 	s.logStore = &guardedLogStore{
-		bolt: bolt,
+		log:  raw,
 		file: &boltfile.Guarded{Path: raftPath, What: "raft log", OnFault: s.fileFaulted(raftPath)},
 		lock: s.lock,
 		onWriteError: func(err error) {

@@ -64,6 +64,7 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 		cfg.SourceActivityTimeout = opts.SourceActivityTimeout
 	}
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
+	cfg.LogStore = opts.LogStore
 	return cfg
 }
 

@@ -1,0 +1,132 @@
+package storegroup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"umstore/internal/boltfile"
+)
+
+// Two raft log stores can hold a store's log:
+//
+//   - LogStoreWAL, hashicorp/raft-wal: segment files under wal/, one write
+//     and one fsync per append batch, a CRC32C per batch (a torn tail is
+//     found and cut when the log opens), its stable state (term, vote) in
+//     wal/wal-meta.db (a small bbolt file). The default for new stores: it
+//     writes about half the bytes raft-boltdb writes per payload byte
+//     (BENCH.md), and it is the log the repository can index (a payload
+//     then written once per store).
+//   - LogStoreBoltDB, hashicorp/raft-boltdb: raft.db, a bbolt file holding
+//     both the log and the stable state. The design card's choice, kept for
+//     every store that has one and selectable for new ones.
+//
+// A data directory says which it uses: raft.db or wal/. A store that has
+// one keeps it whatever --log-store says (it never starts on an empty log
+// beside its real one); only a store without either takes the setting.
+// Moving an existing store to the other kind is a rejoin: stop it, move its
+// data directory aside, start it with the new setting; it joins its group
+// empty (staged, behind the vote gate) and catches up from the others.
+const (
+	LogStoreWAL    = "wal"
+	LogStoreBoltDB = "boltdb"
+)
+
+// Names of the log stores' files in a data directory.
+const (
+	raftDBFile = "raft.db"
+	walDir     = "wal"
+)
+
+// errLogDamaged: raft-wal refused its segment files (a CRC or header that
+// does not match, a segment missing).
+var errLogDamaged = errors.New("the raft log's segment files are damaged")
+
+// CheckLogStore refuses a log-store setting that is neither "wal" nor
+// "boltdb" ("" means the default, wal). Its error names the flag.
+func CheckLogStore(kind string) error {
+	switch kind {
+	case "", LogStoreWAL, LogStoreBoltDB:
+		return nil
+	}
+	return fmt.Errorf("--log-store %q: want %q (segment files, the default for new stores) or %q (raft.db)", kind, LogStoreWAL, LogStoreBoltDB)
+}
+
+// existingLogStore says which log store dir already holds, "" if none.
+func existingLogStore(dir string) string {
+	if st, err := os.Stat(filepath.Join(dir, raftDBFile)); err == nil && st.Size() > 0 {
+		return LogStoreBoltDB
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, walDir)); err == nil && len(entries) > 0 {
+		return LogStoreWAL
+	}
+	return ""
+}
+
+// logStoreFor decides the log store of the store in dir: the one it has, or
+// the setting for a new one.
+func logStoreFor(dir, setting string) (kind string, kept bool) {
+	if have := existingLogStore(dir); have != "" {
+		return have, setting != "" && have != setting
+	}
+	if setting == "" {
+		return LogStoreWAL, false
+	}
+	return setting, false
+}
+
+// logPath is the path the log store of kind keeps in dir, as errors and
+// the damage mark name it.
+func logPath(dir, kind string) string {
+	if kind == LogStoreBoltDB {
+		return filepath.Join(dir, raftDBFile)
+	}
+	return filepath.Join(dir, walDir)
+}
+
+// walLog is raft-wal with its meta store, which WAL.Close leaves open
+// (raft-wal v0.4.0): closing the store closes both, so that the store can
+// open again in the same process.
+type walLog struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+// Close closes the segment files and the meta store.
+func (w walLog) Close() error {
+	return errors.Join(w.WAL.Close(), w.meta.Close())
+}
+
+// openWALLog opens (creating if need be) the raft-wal log in dir/wal. Its
+// small bbolt file is checked before it is mapped, like raft.db; segment
+// files raft-wal refuses are damage.
+func openWALLog(dir string, logger hclog.Logger) (rawLogStore, error) {
+	path := filepath.Join(dir, walDir)
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	meta := filepath.Join(path, metadb.FileName)
+	if err := boltfile.Check(meta); err != nil {
+		return nil, err
+	}
+	var w *wal.WAL
+	mdb := &metadb.BoltMetaDB{}
+	err := boltfile.Guard(meta, "open the raft log", func() (err error) {
+		w, err = wal.Open(path, wal.WithLogger(logger), wal.WithMetaStore(mdb))
+		return err
+	})
+	if err != nil {
+		mdb.Close()
+		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %w", errLogDamaged, path, err)
+		}
+		return nil, err
+	}
+	return walLog{WAL: w, meta: mdb}, nil
+}
