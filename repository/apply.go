@@ -158,9 +158,11 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 	var (
 		lastIndex, lastTerm uint64
 		group               *groupInfo
+		low                 uint64
 	)
 	err := r.update("apply entries", func(tx *bolt.Tx) error {
 		a := newApplier(tx)
+		a.logRuns = r.entries != nil
 		applied, _ := readApplied(a.meta)
 		lastIndex = applied
 		for i := range entries {
@@ -189,6 +191,7 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 			return err
 		}
 		group = a.group
+		low = lowestLogRef(a.meta)
 		if decided != nil {
 			decided(results)
 		}
@@ -205,6 +208,7 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 		r.group.Store(group)
 	}
 	if lastIndex > r.applied.Load() {
+		r.setLowRef(low)
 		r.appliedTerm.Store(lastTerm)
 		r.applied.Store(lastIndex)
 	}
@@ -236,6 +240,8 @@ func (e *unknownCommandError) Unwrap() error { return e.err }
 // applier carries one Apply transaction. Sources touched by the batch are
 // read once and written back once, in first-touch order, by flush.
 type applier struct {
+	logRuns bool   // store log runs (Options.Log set), else inline runs
+	index   uint64 // the entry being applied
 	tx      *bolt.Tx
 	meta    *bolt.Bucket
 	sources *bolt.Bucket
@@ -267,6 +273,7 @@ func (a *applier) apply(e *Entry, res *Result) error {
 	if len(e.Data) == 0 {
 		return nil // raft configuration entries and the like: index only
 	}
+	a.index = e.Index
 	cmd, err := DecodeCommand(e.Data)
 	switch {
 	case errors.Is(err, ErrUnknownCommand) && IsIgnorable(e.Data):
@@ -485,6 +492,17 @@ func (a *applier) publish(c Publish, res *Result) error {
 			return nil
 		}
 	}
+	// Every stored message keeps its CRC32C. One carried by the entry must
+	// match its payload: a mismatch means the entry was damaged after it
+	// was checked on receipt (in this store's log, or its memory), so this
+	// store stops rather than store something its peers do not.
+	crcs := make([]uint32, n)
+	for i, p := range c.Payloads {
+		crcs[i] = Checksum(p)
+		if len(c.Checksums) > 0 && c.Checksums[i] != crcs[i] {
+			return fmt.Errorf("%w: raft log entry %d: message %d of source %q does not match the checksum it carries; this store's copy of the entry is damaged", ErrCorrupt, a.index, c.FirstSeq+uint64(i), c.Source)
+		}
+	}
 	src, _, err := a.source(c.Source)
 	if err != nil {
 		return err
@@ -512,7 +530,7 @@ func (a *applier) publish(c Publish, res *Result) error {
 			}
 		}
 		if i > run {
-			if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:i]); err != nil {
+			if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:i], crcs[run:i], a.index, run); err != nil {
 				return fmt.Errorf("source %q: %w", c.Source, err)
 			}
 			held = nil
@@ -525,13 +543,27 @@ func (a *applier) publish(c Publish, res *Result) error {
 		pr.Duplicates++
 		// A held sequence number is never overwritten; a different payload
 		// for it means a sequence number was reused (or a repair copied from
-		// an inconsistent group): report it.
+		// an inconsistent group): report it. Held messages are compared by
+		// their CRC, so that apply never reads the log nor depends on
+		// damage at rest; a legacy run has none, its payload is compared.
 		if held == nil {
 			held = newMsgCursor(src.msgs)
+			held.lazy = true
 		}
-		if got, ok, err := held.at(seq); err != nil {
+		got, ok, err := held.at(seq)
+		if err != nil {
 			return fmt.Errorf("source %q: %w", c.Source, err)
-		} else if ok && !bytes.Equal(got, p) {
+		}
+		if !ok {
+			continue
+		}
+		differs := false
+		if sum, known := held.crc(); known {
+			differs = sum != crcs[i]
+		} else {
+			differs = !bytes.Equal(got, p)
+		}
+		if differs {
 			if pr.Conflicts == 0 {
 				pr.FirstConflict = seq
 			}
@@ -539,7 +571,7 @@ func (a *applier) publish(c Publish, res *Result) error {
 		}
 	}
 	if run < len(c.Payloads) {
-		if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:]); err != nil {
+		if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:], crcs[run:], a.index, run); err != nil {
 			return fmt.Errorf("source %q: %w", c.Source, err)
 		}
 	}

@@ -387,7 +387,9 @@ func TestCommandTypeString(t *testing.T) {
 		CmdTrim | IgnorableFlag:          "Trim|Ignorable",
 		CmdExpireSession:                 "ExpireSession",
 		CmdExpireSession | IgnorableFlag: "ExpireSession|Ignorable",
-		9:                                "CommandType(9)",
+		CmdPublishChecksums:              "PublishChecksums",
+		CmdPublishAsChecksums:            "PublishAsChecksums",
+		99:                               "CommandType(99)",
 	} {
 		if got := typ.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", byte(typ), got, want)

@@ -179,6 +179,9 @@ func InspectDataDir(dir string) (BackupContent, error) {
 // say or faulted when read (boltfile.ErrDamaged), the snapshots the raft
 // log needs are gone, or a fault while the store ran marked the files.
 func isDamage(err error) bool {
+	if errors.Is(err, repository.ErrNewerFormat) {
+		return false // a newer umstored's file: refused as it is, not moved aside
+	}
 	return errors.Is(err, repository.ErrFormat) || errors.Is(err, berrors.ErrInvalid) ||
 		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) ||
 		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged) ||
