@@ -2,12 +2,14 @@ package repository
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +39,8 @@ var goldenCommands = []struct {
 	{"trim-note-v1.hex", Trim{Source: "s", Through: 1 << 40, Reason: "operator: disk full on eu-west-1, keep one day", UnixNano: -1}},
 	{"expiresession-v1.hex", ExpireSession{Source: "orders", Session: "pub-7:3", UnixNano: 1735690000123456789}},
 	{"expiresession-wide-v1.hex", ExpireSession{Source: "s", Session: "publisher/eu-west-1/host-0001/pid-4242/incarnation-7", UnixNano: -1}},
+	{"publish-checksums-v1.hex", Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}, []byte("world")}, Checksums: []uint32{0x9a71bb4c, 0, 0x7f51f3d1}}},
+	{"publishas-checksums-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}, Checksums: []uint32{0x9a71bb4c, 0}}}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -87,7 +91,7 @@ func commandsEqual(a, b any) bool {
 	if !okA || !okB {
 		return reflect.DeepEqual(a, b)
 	}
-	if pa.Source != pb.Source || pa.FirstSeq != pb.FirstSeq || len(pa.Payloads) != len(pb.Payloads) {
+	if pa.Source != pb.Source || pa.FirstSeq != pb.FirstSeq || len(pa.Payloads) != len(pb.Payloads) || !slices.Equal(pa.Checksums, pb.Checksums) {
 		return false
 	}
 	for i := range pa.Payloads {
@@ -127,6 +131,40 @@ type libPublishAs struct {
 	Session  string
 	FirstSeq uint64
 	Payloads [][]byte
+}
+
+type libPublishSums struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Source    string
+	FirstSeq  uint64
+	Payloads  [][]byte
+	Checksums []byte
+}
+
+type libPublishAsSums struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Source    string
+	Session   string
+	FirstSeq  uint64
+	Payloads  [][]byte
+	Checksums []byte
+}
+
+// sumsOf and sumBytes convert between Checksums and their bin encoding.
+func sumsOf(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func sumBytes(sums []uint32) []byte {
+	var b []byte
+	for _, c := range sums {
+		b = binary.BigEndian.AppendUint32(b, c)
+	}
+	return b
 }
 
 type libPeerGroup struct {
@@ -174,10 +212,22 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Register{v.Source, v.Session, v.UnixNano}, c
 				checkLibEncoded(t, CmdRegister, &libRegister{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
 			case Publish:
+				if len(c.Checksums) > 0 {
+					v := libDecode[libPublishSums](t, data)
+					lib, back = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}, c
+					checkLibEncoded(t, CmdPublishChecksums, &libPublishSums{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads, Checksums: sumBytes(c.Checksums)}, c)
+					break
+				}
 				v := libDecode[libPublish](t, data)
 				lib, back = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}, c
 				checkLibEncoded(t, CmdPublish, &libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PublishAs:
+				if len(c.Checksums) > 0 {
+					v := libDecode[libPublishAsSums](t, data)
+					lib, back = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}}, c
+					checkLibEncoded(t, CmdPublishAsChecksums, &libPublishAsSums{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads, Checksums: sumBytes(c.Checksums)}, c)
+					break
+				}
 				v := libDecode[libPublishAs](t, data)
 				lib, back = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}, c
 				checkLibEncoded(t, CmdPublishAs, &libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)

@@ -212,7 +212,7 @@ func openRun(v []byte) (runReader, error) {
 	case n > uint64(len(v)-k): // every length takes at least one byte
 		return runReader{}, fmt.Errorf("%w: message run of %d bytes claims %d messages", ErrFormat, len(v), n)
 	}
-	pos, payloads, err := readLens(v, k, n)
+	pos, payloads, err := readLens(v, k, n, true)
 	if err != nil {
 		return runReader{}, err
 	}
@@ -223,8 +223,9 @@ func openRun(v []byte) (runReader, error) {
 }
 
 // readLens checks the n lengths that start at v[k:] and returns where they
-// end and their total.
-func readLens(v []byte, k int, n uint64) (end int, total uint64, err error) {
+// end and their total; the payloads must fit in v, or, for a log run
+// (inValue false), each in a message.
+func readLens(v []byte, k int, n uint64, inValue bool) (end int, total uint64, err error) {
 	end = k
 	for i := uint64(0); i < n; i++ {
 		l, m := binary.Uvarint(v[end:])
@@ -232,6 +233,13 @@ func readLens(v []byte, k int, n uint64) (end int, total uint64, err error) {
 			return 0, 0, fmt.Errorf("%w: message run of %d bytes: length %d of %d unreadable", ErrFormat, len(v), i+1, n)
 		}
 		end += m
+		if !inValue {
+			if l > maxPayloadSize {
+				return 0, 0, fmt.Errorf("%w: log run: a length of %d bytes", ErrFormat, l)
+			}
+			total += l
+			continue
+		}
 		if l > uint64(len(v))-total {
 			return 0, 0, fmt.Errorf("%w: message run of %d bytes: lengths run past its end", ErrFormat, len(v))
 		}
@@ -264,7 +272,7 @@ func openMarkedRun(v []byte) (runReader, error) {
 		r.index, r.pos = idx, pos
 		k += m1 + m2
 	}
-	end, total, err := readLens(v, k, n)
+	end, total, err := readLens(v, k, n, r.kind == runInline)
 	if err != nil {
 		return runReader{}, err
 	}

@@ -54,7 +54,7 @@ type logicalWriter struct {
 	// messageBytes counts, when sizeOnly, what the messages would take.
 	messageBytes int64
 	log          *entryCache
-	buf      []byte
+	buf          []byte
 }
 
 // frame writes framing bytes, covered by the closing CRC.
