@@ -11,6 +11,7 @@ import (
 
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
+	"umstore/repository"
 )
 
 // guardedLogStore is raft's log and stable store, checking the data
@@ -37,6 +38,10 @@ type guardedLogStore struct {
 	// onUnreadable hears of an entry raft needs that cannot be read: it
 	// stops the store, the file marked damaged.
 	onUnreadable func(error)
+	// retained, if set, is the repository's LowestLogRef: compaction never
+	// deletes that entry or a later one.
+	retained func() (uint64, bool)
+	applied  func() uint64 // the repository's applied index, with retained
 }
 
 func (g *guardedLogStore) failed(err error) error {
@@ -105,9 +110,51 @@ func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
 	return g.write("write the raft log", func() error { return g.log.StoreLogs(logs) })
 }
 
-// DeleteRange implements raft.LogStore.
+// DeleteRange implements raft.LogStore. When the repository indexes the
+// log (retained), compaction from the head stops before the oldest entry a
+// retained message (or a snapshot being streamed) refers to: retention, not
+// raft's snapshot settings, decides how much log stays. Deleting a suffix
+// (raft cutting a follower's uncommitted entries) never touches one, as
+// only committed entries are applied and referred to; a suffix that would
+// is refused, and the store stops rather than lose messages it holds.
 func (g *guardedLogStore) DeleteRange(min, max uint64) error {
+	if g.retained != nil {
+		first, err := g.FirstIndex()
+		if err != nil {
+			return err
+		}
+		low, ok := g.retained()
+		switch {
+		case min > first && g.applied != nil && min <= g.applied():
+			return g.failed(fmt.Errorf("refusing to delete raft log entries %d..%d: entries up to %d are applied, and the repository may refer to them", min, max, g.applied()))
+		case min <= first && ok && max >= low:
+			if low <= min {
+				return nil // everything asked for is still referred to
+			}
+			max = low - 1
+		}
+	}
 	return g.write("compact the raft log", func() error { return g.log.DeleteRange(min, max) })
+}
+
+// ReadEntry implements repository.LogReader: the command data of a
+// committed entry. A missing entry, or one whose bytes raft cannot decode,
+// is damage (repository.ErrCorrupt); a closed or faulted log is returned as
+// it is.
+func (g *guardedLogStore) ReadEntry(index uint64) ([]byte, error) {
+	var l raft.Log
+	err := g.GetLog(index, &l)
+	switch {
+	case err == nil && l.Type != raft.LogCommand:
+		return nil, fmt.Errorf("%w: raft log entry %d is not a command", repository.ErrCorrupt, index)
+	case err == nil:
+		return l.Data, nil
+	case errors.Is(err, raft.ErrLogNotFound):
+		return nil, fmt.Errorf("%w: raft log entry %d is not in the log", repository.ErrCorrupt, index)
+	case g.file.Err() != nil, errors.Is(err, wal.ErrClosed), errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: raft log entry %d cannot be read: %v", repository.ErrCorrupt, index, err)
 }
 
 // Set implements raft.StableStore.

@@ -147,12 +147,8 @@ func (s *Store) openFiles() error {
 		s.log.Warn("the store keeps the raft log store its data directory has; the setting applies to new stores only (to move this one, move its data directory aside: it rejoins empty and catches up)", "log_store", kind, "setting", s.cfg.LogStore)
 	}
 	repoPath, raftPath := filepath.Join(dir, "repo.db"), logPath(dir, kind)
-	var err error
-	s.repo, err = repository.Open(repoPath, repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)})
-	if err != nil {
-		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
-	}
 	var raw rawLogStore
+	var err error
 	if kind == LogStoreBoltDB {
 		raw, err = openRaftLog(raftPath)
 	} else {
@@ -171,13 +167,31 @@ func (s *Store) openFiles() error {
 		},
 		onUnreadable: func(err error) { s.fileFailed(raftPath, err, true) },
 	}
+	// Over raft-wal the repository is an index over the log: each payload
+	// is written once, in the log, which keeps what retention keeps.
+	// raft.db stores keep their payloads in repo.db, as they always did.
+	repoOpts := repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)}
+	if kind == LogStoreWAL {
+		repoOpts.Log = s.logStore
+	}
+	s.repo, err = repository.Open(repoPath, repoOpts)
+	if err != nil {
+		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
+	}
+	if kind == LogStoreWAL {
+		s.logStore.retained, s.logStore.applied = s.repo.LowestLogRef, s.repo.AppliedIndex
+	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock}
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock,
+		onLogDamaged: func(err error) { s.fileFailed(raftPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
+		return err
+	}
+	if err := s.checkLogHoldsRefs(); err != nil {
 		return err
 	}
 	return s.catchUpFromSnapshot()
