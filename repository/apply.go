@@ -159,10 +159,12 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 		lastIndex, lastTerm uint64
 		group               *groupInfo
 		low                 uint64
+		healed              []damagedKey
 	)
 	err := r.update("apply entries", func(tx *bolt.Tx) error {
 		a := newApplier(tx)
-		a.logRuns = r.entries != nil
+		a.repo, a.logRuns = r, r.entries != nil
+		defer func() { healed = a.healed }()
 		applied, _ := readApplied(a.meta)
 		lastIndex = applied
 		for i := range entries {
@@ -207,6 +209,10 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 	if group != nil {
 		r.group.Store(group)
 	}
+	if len(healed) > 0 {
+		r.clearDamaged(healed)
+		r.healed.Add(uint64(len(healed)))
+	}
 	if lastIndex > r.applied.Load() {
 		r.setLowRef(low)
 		r.appliedTerm.Store(lastTerm)
@@ -240,7 +246,9 @@ func (e *unknownCommandError) Unwrap() error { return e.err }
 // applier carries one Apply transaction. Sources touched by the batch are
 // read once and written back once, in first-touch order, by flush.
 type applier struct {
-	logRuns bool   // store log runs (Options.Log set), else inline runs
+	repo    *Repo
+	healed  []damagedKey // damaged messages replaced by this batch (heal.go)
+	logRuns bool         // store log runs (Options.Log set), else inline runs
 	index   uint64 // the entry being applied
 	tx      *bolt.Tx
 	meta    *bolt.Bucket
@@ -568,6 +576,12 @@ func (a *applier) publish(c Publish, res *Result) error {
 				pr.FirstConflict = seq
 			}
 			pr.Conflicts++
+		} else if a.repo != nil && a.repo.isDamaged(c.Source, seq) {
+			if err := a.heal(src.msgs, seq, p, crcs[i]); err != nil {
+				return fmt.Errorf("source %q: heal message %d: %w", c.Source, seq, err)
+			}
+			a.healed = append(a.healed, damagedKey{c.Source, seq})
+			held = nil
 		}
 	}
 	if run < len(c.Payloads) {

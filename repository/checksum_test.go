@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -211,5 +212,76 @@ func TestOpenRefusesNewerFormatWithInstructions(t *testing.T) {
 	_, err := Open(repoWithFormat(t, FormatVersion+1), Options{})
 	if !errors.Is(err, ErrNewerFormat) || !bytes.Contains([]byte(err.Error()), []byte("newer umstored")) {
 		t.Fatalf("Open: %v, want ErrNewerFormat telling to run the newer umstored", err)
+	}
+}
+
+// A repair's copy of a damaged message (a Publish of the same sequence
+// number, the same CRC) replaces it: a duplicate as for every store, but
+// this store's damaged copy is rewritten, so it serves the message again
+// and digests as an undamaged member. A different payload is a conflict
+// and replaces nothing. Trimming afterwards leaves no reference behind.
+func TestRepairCopyHealsADamagedMessage(t *testing.T) {
+	log := logOf(1, Register{Source: "a", Session: "s"}, pub("a", 1, 10), pub("a", 11, 10))
+	healthy := openTest(t)
+	mustApply(t, healthy, log)
+	want := mustDigest(t, healthy)
+	for _, indexing := range []bool{false, true} {
+		t.Run(fmt.Sprint("log runs ", indexing), func(t *testing.T) {
+			mem := logOfEntries(log)
+			var r *Repo
+			if indexing {
+				r = openIndexing(t, filepath.Join(t.TempDir(), "repo.db"), mem)
+			} else {
+				r = openTest(t)
+			}
+			mustApply(t, r, log)
+			if indexing {
+				d := bytes.Clone(mem[3])
+				i := bytes.Index(d, []byte("a-15"))
+				d[i+2] ^= 0x04
+				mem[3] = d
+			} else {
+				err := r.db.Update(func(tx *bolt.Tx) error {
+					msgs := tx.Bucket(bucketSources).Bucket([]byte("a")).Bucket(bucketMsgs)
+					v := bytes.Clone(msgs.Get(u64(11)))
+					i := bytes.Index(v, []byte("a-15"))
+					v[i+2] ^= 0x04
+					return msgs.Put(u64(11), v)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := r.Read("a", 1, 20, 0, 0); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Read of the damaged repository: %v", err)
+			}
+			// A conflicting copy heals nothing.
+			res := mustApply(t, r, []Entry{{Index: 4, Term: 1, Data: EncodePublish(Publish{Source: "a", FirstSeq: 15, Payloads: [][]byte{[]byte("other")}})}})
+			if res[0].Publish.Conflicts != 1 || r.HealedCount() != 0 {
+				t.Fatalf("a conflicting copy: %+v, healed %d", res[0].Publish, r.HealedCount())
+			}
+			res = mustApply(t, r, []Entry{{Index: 5, Term: 1, Data: EncodePublish(pub("a", 14, 3))}})
+			if p := res[0].Publish; p.Duplicates != 3 || p.Stored != 0 || p.Conflicts != 0 {
+				t.Fatalf("the repair's copy: %+v", p)
+			}
+			if r.HealedCount() != 1 {
+				t.Fatalf("HealedCount = %d, want 1", r.HealedCount())
+			}
+			msgs, err := r.Read("a", 1, 20, 0, 0)
+			if err != nil || len(msgs) != 20 {
+				t.Fatalf("Read after the repair: %d messages, %v", len(msgs), err)
+			}
+			// The healthy member saw the same entries 4 and 5 (no-ops).
+			h2 := openTest(t)
+			mustApply(t, h2, log)
+			mustApply(t, h2, []Entry{{Index: 4, Term: 1, Data: EncodePublish(Publish{Source: "a", FirstSeq: 15, Payloads: [][]byte{[]byte("other")}})}, {Index: 5, Term: 1, Data: EncodePublish(pub("a", 14, 3))}})
+			if got := mustDigest(t, r); got != want || got != mustDigest(t, h2) {
+				t.Error("the healed repository digests differently from a healthy member")
+			}
+			mustApply(t, r, []Entry{{Index: 6, Term: 1, Data: EncodeTrim(Trim{Source: "a", Through: 20})}})
+			if low, high, _ := r.LogRefRange(); low != 0 || high != 0 {
+				t.Errorf("after trimming everything, references remain to %d..%d", low, high)
+			}
+		})
 	}
 }

@@ -133,6 +133,7 @@ func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]M
 	}
 	if corrupt != nil {
 		r.corrupt.Add(1)
+		r.markDamaged(source, corrupt.Seq)
 		return out, corrupt
 	}
 	return out, nil

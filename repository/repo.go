@@ -209,6 +209,10 @@ type Repo struct {
 	pinSeq uint64
 
 	corrupt atomic.Uint64 // messages Read found damaged
+	healed  atomic.Uint64 // damaged messages a copy replaced (heal.go)
+
+	damageMu sync.Mutex
+	damaged  map[damagedKey]bool // found damaged, not healed yet
 }
 
 type groupInfo struct {

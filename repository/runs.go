@@ -138,17 +138,26 @@ func encodeInlineRun(payloads [][]byte, crcs []uint32) []byte {
 // encodeLogRun encodes a log run of the payloads (at least one) found from
 // position pos of the Publish in the log entry at index.
 func encodeLogRun(index uint64, pos int, payloads [][]byte, crcs []uint32) []byte {
-	size := 2 + uvarintLen(uint64(len(payloads))) + uvarintLen(index) + uvarintLen(uint64(pos)) + 4*len(payloads)
-	for _, p := range payloads {
-		size += uvarintLen(uint64(len(p)))
+	lens := make([]int, len(payloads))
+	for i, p := range payloads {
+		lens[i] = len(p)
+	}
+	return encodeLogRunLens(index, uint64(pos), lens, crcs)
+}
+
+// encodeLogRunLens is encodeLogRun given the payloads' lengths.
+func encodeLogRunLens(index, pos uint64, lens []int, crcs []uint32) []byte {
+	size := 2 + uvarintLen(uint64(len(lens))) + uvarintLen(index) + uvarintLen(pos) + 4*len(lens)
+	for _, l := range lens {
+		size += uvarintLen(uint64(l))
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, 0, runLog)
-	buf = binary.AppendUvarint(buf, uint64(len(payloads)))
+	buf = binary.AppendUvarint(buf, uint64(len(lens)))
 	buf = binary.AppendUvarint(buf, index)
-	buf = binary.AppendUvarint(buf, uint64(pos))
-	for _, p := range payloads {
-		buf = binary.AppendUvarint(buf, uint64(len(p)))
+	buf = binary.AppendUvarint(buf, pos)
+	for _, l := range lens {
+		buf = binary.AppendUvarint(buf, uint64(l))
 	}
 	for _, c := range crcs {
 		buf = binary.BigEndian.AppendUint32(buf, c)
