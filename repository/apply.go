@@ -249,7 +249,7 @@ type applier struct {
 	repo    *Repo
 	healed  []damagedKey // damaged messages replaced by this batch (heal.go)
 	logRuns bool         // store log runs (Options.Log set), else inline runs
-	index   uint64 // the entry being applied
+	index   uint64       // the entry being applied
 	tx      *bolt.Tx
 	meta    *bolt.Bucket
 	sources *bolt.Bucket
