@@ -197,9 +197,14 @@ func (r *Repo) Restore(rd io.Reader) error {
 	switch {
 	case err != nil:
 		err = fmt.Errorf("%w: snapshot stream too short for its header: %v", ErrFormat, err)
+	case string(magic[:]) == stagedMagic:
+		var rest []byte
+		if rest, err = io.ReadAll(io.LimitReader(rd, 4096)); err == nil {
+			tmp, err = r.installable(append(magic[:], rest...))
+		}
 	case string(magic[:]) == streamMagic2:
 		var group string
-		tmp, group, err = r.buildFromStream(rd)
+		tmp, group, _, err = r.buildFromStream(rd)
 		if err == nil {
 			if cur := r.GroupID(); cur != "" && group != cur {
 				os.Remove(tmp)

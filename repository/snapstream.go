@@ -185,14 +185,14 @@ const restoreBatchBytes = 8 << 20
 // buildFromStream reads a UMSNAP02 stream (its magic already read) from
 // rd and writes the repository it carries to a new file beside the
 // repository, synced. It returns the file's path and the group it holds.
-func (r *Repo) buildFromStream(rd io.Reader) (path, group string, err error) {
+func (r *Repo) buildFromStream(rd io.Reader) (path, group string, index uint64, err error) {
 	br := bufio.NewReaderSize(rd, 1<<20)
 	sr := &streamReader{r: br, crc: crc32.Update(0, castagnoli, []byte(streamMagic2))}
 	var hdr [16]byte
 	sr.framed(hdr[:])
 	index, term := binary.BigEndian.Uint64(hdr[:]), binary.BigEndian.Uint64(hdr[8:])
 	if sr.err != nil {
-		return "", "", fmt.Errorf("%w: snapshot stream too short for its header: %v", ErrFormat, sr.err)
+		return "", "", 0, fmt.Errorf("%w: snapshot stream too short for its header: %v", ErrFormat, sr.err)
 	}
 	dir, base := filepath.Split(r.path)
 	if dir == "" {
@@ -200,13 +200,13 @@ func (r *Repo) buildFromStream(rd io.Reader) (path, group string, err error) {
 	}
 	f, err := os.CreateTemp(dir, base+restoreTempInfix+"*")
 	if err != nil {
-		return "", "", err
+		return "", "", 0, err
 	}
 	tmp := f.Name()
 	f.Close()
-	fail := func(err error) (string, string, error) {
+	fail := func(err error) (string, string, uint64, error) {
 		os.Remove(tmp)
-		return "", "", err
+		return "", "", 0, err
 	}
 	opts := r.opts
 	opts.NoSync = true // synced once at the end
@@ -225,7 +225,7 @@ func (r *Repo) buildFromStream(rd io.Reader) (path, group string, err error) {
 	if err != nil {
 		return fail(err)
 	}
-	return tmp, b.group, nil
+	return tmp, b.group, index, nil
 }
 
 // streamReader reads the stream, keeping the closing CRC of the framing.

@@ -232,6 +232,9 @@ func withFaultAdvice(err error, dir string) error {
 // snapshot (it should never be: snapshots are taken from durable state)
 // would otherwise silently miss entries.
 func (s *Store) catchUpFromSnapshot() error {
+	// A staged snapshot (snapstore.go) is installed below if the latest
+	// snapshot names it and the repository is behind; any other is stale.
+	defer s.repo.RemoveStaged(nil)
 	metas, err := s.snaps.List()
 	if err != nil || len(metas) == 0 {
 		return err
