@@ -138,4 +138,3 @@ func (a *applier) publish(c Publish, res *Result) error {
 	res.Publish = pr
 	return nil
 }
-
