@@ -58,27 +58,43 @@ func CheckLogStore(kind string) error {
 	return fmt.Errorf("--log-store %q: want %q (segment files, the default for new stores) or %q (raft.db)", kind, LogStoreWAL, LogStoreBoltDB)
 }
 
-// existingLogStore says which log store dir already holds, "" if none.
+// existingLogStore says which log store dir already holds, "" if none
+// (raft.db first, should it hold both).
 func existingLogStore(dir string) string {
-	if st, err := os.Stat(filepath.Join(dir, raftDBFile)); err == nil && st.Size() > 0 {
+	bolt, wal := hasLogStores(dir)
+	switch {
+	case bolt:
 		return LogStoreBoltDB
-	}
-	if entries, err := os.ReadDir(filepath.Join(dir, walDir)); err == nil && len(entries) > 0 {
+	case wal:
 		return LogStoreWAL
 	}
 	return ""
 }
 
+func hasLogStores(dir string) (bolt, wal bool) {
+	if st, err := os.Stat(filepath.Join(dir, raftDBFile)); err == nil && st.Size() > 0 {
+		bolt = true
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, walDir)); err == nil && len(entries) > 0 {
+		wal = true
+	}
+	return bolt, wal
+}
+
 // logStoreFor decides the log store of the store in dir: the one it has, or
-// the setting for a new one.
-func logStoreFor(dir, setting string) (kind string, kept bool) {
+// the setting for a new one. A directory holding both is refused: which
+// log is the store's is the operator's to say.
+func logStoreFor(dir, setting string) (kind string, kept bool, err error) {
+	if bolt, wal := hasLogStores(dir); bolt && wal {
+		return "", false, fmt.Errorf("data directory %s holds two raft logs, %s and %s/: move the one that is not this store's aside (the one it ran on last has the newer files) and start it again", dir, raftDBFile, walDir)
+	}
 	if have := existingLogStore(dir); have != "" {
-		return have, setting != "" && have != setting
+		return have, setting != "" && have != setting, nil
 	}
 	if setting == "" {
-		return LogStoreWAL, false
+		return LogStoreWAL, false, nil
 	}
-	return setting, false
+	return setting, false, nil
 }
 
 // logPath is the path the log store of kind keeps in dir, as errors and

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,24 @@ func TestTornTailIsCut(t *testing.T) {
 	readBack(t, c, "torn", 500)
 	if err := c.EnsureSame(1, 30*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A data directory holding both raft logs is refused, not guessed at.
+func TestTwoLogStoresAreRefused(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: 1})
+	publishEntries(t, c, "two", 50, 10, 10)
+	leader := c.WaitLeader(1, 10*time.Second)
+	victim := otherMembers(c, 1, leader.Name())[0]
+	c.Stop(victim)
+	if err := os.WriteFile(filepath.Join(c.DataDir(victim), "raft.db"), []byte("x"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.Config(victim)
+	if s, err := storegroup.Open(cfg); err == nil {
+		s.Close()
+		t.Fatal("a store opened with both raft.db and wal/")
+	} else if !strings.Contains(err.Error(), "two raft logs") {
+		t.Fatalf("refusal %v does not say why", err)
 	}
 }

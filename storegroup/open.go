@@ -142,13 +142,15 @@ func (s *Store) openStorage() error {
 // (damage.go), and checks that the snapshots cover what the log needs.
 func (s *Store) openFiles() error {
 	dir := s.cfg.DataDir
-	kind, kept := logStoreFor(dir, s.cfg.LogStore)
+	kind, kept, err := logStoreFor(dir, s.cfg.LogStore)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", s.cfg.Name, err)
+	}
 	if kept {
 		s.log.Warn("the store keeps the raft log store its data directory has; the setting applies to new stores only (to move this one, move its data directory aside: it rejoins empty and catches up)", "log_store", kind, "setting", s.cfg.LogStore)
 	}
 	repoPath, raftPath := filepath.Join(dir, "repo.db"), logPath(dir, kind)
 	var raw rawLogStore
-	var err error
 	if kind == LogStoreBoltDB {
 		raw, err = openRaftLog(raftPath)
 	} else {
