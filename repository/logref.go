@@ -68,22 +68,26 @@ func (c *entryCache) payload(index, pos uint64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: a message refers to raft log entry %d, and the repository was opened without its log", ErrCorrupt, index)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.index != index || c.payloads == nil {
+	cached, payloads := c.index, c.payloads
+	c.mu.Unlock()
+	if cached != index || payloads == nil {
+		// Read and decode outside the lock: readers of other entries
+		// need not wait for this one's disk read.
 		data, err := c.log.ReadEntry(index)
 		if err != nil {
 			return nil, fmt.Errorf("read raft log entry %d: %w", index, err)
 		}
-		payloads, err := publishPayloads(data)
-		if err != nil {
+		if payloads, err = publishPayloads(data); err != nil {
 			return nil, fmt.Errorf("%w: raft log entry %d: %v", ErrCorrupt, index, err)
 		}
+		c.mu.Lock()
 		c.index, c.payloads = index, payloads
+		c.mu.Unlock()
 	}
-	if pos >= uint64(len(c.payloads)) {
-		return nil, fmt.Errorf("%w: raft log entry %d holds %d messages, a run refers to position %d", ErrCorrupt, index, len(c.payloads), pos)
+	if pos >= uint64(len(payloads)) {
+		return nil, fmt.Errorf("%w: raft log entry %d holds %d messages, a run refers to position %d", ErrCorrupt, index, len(payloads), pos)
 	}
-	return c.payloads[pos], nil
+	return payloads[pos], nil
 }
 
 // forget drops the cached entry (a Restore replaced the repository; the
