@@ -196,6 +196,9 @@ func (s *Store) openFiles() error {
 	if err := s.checkLogHoldsRefs(); err != nil {
 		return err
 	}
+	if err := s.dropLogBehindSnapshot(); err != nil {
+		return err
+	}
 	return s.catchUpFromSnapshot()
 }
 
@@ -262,6 +265,35 @@ func (s *Store) catchUpFromSnapshot() error {
 		return fmt.Errorf("restore snapshot %s: %w", latest.ID, err)
 	}
 	return nil
+}
+
+// dropLogBehindSnapshot empties a raft-wal log that ends before the latest
+// snapshot. After installing a snapshot raft empties the log (raft-wal
+// refuses gaps); a store that stopped between the two would otherwise find
+// raft appending after the snapshot, past a gap, and every append refused.
+// Every entry of such a log is older than the snapshot, and the repository,
+// restored from it, refers to none of them.
+func (s *Store) dropLogBehindSnapshot() error {
+	if s.logKind != LogStoreWAL {
+		return nil
+	}
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	first, err := s.logStore.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := s.logStore.LastIndex()
+	if err != nil || last == 0 || last >= metas[0].Index {
+		return err
+	}
+	if low, _, err := s.repo.LogRefRange(); err != nil || low != 0 {
+		return err // references are checked against the log above
+	}
+	s.log.Warn("the raft log ends before the latest snapshot (a stop between installing it and clearing the log): clearing the log", "log_first", first, "log_last", last, "snapshot", metas[0].Index)
+	return s.logStore.DeleteRange(first, last)
 }
 
 // openTransport listens on the raft port, behind the vote gate.
