@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 
@@ -109,15 +112,30 @@ func logPath(dir, kind string) string {
 // walLog is raft-wal with its meta store, which WAL.Close leaves open
 // (raft-wal v0.4.0): closing the store closes both, so that the store can
 // open again in the same process.
+//
+// It also reopens the log after each segment rotation. raft-wal keeps a
+// sealed segment's writer as its reader, and with it the writer's buffer,
+// which grew to the largest append batch (megabytes: up to MaxAppendEntries
+// entries of up to 512 KiB): memory that grew with every retained segment,
+// so with retention. A log opened afresh reads its sealed segments through
+// plain readers. The reopen happens before the next write, under an
+// exclusive lock, when the new tail segment is nearly empty (its recovery
+// reads little); measured in BENCH.md.
 type walLog struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
+	dir         string
+	logger      hclog.Logger
+	segmentSize int // raft-wal's default (64 MiB) when 0; tests make it small
+
+	mu      sync.RWMutex // exclusive while reopening
+	w       *wal.WAL
+	meta    *metadb.BoltMetaDB
+	rotated atomic.Bool // a segment was sealed since the last open
 }
 
-// Close closes the segment files and the meta store.
-func (w walLog) Close() error {
-	return errors.Join(w.WAL.Close(), w.meta.Close())
-}
+var (
+	_ rawLogStore            = (*walLog)(nil)
+	_ raft.MonotonicLogStore = (*walLog)(nil)
+)
 
 // openWALLog opens (creating if need be) the raft-wal log in dir/wal. Its
 // small bbolt file is checked before it is mapped, like raft.db; segment
@@ -127,22 +145,139 @@ func openWALLog(dir string, logger hclog.Logger) (rawLogStore, error) {
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	meta := filepath.Join(path, metadb.FileName)
-	if err := boltfile.Check(meta); err != nil {
+	l := &walLog{dir: path, logger: logger}
+	if err := l.open(); err != nil {
 		return nil, err
+	}
+	return l, nil
+}
+
+func (l *walLog) open() error {
+	meta := filepath.Join(l.dir, metadb.FileName)
+	if err := boltfile.Check(meta); err != nil {
+		return err
 	}
 	var w *wal.WAL
 	mdb := &metadb.BoltMetaDB{}
 	err := boltfile.Guard(meta, "open the raft log", func() (err error) {
-		w, err = wal.Open(path, wal.WithLogger(logger), wal.WithMetaStore(mdb))
+		if l.segmentSize > 0 {
+			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}), wal.WithSegmentSize(l.segmentSize))
+		} else {
+			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}))
+		}
 		return err
 	})
 	if err != nil {
 		mdb.Close()
 		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %w", errLogDamaged, path, err)
+			return fmt.Errorf("%w: %s: %w", errLogDamaged, l.dir, err)
 		}
-		return nil, err
+		return err
 	}
-	return walLog{WAL: w, meta: mdb}, nil
+	l.w, l.meta = w, mdb
+	return nil
 }
+
+// rotations hears raft-wal's metrics: only segment rotations matter here.
+type rotations struct{ l *walLog }
+
+func (r rotations) IncrementCounter(name string, _ uint64) {
+	if name == "segment_rotations" {
+		r.l.rotated.Store(true)
+	}
+}
+
+func (rotations) SetGauge(string, uint64) {}
+
+// reopen closes and opens the log if a segment was sealed since it was
+// opened. It runs before writes, never inside raft-wal's own calls.
+func (l *walLog) reopen() error {
+	if !l.rotated.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.rotated.Swap(false) {
+		return nil
+	}
+	err := errors.Join(l.w.Close(), l.meta.Close())
+	if err == nil {
+		err = l.open()
+	}
+	if err != nil {
+		return fmt.Errorf("reopen the raft log %s after sealing a segment: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Close closes the segment files and the meta store.
+func (l *walLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(l.w.Close(), l.meta.Close())
+}
+
+func (l *walLog) FirstIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.FirstIndex()
+}
+
+func (l *walLog) LastIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.LastIndex()
+}
+
+func (l *walLog) GetLog(index uint64, log *raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.GetLog(index, log)
+}
+
+func (l *walLog) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
+
+func (l *walLog) StoreLogs(logs []*raft.Log) error {
+	if err := l.reopen(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.StoreLogs(logs)
+}
+
+func (l *walLog) DeleteRange(min, max uint64) error {
+	if err := l.reopen(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.DeleteRange(min, max)
+}
+
+func (l *walLog) Set(k, v []byte) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.Set(k, v)
+}
+
+func (l *walLog) Get(k []byte) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.Get(k)
+}
+
+func (l *walLog) SetUint64(k []byte, v uint64) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.SetUint64(k, v)
+}
+
+func (l *walLog) GetUint64(k []byte) (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.GetUint64(k)
+}
+
+// IsMonotonic implements raft.MonotonicLogStore: raft-wal refuses gaps.
+func (l *walLog) IsMonotonic() bool { return true }

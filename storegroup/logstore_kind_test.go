@@ -1,7 +1,10 @@
 package storegroup
 
 import (
+	"bytes"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -74,5 +77,49 @@ func TestDropLogBehindSnapshot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The raft-wal log reopens itself after a segment is sealed (releasing the
+// sealed writer's buffer) and goes on serving and taking entries across
+// many rotations, compaction included.
+func TestWALReopensAfterRotation(t *testing.T) {
+	dir := t.TempDir()
+	l := &walLog{dir: filepath.Join(dir, walDir), logger: hclog.NewNullLogger(), segmentSize: 64 << 10}
+	if err := os.MkdirAll(l.dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	first := l.w
+	payload := bytes.Repeat([]byte("p"), 4000)
+	for i := uint64(1); i <= 300; i += 3 {
+		batch := []*raft.Log{}
+		for j := i; j < i+3; j++ {
+			batch = append(batch, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: append([]byte(fmt.Sprint(j, ":")), payload...)})
+		}
+		if err := l.StoreLogs(batch); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if l.w == first {
+		t.Fatal("the log was never reopened after 1.2 MB in 64 KiB segments")
+	}
+	if err := l.DeleteRange(1, 100); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(101); i <= 300; i++ {
+		var e raft.Log
+		if err := l.GetLog(i, &e); err != nil || !bytes.HasPrefix(e.Data, []byte(fmt.Sprint(i, ":"))) {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if f, _ := l.FirstIndex(); f > 101 {
+		t.Fatalf("first index %d after compacting through 100", f)
+	}
+	if last, _ := l.LastIndex(); last != 300 {
+		t.Fatalf("last index %d, want 300", last)
 	}
 }
