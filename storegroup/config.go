@@ -89,8 +89,14 @@ type Config struct {
 	// group, so a host catches up one empty store per group at a time.
 	// Nil admits at once.
 	Admission Admission
-	// DataDir holds raft.db, repo.db and snapshots/ of this store.
+	// DataDir holds the raft log (wal/ or raft.db), repo.db and
+	// snapshots/ of this store.
 	DataDir string
+	// LogStore is the raft log store of a new store: LogStoreWAL (the
+	// default, also for "") or LogStoreBoltDB. A store whose data
+	// directory already holds a log keeps the kind it has
+	// (logstore_kind.go).
+	LogStore string
 	// LocalIP, if set, is the address this store's outgoing connections
 	// leave from (its host's address), so partitions between hosts can be
 	// made with firewall rules on source addresses.
@@ -276,6 +282,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
+	}
+	if err := CheckLogStore(c.LogStore); err != nil {
+		return fmt.Errorf("%w: store %s: %v", ErrConfig, c.Name, err)
 	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)

@@ -33,6 +33,7 @@ type Store struct {
 
 	repo     *repository.Repo
 	logStore *guardedLogStore
+	logKind  string // LogStoreWAL or LogStoreBoltDB
 	lock     dirlock.Lock
 	snaps    *snapshotStore
 	trans    *raft.NetworkTransport

@@ -87,6 +87,7 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
 	// A valid deployment names a known behaviour; an unset one is quorum.
 	cfg.Intragroup, _ = quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
+	cfg.LogStore = opts.LogStore
 	return cfg
 }
 
