@@ -23,7 +23,8 @@ import (
 //	  'g' group:  uvarint len + id | index u64 | created u64
 //	  'p' peer:   uvarint len + key | uvarint len + value   (meta/peer-groups)
 //	  's' source: uvarint len + name | uvarint len + state | uvarint receivers,
-//	              then per receiver uvarint len + name | uvarint len + record;
+//	              then per receiver uvarint len + name | uvarint len + record,
+//	              then uvarint len + pacing record (length 0: not paced);
 //	              then, outside the record, the source's messages in sequence
 //	              order, as many as its state counts: len u32 | crc32c u32 | payload
 //	'e' | crc32c u32 of every byte of the stream except the payloads
@@ -134,6 +135,7 @@ func (lw *logicalWriter) source(b *bolt.Bucket, name string) error {
 	for _, r := range recs {
 		body = appendField(appendField(body, r[0]), r[1])
 	}
+	body = appendField(body, b.Get(keyPacing))
 	if err := lw.record('s', body); err != nil {
 		return err
 	}
@@ -438,6 +440,7 @@ func (b *builder) sourceRecord(body []byte) error {
 	for i := uint64(0); i < nrec && f.err == nil; i++ {
 		recs = append(recs, [2][]byte{f.next(), f.next()})
 	}
+	pacing := f.next()
 	if err := f.done(); err != nil {
 		return err
 	}
@@ -471,6 +474,14 @@ func (b *builder) sourceRecord(body []byte) error {
 				if err := rb.Put(r[0], r[1]); err != nil {
 					return err
 				}
+			}
+		}
+		if len(pacing) > 0 {
+			if err := sb.Put(keyPacing, pacing); err != nil {
+				return err
+			}
+			if _, err := readPacing(string(name), sb); err != nil {
+				return fmt.Errorf("snapshot stream: %w", err)
 			}
 		}
 		return nil
