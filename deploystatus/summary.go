@@ -14,6 +14,7 @@ import (
 type Summary struct {
 	Deployment string         `json:"deployment"`
 	Intergroup string         `json:"intergroup"`
+	Intragroup string         `json:"intragroup,omitempty"` // set when not quorum (View.Intragroup)
 	Groups     []SummaryGroup `json:"groups"`
 	Publishing bool           `json:"publishing"`
 	Reason     string         `json:"reason"`
@@ -35,6 +36,9 @@ type SummaryGroup struct {
 	Stores        []SummaryStore `json:"stores"`
 	// Sources are as the leader holds them; null when no leader told.
 	Sources []Source `json:"sources"`
+	// Confirms is Group.Confirms: set under an intragroup behaviour other
+	// than quorum.
+	Confirms *bool `json:"confirms,omitempty"`
 }
 
 // SummaryStore is one store of a Summary.
@@ -52,7 +56,7 @@ type SummaryStore struct {
 // Summary condenses the view: groups in index order, each group's stores
 // in the deployment's order.
 func (v View) Summary() Summary {
-	s := Summary{Deployment: v.Deployment, Intergroup: v.Intergroup, Publishing: v.Publishing, Reason: v.Reason,
+	s := Summary{Deployment: v.Deployment, Intergroup: v.Intergroup, Intragroup: v.Intragroup, Publishing: v.Publishing, Reason: v.Reason,
 		PolicyDigest: v.PolicyDigest, PolicyMismatch: v.PolicyMismatch}
 	byName := map[string]Store{}
 	for _, st := range v.Stores {
@@ -60,7 +64,7 @@ func (v View) Summary() Summary {
 	}
 	for _, g := range v.Groups {
 		sg := SummaryGroup{Index: g.Index, Leader: g.Leader, PreferredHost: g.PreferredHost, LeaderHost: g.LeaderHost, Placement: g.Placement,
-			Stores: make([]SummaryStore, 0, len(g.Stores))}
+			Stores: make([]SummaryStore, 0, len(g.Stores)), Confirms: g.Confirms}
 		for _, name := range g.Stores {
 			st := byName[name]
 			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, MovedFrom: st.MovedFrom, State: st.State,

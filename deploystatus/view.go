@@ -20,8 +20,12 @@ type View struct {
 	Deployment string `json:"deployment"`
 	Time       string `json:"time"`
 	// ServedBy names the hosts whose stores run in the observing daemon.
-	ServedBy   []string            `json:"served_by"`
-	Intergroup string              `json:"intergroup"`
+	ServedBy   []string `json:"served_by"`
+	Intergroup string   `json:"intergroup"`
+	// Intragroup is the deployment's intragroup behaviour when it is not
+	// quorum: a group with a leader then confirms messages only with the
+	// stores it names running (Group.Confirms).
+	Intragroup string              `json:"intragroup,omitempty"`
 	Publishing bool                `json:"publishing"`
 	Reason     string              `json:"reason"`
 	Hosts      []Host              `json:"hosts"`
@@ -57,6 +61,11 @@ type Group struct {
 	// catching up); Quorum is how many the group needs.
 	Running int `json:"running"`
 	Quorum  int `json:"quorum"`
+	// Confirms says, under an intragroup behaviour other than quorum,
+	// whether the group can confirm new messages now: it has a leader and,
+	// under all, every store runs. Nil under quorum, where a leader is
+	// enough.
+	Confirms *bool `json:"confirms,omitempty"`
 	// Sources are what the group holds, as store SourcesFrom holds them
 	// (the leader if it answered, else a member run by the observer);
 	// SourcesFrom is empty when no store told.
@@ -125,6 +134,7 @@ type Store struct {
 // others (remote). d must be valid; analysis is passed through.
 func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []string, local []storegroup.Status, remote Round, now time.Time) View {
 	behaviour, name := intergroup(d)
+	intra, _ := quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
 	v := View{
 		Deployment:   d.Name,
 		Time:         now.UTC().Format(time.RFC3339),
@@ -135,6 +145,9 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		Stores:       []Store{},
 		Analysis:     analysis,
 		PolicyDigest: d.Policy.Digest(),
+	}
+	if intra != quorum.IntragroupQuorum {
+		v.Intragroup = intra.String()
 	}
 	byName := map[string]storegroup.Status{}
 	for _, st := range local {
@@ -158,7 +171,7 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		v.Stores = append(v.Stores, sv)
 	}
 
-	withLeader := 0
+	withLeader, confirming := 0, 0
 	for _, g := range d.Groups {
 		gv := Group{Index: g.Index, Stores: []string{}, Sources: []Source{}, Quorum: len(g.Stores)/2 + 1}
 		var leader *Store
@@ -183,6 +196,13 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 			if slices.Contains(runningStates, v.Stores[index[s.Name]].State) {
 				gv.Running++
 			}
+		}
+		if v.Intragroup != "" {
+			ok := leader != nil && intra.Confirms(len(g.Stores), gv.Running)
+			gv.Confirms = &ok
+		}
+		if leader != nil && (gv.Confirms == nil || *gv.Confirms) {
+			confirming++
 		}
 		groupSources(&gv, leader, byName, remote)
 		groupPlacement(&gv, g, leader)
@@ -221,8 +241,16 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		}
 	}
 	n := len(d.Groups)
-	v.Publishing = publishingPossible(name, withLeader, n)
+	v.Publishing = publishingPossible(name, confirming, n)
 	v.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, name, behaviour.NeededText(n))
+	if v.Intragroup != "" {
+		stores := 0
+		if len(d.Groups) > 0 {
+			stores = len(d.Groups[0].Stores)
+		}
+		v.Reason = fmt.Sprintf("%d of %d groups have a leader, %d can confirm (intragroup %s needs %s of a group's stores); intergroup %s needs %s",
+			withLeader, n, confirming, intra, intra.NeededText(stores), name, behaviour.NeededText(n))
+	}
 	return v
 }
 

@@ -16,8 +16,14 @@ const FileVersion = 1
 // deployment file and as Ultra Messaging spells them.
 const (
 	// IntragroupQuorum: a message is stable in a group once the group's Raft
-	// log has committed it. It is the only intragroup behaviour supported.
+	// log has committed it: a majority of its stores hold it (default).
 	IntragroupQuorum = "quorum"
+	// IntragroupAllActive: stable in a group once every running store of
+	// it holds it (at least a majority).
+	IntragroupAllActive = "all-active"
+	// IntragroupAll: stable in a group only once every store of it holds
+	// it; a group with a store down confirms nothing.
+	IntragroupAll = "all"
 
 	// IntergroupAny: a message is stable once any one group has it (default).
 	IntergroupAny = "any"
@@ -29,6 +35,10 @@ const (
 	// IntergroupAll: stable only once every configured group has it.
 	IntergroupAll = "all"
 )
+
+// IntragroupBehaviours lists the accepted intragroup stability behaviours
+// (UM's "all-stores" is accepted too, as "all").
+var IntragroupBehaviours = []string{IntragroupQuorum, IntragroupAllActive, IntragroupAll}
 
 // IntergroupBehaviours lists the accepted intergroup stability behaviours in
 // the order they are shown to people.
@@ -192,7 +202,8 @@ type Store struct {
 }
 
 // Stability says when a message counts as stable for its publisher: inside a
-// group (Intragroup, only "quorum") and across groups (Intergroup: "any",
+// group (Intragroup: "quorum", "all-active" or "all"; a publisher may ask
+// for a stricter one for its source) and across groups (Intergroup: "any",
 // "majority", "all-active" or "all"). Empty values mean the defaults,
 // "quorum" and "any"; [Deployment.FillDefaults] fills them in, and [Parse]
 // and [Plan] call it.

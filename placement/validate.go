@@ -212,7 +212,7 @@ func (v *validator) security() {
 func (v *validator) stability() {
 	s := v.d.Stability.WithDefaults()
 	if quorum.ParseIntragroup(s.Intragroup) != nil {
-		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", s.Intragroup, IntragroupQuorum)
+		v.add("stability.intragroup", "%q is not an intragroup behaviour; use one of %s", s.Intragroup, strings.Join(IntragroupBehaviours, ", "))
 	}
 	if _, err := quorum.ParseBehavior(s.Intergroup); err != nil {
 		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", s.Intergroup, strings.Join(IntergroupBehaviours, ", "))

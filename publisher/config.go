@@ -71,6 +71,16 @@ type Config struct {
 	Groups [][]string
 	// Intergroup decides when a message is stable. Default quorum.Any.
 	Intergroup quorum.Behavior
+	// Intragroup asks each group to confirm a message only once the
+	// members it names hold it (UM ume_retention_intragroup_stability_behavior):
+	// quorum.IntragroupQuorum (the default: the group's raft commit, a
+	// majority), IntragroupAllActive (every running store of the group) or
+	// IntragroupAll (every store; a group with a store down confirms
+	// nothing). The groups apply the stricter of it and the deployment's
+	// stability.intragroup; Registration reports what each applies. Stores
+	// older than the option refuse a registration that asks for more than
+	// quorum rather than apply less.
+	Intragroup quorum.Intragroup
 	// FlightSize bounds unstable messages (UM ume_flight_size, default 1000).
 	FlightSize int
 	// FlightSizeBytes, if not 0, also bounds the payload bytes of unstable
@@ -239,6 +249,11 @@ var (
 	// ErrRegistration means too few groups answered the registration for
 	// the intergroup behaviour within the context's deadline.
 	ErrRegistration = errors.New("registration incomplete: too few store groups answered")
+	// ErrIntragroup means a group does not apply the intragroup behaviour
+	// Config.Intragroup asks for (its stores are older than the option):
+	// no retry changes that, so registration fails unless enough other
+	// groups answered.
+	ErrIntragroup = errors.New("a store group does not apply the intragroup behaviour asked for")
 	// ErrSourceBusy means another live publisher holds the source; it is
 	// freed when that publisher closes, or after the stores'
 	// source-activity-timeout of silence.
@@ -294,6 +309,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
+	}
+	if c.Intragroup < quorum.IntragroupQuorum || c.Intragroup > quorum.IntragroupAll {
+		return fmt.Errorf("%w: Intragroup is %s; use quorum.IntragroupQuorum, IntragroupAllActive or IntragroupAll", ErrConfig, c.Intragroup)
 	}
 	switch c.ReceiverPaced {
 	case PacingNone, PacingBlocking, PacingNonBlocking:

@@ -193,8 +193,9 @@ func TestGroupStableEvents(t *testing.T) {
 
 // A store that knows sequence numbers are lost answers Nak: the publisher
 // reports them (UnstableLost) and takes the rest of the frame as
-// confirmed. The store here is a stand-in speaking the protocol, since no
-// store of this version sends Nak.
+// confirmed. The store here is a stand-in speaking the protocol, which
+// Naks whatever the test asks; storegroup's nak_test.go has real stores
+// Nak what retention released.
 func TestStabilityNak(t *testing.T) {
 	addr := fakeNakStore(t, wire.Range{From: 2, To: 3})
 	var log eventLog

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"umstore/internal/groupclient"
+	"umstore/quorum"
 	"umstore/wire"
 )
 
@@ -36,6 +37,8 @@ type group struct {
 	checked   bool      // checkDeployment passed
 	conn      *wire.Conn
 	sessions  int // registered connections so far
+
+	intragroupWarned bool // the group was told it does not apply Config.Intragroup (guarded by p.mu)
 }
 
 func (g *group) poke() {
@@ -115,8 +118,12 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		return nil, nil, err
 	}
 	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.session}
-	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 {
-		req = &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 || p.cfg.Intragroup != quorum.IntragroupQuorum {
+		rs := &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+		if p.cfg.Intragroup != quorum.IntragroupQuorum {
+			rs.Intragroup = p.cfg.Intragroup.String()
+		}
+		req = rs
 	}
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
@@ -135,7 +142,24 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		}
 		return nil, nil, err
 	}
-	return c, m.(*wire.Registered), nil
+	reg := m.(*wire.Registered)
+	if applied := appliedIntragroup(reg); applied < p.cfg.Intragroup {
+		c.Close()
+		return nil, nil, fmt.Errorf("%w: group %d applies intragroup %s, this publisher asks for %s: upgrade its stores", ErrIntragroup, g.index+1, applied, p.cfg.Intragroup)
+	}
+	return c, reg, nil
+}
+
+// appliedIntragroup is the intragroup behaviour a group says it applies to
+// the registration; a store older than the field applies quorum, and says
+// nothing (or a name this publisher does not know: taken as quorum too, the
+// least it can be).
+func appliedIntragroup(reg *wire.Registered) quorum.Intragroup {
+	b, err := quorum.ParseIntragroupBehavior(reg.Intragroup)
+	if err != nil {
+		return quorum.IntragroupQuorum
+	}
+	return b
 }
 
 // checkDeployment asks a store of the group, once, how many groups its
@@ -193,7 +217,7 @@ func (g *group) registered(reg *wire.Registered) {
 	case <-p.decided:
 	default:
 		// Before the decision: the answer goes to the resume decision.
-		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID})
+		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID, intragroup: appliedIntragroup(reg)})
 		p.broadcastLocked()
 		return
 	}
@@ -219,7 +243,7 @@ func (g *group) failed(err error) {
 		p.failFatally(err)
 		return
 	}
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) {
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) {
 		return
 	}
 	p.mu.Lock()
@@ -227,6 +251,10 @@ func (g *group) failed(err error) {
 	if errors.Is(err, ErrSourceBusy) && !p.busyWarned {
 		p.busyWarned = true
 		p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", err)
+	}
+	if errors.Is(err, ErrIntragroup) && !g.intragroupWarned {
+		g.intragroupWarned = true
+		p.log.Error("a store group cannot confirm messages under the intragroup behaviour asked for: it stays unregistered", "group", g.index+1, "detail", err)
 	}
 	select {
 	case <-p.decided:

@@ -75,7 +75,8 @@ type Stats struct {
 	// distinct receivers have consumed (0 without ConfirmedDelivery).
 	Delivered uint64
 	// HeldBack counts the notices of a group's leader holding this
-	// publisher back (blocking receiver-paced persistence at the limit).
+	// publisher back (blocking receiver-paced persistence at the limit, or
+	// an intragroup behaviour waiting for stores).
 	HeldBack uint64
 }
 

@@ -38,6 +38,7 @@ func (r *Repo) RangeDigest(source string, from, to uint64, maxCount int) (RangeS
 		}
 		var hdr [16]byte
 		mc := newMsgCursor(msgs)
+		mc.log = r.entries
 		seq, p, ok, err := mc.seek(from)
 		for ; ok && seq <= to; seq, p, ok, err = mc.next() {
 			if maxCount > 0 && out.Count == uint64(maxCount) {

@@ -2,20 +2,35 @@ package repository
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 )
 
 // Two repositories holding the same messages over a range have equal range
 // sums, whatever the batches they came in; one different payload changes
 // the sum; a count limit cuts the range at the last message hashed.
+// It holds for repositories that copy payloads (inline runs) and for those
+// that index the raft log (log runs), whose payloads are read from the log.
 func TestRangeDigest(t *testing.T) {
-	whole := openApplied(t, Register{Source: "s", Session: "a"}, Publish{Source: "s", FirstSeq: 1, Payloads: payloads("m", 1, 100)})
-	pieces := openApplied(t, Register{Source: "s", Session: "a"},
+	t.Run("inline runs", func(t *testing.T) { testRangeDigest(t, openApplied) })
+	t.Run("log runs", func(t *testing.T) {
+		testRangeDigest(t, func(t testing.TB, cmds ...any) *Repo {
+			entries := logOf(1, cmds...)
+			r := openIndexing(t, filepath.Join(t.TempDir(), "repo.db"), logOfEntries(entries))
+			mustApply(t, r, entries)
+			return r
+		})
+	})
+}
+
+func testRangeDigest(t *testing.T, open func(testing.TB, ...any) *Repo) {
+	whole := open(t, Register{Source: "s", Session: "a"}, Publish{Source: "s", FirstSeq: 1, Payloads: payloads("m", 1, 100)})
+	pieces := open(t, Register{Source: "s", Session: "a"},
 		Publish{Source: "s", FirstSeq: 1, Payloads: payloads("m", 1, 40)},
 		Publish{Source: "s", FirstSeq: 41, Payloads: payloads("m", 41, 60)})
 	other := payloads("m", 1, 100)
 	other[49] = []byte("reused")
-	differs := openApplied(t, Register{Source: "s", Session: "a"}, Publish{Source: "s", FirstSeq: 1, Payloads: other})
+	differs := open(t, Register{Source: "s", Session: "a"}, Publish{Source: "s", FirstSeq: 1, Payloads: other})
 
 	sum := func(r *Repo, from, to uint64, max int) RangeSum {
 		t.Helper()

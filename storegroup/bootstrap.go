@@ -104,7 +104,7 @@ func (s *Store) memberNames() []string {
 }
 
 // otherGroupsStores returns every store of the other groups, where they
-// listen now (members.go).
+// listen now (members_book.go).
 func (s *Store) otherGroupsStores() []Member {
 	var out []Member
 	for _, g := range s.currentOtherGroups() {
@@ -114,7 +114,7 @@ func (s *Store) otherGroupsStores() []Member {
 }
 
 // otherMembers returns the other members of the group, where they listen
-// now (members.go).
+// now (members_book.go).
 func (s *Store) otherMembers() []Member {
 	out := make([]Member, 0, len(s.cfg.Members)-1)
 	for _, m := range s.addressBook().members() {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/quorum"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -56,6 +57,8 @@ type clientDeps struct {
 	receiverTimeout time.Duration
 	allowPaced      bool
 	pacer           *pacer
+
+	intragroup intragroupDeps // the members a Publish answer waits for (intragroup.go)
 
 	isLeader    func() bool                       // leads and has applied everything committed before its term
 	leader      func() (Member, bool)             // the current leader, if known
@@ -325,6 +328,9 @@ type connState struct {
 	delivery map[string]bool
 	// move: the challenge a MemberMove was answered with (members_move.go).
 	move *moveChallenge
+	// intragroup: the intragroup behaviour each source registered on this
+	// connection gets (intragroup.go).
+	intragroup map[string]quorum.Intragroup
 }
 
 // dispatch handles one request other than Publish, Shutdown, Subscribe and
@@ -374,8 +380,9 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 			cs.expire(m.Source, expired, takeoverReason(m.Session, expired))
 		}
 		conn.sessions[m.Source] = m.Session
+		intragroup, _ := cs.setIntragroup(conn, m.Source, "")
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
-		return reply{req: m, future: cs.proposer.propose(cmd)}
+		return reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
 	case *wire.Fetch:
 		if err := checkSource(m.Source); err != nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}

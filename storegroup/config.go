@@ -10,6 +10,7 @@ import (
 
 	"umstore/dirlock"
 	"umstore/internal/memberauth"
+	"umstore/quorum"
 )
 
 // Member is one store of a group as the deployment describes it.
@@ -88,8 +89,14 @@ type Config struct {
 	// group, so a host catches up one empty store per group at a time.
 	// Nil admits at once.
 	Admission Admission
-	// DataDir holds raft.db, repo.db and snapshots/ of this store.
+	// DataDir holds the raft log (wal/ or raft.db), repo.db and
+	// snapshots/ of this store.
 	DataDir string
+	// LogStore is the raft log store of a new store: LogStoreWAL (the
+	// default, also for "") or LogStoreBoltDB. A store whose data
+	// directory already holds a log keeps the kind it has
+	// (logstore_kind.go).
+	LogStore string
 	// LocalIP, if set, is the address this store's outgoing connections
 	// leave from (its host's address), so partitions between hosts can be
 	// made with firewall rules on source addresses.
@@ -163,6 +170,12 @@ type Config struct {
 	// receivers consumed them, within the retention limits. Without it such
 	// a registration is refused.
 	AllowReceiverPacedPersistence bool
+	// Intragroup is the deployment's intragroup stability behaviour
+	// (stability.intragroup): which members must hold a message before the
+	// leader acknowledges it. A publisher may ask for a stricter one for its
+	// source (RegisterSource), never a weaker one. Default quorum, the
+	// group's raft commit (intragroup.go).
+	Intragroup quorum.Intragroup
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per
@@ -269,6 +282,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
+	}
+	if err := CheckLogStore(c.LogStore); err != nil {
+		return fmt.Errorf("%w: store %s: %v", ErrConfig, c.Name, err)
 	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)

@@ -14,8 +14,8 @@ import (
 	"umstore/wire"
 )
 
-// The address book's upkeep, on every store (members.go says what the book
-// is): it reads the group's member records after every few applied
+// The address book's upkeep, on every store (members_book.go says what
+// the book is): it reads the group's member records after every few applied
 // entries, asks the other groups where their stores listen, tells the
 // group where this store listens until every member knows it durably,
 // and, on the leader, records accepted moves in the log and in raft's

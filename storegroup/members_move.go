@@ -31,7 +31,7 @@ import (
 //     receiving store's deployment file places it: never two live
 //     incarnations of one store.
 //
-// It then routes to the new addresses at once (its address book, members.go)
+// It then routes to the new addresses at once (its address book, members_book.go)
 // and, when it leads, records them through the log (MemberAddress) and in
 // raft's configuration (members_leader.go). A member that does not lead
 // keeps the move in memory until the log records it: in a group without a

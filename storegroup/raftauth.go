@@ -31,7 +31,7 @@ type memberCheck struct {
 	secret []byte   // nil: no member handshake
 	fixed  []Member // the group as configured
 	// current, if set, returns the group's members where they listen now
-	// (the store's address book, members.go): a member whose host was
+	// (the store's address book, members_book.go): a member whose host was
 	// replaced is checked against its new host, and connections claiming
 	// it from any other address are refused.
 	current func() []Member
@@ -49,8 +49,8 @@ func newMemberCheck(cfg Config) memberCheck {
 	}
 }
 
-// memberView is the other members as one connection's checks see them.
-type memberView struct {
+// peerView is the other members as one connection's checks see them.
+type peerView struct {
 	hosts  map[string]string // name -> host address
 	byAddr map[string]string // raft address -> name
 	// moved are the members whose host is no longer the configured one:
@@ -59,8 +59,8 @@ type memberView struct {
 }
 
 // view returns the other members where they listen now.
-func (m memberCheck) view() memberView {
-	v := memberView{hosts: map[string]string{}, byAddr: map[string]string{}, moved: map[string]bool{}}
+func (m memberCheck) view() peerView {
+	v := peerView{hosts: map[string]string{}, byAddr: map[string]string{}, moved: map[string]bool{}}
 	configured := map[string]string{}
 	for _, mem := range m.fixed {
 		configured[mem.Name] = hostOf(mem.RaftAddr)
@@ -165,7 +165,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 // replaced (it moved to another address) is also refused from anywhere
 // but its new host, TLS or not: its old incarnation, should it come back,
 // never reaches the group's raft again.
-func (m memberCheck) claim(v memberView, name string, id peerIdentity, remote net.Addr, deadline time.Time) (peerRefusal, error) {
+func (m memberCheck) claim(v peerView, name string, id peerIdentity, remote net.Addr, deadline time.Time) (peerRefusal, error) {
 	if _, ok := v.hosts[name]; !ok {
 		return refusedNotMember, fmt.Errorf("the peer claims to be %q, which is not another member of group %d (%s)", name, m.group, v.describe())
 	}
@@ -202,7 +202,7 @@ type peerIdentity struct {
 // the deployment's CA that is valid as a server certificate for that
 // host's address. A client's certificate (client use only, or issued for a
 // name that is no store host) fails, wherever it connects from.
-func (m memberCheck) identify(ctx context.Context, v memberView, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
+func (m memberCheck) identify(ctx context.Context, v peerView, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
 	id := peerIdentity{checked: true, ip: remoteIP(remote)}
 	ip := net.ParseIP(id.ip)
 	if len(st.PeerCertificates) == 0 {
@@ -311,7 +311,7 @@ func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (
 }
 
 // names lists the other members, sorted.
-func (v memberView) names() []string {
+func (v peerView) names() []string {
 	names := make([]string, 0, len(v.hosts))
 	for n := range v.hosts {
 		names = append(names, n)
@@ -321,7 +321,7 @@ func (v memberView) names() []string {
 }
 
 // describe is "G1S2 on 10.0.0.1, G1S3 on 10.0.0.2", for messages.
-func (v memberView) describe() string {
+func (v peerView) describe() string {
 	var parts []string
 	for _, n := range v.names() {
 		parts = append(parts, n+" on "+v.hosts[n])

@@ -70,7 +70,7 @@ type repairDeps struct {
 	batchCount, batchBytes int           // RepairBatchCount, RepairBatchBytes: one fetch
 
 	// addrs, if set, gives a group's client addresses where its stores
-	// listen now (members.go), taken before each pass; nil keeps groups'.
+	// listen now (members_book.go), taken before each pass; nil keeps groups'.
 	addrs func(group int) []string
 }
 

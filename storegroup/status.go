@@ -53,7 +53,7 @@ type Status struct {
 	// Moved lists the members of the group that listen elsewhere than
 	// this store's deployment file says (a replaced host); MoveRefused
 	// says which members refuse this store's own address, and why, while
-	// they do (members.go).
+	// they do (members_book.go).
 	Moved       []MovedMember `json:"moved,omitempty"`
 	MoveRefused string        `json:"move_refused,omitempty"`
 }

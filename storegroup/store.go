@@ -33,6 +33,7 @@ type Store struct {
 
 	repo     *repository.Repo
 	logStore *guardedLogStore
+	logKind  string // LogStoreWAL or LogStoreBoltDB
 	lock     dirlock.Lock
 	snaps    *snapshotStore
 	trans    *raft.NetworkTransport
@@ -56,7 +57,7 @@ type Store struct {
 	pacer          *pacer
 
 	// book is where every store of the deployment listens now, which may
-	// differ from the configuration once a host was replaced (members.go);
+	// differ from the configuration once a host was replaced (members_book.go);
 	// moveRefusals what the members say when they refuse this store's
 	// address (members_duties.go).
 	book         *memberBook

@@ -9,6 +9,7 @@ import (
 
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/quorum"
 	"umstore/storegroup"
 )
 
@@ -84,6 +85,9 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	}
 	p := opts.Policy()
 	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
+	// A valid deployment names a known behaviour; an unset one is quorum.
+	cfg.Intragroup, _ = quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
+	cfg.LogStore = opts.LogStore
 	return cfg
 }
 

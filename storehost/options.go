@@ -52,6 +52,10 @@ type Options struct {
 	// (storegroup.Config); LeaderSettle 0 turns placement off.
 	LeaderSettle      time.Duration
 	LeaderMinInterval time.Duration
+	// LogStore is the raft log store of new stores: storegroup.LogStoreWAL
+	// (also for "") or storegroup.LogStoreBoltDB. A store that has a log
+	// keeps its kind.
+	LogStore string
 }
 
 // DefaultOptions returns storegroup's defaults.
@@ -79,5 +83,8 @@ func DefaultOptions() Options {
 // Validate refuses settings the stores would reject, before any starts.
 // Its errors name umstored's flags.
 func (o *Options) Validate() error {
+	if err := storegroup.CheckLogStore(o.LogStore); err != nil {
+		return err
+	}
 	return storegroup.CheckSnapshotSettings(o.SnapshotThreshold, o.SnapshotInterval)
 }

@@ -112,6 +112,9 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 			leader = "none (no quorum, or an election is under way)"
 		}
 		fmt.Fprintf(w, "group %d leader: %s%s\n", g.Index, cli.Printable(leader), placementNote(g))
+		if g.Confirms != nil && !*g.Confirms && g.Leader != "" {
+			fmt.Fprintf(w, "group %d confirms nothing: intragroup %s needs every store of the group running\n", g.Index, st.Intragroup)
+		}
 	}
 	printed := false
 	for _, g := range st.Groups {

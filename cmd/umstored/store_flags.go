@@ -96,8 +96,9 @@ func warnOverride(log *slog.Logger, flag string, value, file any) {
 // storehost.Options.Validate checks them.
 func addSnapshotFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	def := storegroup.DefaultConfig()
-	fs.Uint64Var(&o.SnapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep raft.db small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
+	fs.Uint64Var(&o.SnapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep the raft log small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
 	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often raft checks --snapshot-threshold (each wait is drawn between this and twice this, so the stores of a group do not snapshot together; at least 5ms)")
+	fs.StringVar(&o.LogStore, "log-store", storegroup.LogStoreWAL, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
 	fs.Uint64Var(&o.TrailingLogs, "trailing-logs", def.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
 }
 
