@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The MemberAddress encoding is pinned like every other command's
@@ -144,5 +147,56 @@ func TestMemberAddressInDigestAndSnapshot(t *testing.T) {
 	}
 	if got, _ := c.MemberAddresses(); len(got) != 1 || got[0].ClientAddr != "10.0.0.4:15021" {
 		t.Fatalf("restored records: %+v", got)
+	}
+}
+
+// The member records travel in the snapshot stream as records of their
+// own ('m'), under the stream's closing checksum and checked as apply would
+// have written them: a damaged one, or one without an address, is refused
+// and the receiving repository is left as it was.
+func TestSnapshotStreamMemberRecords(t *testing.T) {
+	rec := MemberAddress{Name: "G2S1", RaftAddr: "10.0.0.4:14021", ClientAddr: "10.0.0.4:15021", UnixNano: 5}
+	src := openApplied(t, InitGroup{GroupID: "g", Index: 2, UnixNano: 1}, rec)
+	stream := snapshotBytes(t, src)
+	at := bytes.Index(stream, []byte(rec.RaftAddr))
+	if at < 0 {
+		t.Fatal("the stream does not carry the member's address")
+	}
+	flipped := bytes.Clone(stream)
+	flipped[at] ^= 0x01
+
+	// A record apply would have refused, written into the file directly.
+	bad := openApplied(t, InitGroup{GroupID: "g", Index: 2, UnixNano: 1}, rec)
+	err := bad.update("damage a member record", func(tx *bolt.Tx) error {
+		v, err := msgpack.Marshal(&memberRecord{Raft: "", Client: rec.ClientAddr, Since: 5})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Bucket(bucketMembers).Put([]byte(rec.Name), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name   string
+		stream []byte
+	}{
+		{"a bit flipped in a member record", flipped},
+		{"a member record without a raft address", snapshotBytes(t, bad)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := openApplied(t, InitGroup{GroupID: "g", Index: 2, UnixNano: 1})
+			before := mustDigest(t, r)
+			err := r.Restore(bytes.NewReader(tt.stream))
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("Restore: %v, want ErrFormat", err)
+			}
+			t.Log(err)
+			if mustDigest(t, r) != before {
+				t.Error("a refused Restore changed the repository")
+			}
+		})
 	}
 }
