@@ -61,6 +61,22 @@ func (l *syncLog) String() string {
 func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Groups: 2, Tune: withSecret})
 	publishRange(t, c, "moved", 1000, 50)
+	// The publisher's goodbye frees the source through the log; host A
+	// must not die before it is recorded, or every later leader holds the
+	// source for the activity timeout and the last publish below waits it
+	// out.
+	c.Eventually(10*time.Second, "both groups recorded the publisher's goodbye", func() bool {
+		for g := 1; g <= 2; g++ {
+			l := c.Leader(g)
+			if l == nil {
+				return false
+			}
+			if info, ok, _ := l.Repository().Source("moved"); !ok || info.Session != "" {
+				return false
+			}
+		}
+		return true
+	})
 	for _, name := range hostA {
 		c.Kill(name)
 		c.Wipe(name)
