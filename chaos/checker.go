@@ -11,7 +11,10 @@ import (
 // Violation is one broken invariant, with the evidence that shows it.
 type Violation struct {
 	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "receiver"
-	// for what a following receiver must see, "integrity" for payloads
+	// for what a following receiver must see, "durable" for what a durable
+	// receiver killed and restarted under its name must see, "redelivery"
+	// for a restart that delivered again more than the documented
+	// redelivery window, "integrity" for payloads
 	// handed to a receiver that are not what the publisher sent, "stranger"
 	// for anything a non-member sent that took effect, "liveness" for
 	// problems the harness saw (a deployment that did not come back, a
@@ -38,6 +41,11 @@ type Result struct {
 	// stalls no fault explains), how many there were, the longest publish
 	// stall attributed to them and their restore times (see KindStats).
 	PerKind map[string]*KindStats `json:"per_kind"`
+	// DurableHanded counts what the durable receivers were handed (every
+	// incarnation's, redeliveries included); Redeliveries says, for each
+	// restart of one, what it delivered again (see checkDurable).
+	DurableHanded int          `json:"durable_handed"`
+	Redeliveries  []Redelivery `json:"redeliveries,omitempty"`
 }
 
 // maxExamples bounds how many examples one violation lists.
@@ -56,6 +64,11 @@ func Check(h *History) Result {
 	for _, ds := range h.Deliveries {
 		res.Delivered += len(ds)
 	}
+	for _, incs := range h.Durable {
+		for _, d := range incs {
+			res.DurableHanded += len(d.Handed)
+		}
+	}
 	add := func(rule, format string, args ...any) {
 		res.Violations = append(res.Violations, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -65,6 +78,7 @@ func Check(h *History) Result {
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
 	checkReceiver(h, acks, add)
+	res.Redeliveries = checkDurable(h, acks, add)
 	checkIntegrity(h, add)
 	checkStranger(h, add)
 	checkExits(h, add)
@@ -218,7 +232,7 @@ func checkResume(h *History, add addFunc) {
 
 // checkPayloads is rule 2's other half: no sequence number ever carried
 // two payloads, whoever saw them (the publisher's acknowledgements, the
-// follower's deliveries, the final read).
+// follower's deliveries, the durable receivers', the final read).
 func checkPayloads(h *History, add addFunc) {
 	type seen struct {
 		hash, where string
@@ -243,6 +257,15 @@ func checkPayloads(h *History, add addFunc) {
 	for _, src := range sortedSources(h.Deliveries) {
 		for _, d := range h.Deliveries[src] {
 			note(src, d.Seq, d.Hash, fmt.Sprintf("delivered to the follower (payload of incarnation %d)", d.Incarnation))
+		}
+	}
+	for _, src := range sortedSources(h.Durable) {
+		for _, d := range h.Durable[src] {
+			for _, x := range d.Handed {
+				if !x.Missing {
+					note(src, x.Seq, x.Hash, fmt.Sprintf("handed to durable receiver incarnation %d (payload of incarnation %d)", d.Incarnation, x.PubInc))
+				}
+			}
 		}
 	}
 	for _, src := range sortedSources(h.Final) {

@@ -441,10 +441,7 @@ func finalRecord(h *History, source string, seq uint64, payload []byte) {
 func statusWithSources(store string, pairs ...any) storeStatus {
 	st := storeStatus{Name: store, State: "Follower"}
 	for i := 0; i+1 < len(pairs); i += 2 {
-		st.Sources = append(st.Sources, struct {
-			Name           string `json:"name"`
-			TrimmedThrough uint64 `json:"trimmed_through"`
-		}{pairs[i].(string), uint64(pairs[i+1].(int))})
+		st.Sources = append(st.Sources, sourceStatus{Name: pairs[i].(string), TrimmedThrough: uint64(pairs[i+1].(int))})
 	}
 	return st
 }

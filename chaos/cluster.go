@@ -201,21 +201,34 @@ func (h *host) wipe() error {
 
 // storeStatus is the part of a store's /v1/status entry the harness reads.
 type storeStatus struct {
-	Name          string `json:"name"`
-	Group         int    `json:"group"`
-	GroupID       string `json:"group_id"`
-	State         string `json:"state"`
-	Leader        string `json:"leader"`
-	AppliedIndex  uint64 `json:"applied_index"`
-	SnapshotIndex uint64 `json:"snapshot_index"`
-	HasState      bool   `json:"has_state"`
-	CatchingUp    bool   `json:"catching_up"`
-	WaitingToJoin bool   `json:"waiting_to_join"`
-	Error         string `json:"error"`
-	Sources       []struct {
-		Name           string `json:"name"`
-		TrimmedThrough uint64 `json:"trimmed_through"`
-	} `json:"sources"`
+	Name          string         `json:"name"`
+	Group         int            `json:"group"`
+	GroupID       string         `json:"group_id"`
+	State         string         `json:"state"`
+	Leader        string         `json:"leader"`
+	AppliedIndex  uint64         `json:"applied_index"`
+	SnapshotIndex uint64         `json:"snapshot_index"`
+	HasState      bool           `json:"has_state"`
+	CatchingUp    bool           `json:"catching_up"`
+	WaitingToJoin bool           `json:"waiting_to_join"`
+	Error         string         `json:"error"`
+	Sources       []sourceStatus `json:"sources"`
+}
+
+// sourceStatus is the part of a source's entry in a store's /v1/status
+// the harness reads.
+type sourceStatus struct {
+	Name           string           `json:"name"`
+	TrimmedThrough uint64           `json:"trimmed_through"`
+	Receivers      []receiverStatus `json:"receivers"`
+}
+
+// receiverStatus is the part of a named receiver's entry in a store's
+// /v1/status the harness reads: the position the store recorded.
+type receiverStatus struct {
+	Name     string `json:"name"`
+	Consumed uint64 `json:"consumed"`
+	Active   bool   `json:"active"`
 }
 
 var statusClient = &http.Client{Timeout: time.Second}

@@ -65,14 +65,18 @@ func main() {
 }
 
 // runChild runs this program as one of the harness's children when the
-// environment says so (a publisher incarnation, the stranger) and returns
-// its exit status; ok is false for the harness itself.
+// environment says so (a publisher or durable receiver incarnation, the
+// stranger) and returns its exit status; ok is false for the harness
+// itself.
 func runChild() (code int, ok bool) {
 	if cfg := os.Getenv(childEnv); cfg != "" {
 		return childMain(cfg), true
 	}
 	if cfg := os.Getenv(strangerEnv); cfg != "" {
 		return strangerMain(cfg), true
+	}
+	if cfg := os.Getenv(receiverEnv); cfg != "" {
+		return receiverChildMain(cfg), true
 	}
 	return 0, false
 }

@@ -141,7 +141,15 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
 		}
 	}
-	nem := &nemesis{c: c, pubs: pubs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
+	rcvs := map[string]*rcvProc{}
+	for _, s := range sources {
+		rcvs[s] = &rcvProc{
+			exe: env.exe, hist: hist, log: log,
+			logPath: filepath.Join(dir, "receiver-"+s+".log"),
+			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s)},
+		}
+	}
+	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
 
 	// Background work (monitor, followers) ends with watchCancel.
 	watchCtx, watchCancel := context.WithCancel(parent)
@@ -149,6 +157,9 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	stopAll := func() {
 		for _, p := range pubs {
 			p.kill9()
+		}
+		for _, r := range rcvs {
+			r.kill9()
 		}
 		watchCancel()
 		bg.Wait()
@@ -184,6 +195,10 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 					hist.Problemf("receiver", "%v", err)
 				}
 			}()
+			if err := rcvs[s].start(false); err != nil {
+				hist.Problemf("harness", "%v", err)
+				return
+			}
 			if err := pubs[s].start(); err != nil {
 				hist.Problemf("harness", "%v", err)
 				return
@@ -267,9 +282,25 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			hist.Problemf("receiver", "%v", err)
 		}
 	}
+	// The durable receivers catch up too (one restarted with a new session
+	// registers only once the stores expired the killed one's, after
+	// receiver-activity-timeout), then close, which records their
+	// positions: the status sample after the final reads shows them.
+	var rw sync.WaitGroup
+	for _, r := range rcvs {
+		rw.Add(1)
+		go func() {
+			defer rw.Done()
+			if err := r.waitCaughtUp(75 * time.Second); err != nil {
+				hist.Problemf("receiver", "%v", err)
+			}
+			r.stop(20 * time.Second)
+		}()
+	}
+	rw.Wait()
 	watchCancel()
 	bg.Wait()
-	log.Info("followers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
+	log.Info("followers and durable receivers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
 	for _, s := range sources {
 		hist.SetFinal(s, finalRead(ctx, c.groups, s, hist.MaxAcked(s), quietLogger(log)))
 	}
