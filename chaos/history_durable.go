@@ -143,15 +143,16 @@ func (h *History) DurableProgress(source string) (inc int, registered bool, last
 	return d.Incarnation, !d.Registered.IsZero(), last
 }
 
-// durableRegisteredAfter is when the first incarnation of source's durable
-// receiver started at or after t registered (ok false: none did).
+// durableRegisteredAfter is the first registration of source's durable
+// receiver at or after t (ok false: none came).
 func (h *History) durableRegisteredAfter(source string, t time.Time) (time.Time, bool) {
+	var best time.Time
 	for _, d := range h.Durable[source] {
-		if !d.Started.Before(t) && !d.Registered.IsZero() {
-			return d.Registered, true
+		if !d.Registered.IsZero() && !d.Registered.Before(t) && (best.IsZero() || d.Registered.Before(best)) {
+			best = d.Registered
 		}
 	}
-	return time.Time{}, false
+	return best, !best.IsZero()
 }
 
 // observeReceivers records the named receivers' positions a status sample

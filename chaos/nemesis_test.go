@@ -40,6 +40,12 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
 				case f.Kind == KillPublisher && (f.Source == "" || f.Host != ""):
 					t.Fatalf("seed %d: publisher fault %+v", seed, f)
+				case f.Kind == KillReceiver && (f.Source == "" || f.Host != "" || f.AlsoKillReceiver != ""):
+					t.Fatalf("seed %d: receiver fault %+v", seed, f)
+				case f.AlsoKillReceiver != "" && (!f.hostFault() || f.ReceiverAt > f.Hold):
+					t.Fatalf("seed %d: nested receiver kill out of its host fault: %+v", seed, f)
+				case f.Takeover && f.Kind != KillReceiver && f.AlsoKillReceiver == "":
+					t.Fatalf("seed %d: a new receiver session without a receiver kill: %+v", seed, f)
 				case f.hostFault() && f.Kind != Partition && f.Host != "A" && f.Host != "B":
 					t.Fatalf("seed %d: host fault without one host: %+v", seed, f)
 				case f.AlsoKillPublisher != "" && (!f.hostFault() || f.PublisherAt > f.Hold):
@@ -93,7 +99,22 @@ func TestPlanOnlyKinds(t *testing.T) {
 			if f.Kind != PauseHost && f.Kind != KillPublisher {
 				t.Fatalf("seed %d: drew %s outside %v", seed, f.Kind, only)
 			}
+			if f.AlsoKillReceiver != "" {
+				t.Fatalf("seed %d: a receiver kill inside %v without kill-receiver among the kinds", seed, f)
+			}
 		}
+	}
+	// With kill-receiver, some host faults kill a receiver too.
+	nested := 0
+	for seed := int64(0); seed < 50; seed++ {
+		for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Sources: []string{"s1", "s2"}, Only: []FaultKind{KillHost, KillReceiver}}) {
+			if f.AlsoKillReceiver != "" {
+				nested++
+			}
+		}
+	}
+	if nested == 0 {
+		t.Fatal("no receiver kill inside a host fault in 50 schedules")
 	}
 }
 
