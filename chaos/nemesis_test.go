@@ -157,18 +157,18 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"wipe-host host A for 3.5s",
-		"kill-host host A for 2s",
-		"pause-host host B for 5.7s",
-		"lost-writes host A for 1.7s",
-		"partition A|B for 3.1s",
-		"slow-disk host B to 20 writes/s for 7.2s (+ kill-publisher s2 at 700ms)",
-		"wipe-crash host A for 4.1s",
-		"kill-publisher source s2 for 900ms",
-		"wipe-host host A for 4s (+ kill-publisher s1 at 3.8s)",
-		"lost-writes host B for 1.7s",
-		"slow-disk host B to 12 writes/s for 5.5s",
-		"stranger host B for 5s",
+		"lost-writes host B for 1.7s (+ kill-publisher s2 at 1.1s)",
+		"pause-host host A for 5.6s (+ kill-publisher s1 at 2.5s) (+ kill-receiver s1 at 0s)",
+		"kill-host host B for 1.2s (+ kill-receiver s2 at 500ms)",
+		"wipe-crash host B for 2.4s",
+		"slow-disk host B to 49 writes/s for 5.9s",
+		"partition A|B for 7.4s",
+		"wipe-host host A for 3.2s",
+		"kill-publisher source s1 for 1.7s",
+		"lost-writes host A for 2.9s (+ kill-publisher s1 at 2.2s)",
+		"kill-receiver source s2 for 1.9s, new session",
+		"stranger host B for 5.5s",
+		"kill-host host B for 4.2s (+ kill-publisher s2 at 300ms)",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)

@@ -60,8 +60,8 @@ func sourceNames(n int) []string {
 	return out
 }
 
-// runSchedule runs one schedule: a fresh deployment, publishers and
-// followers, the planned faults (each healed, and the deployment restored
+// runSchedule runs one schedule: a fresh deployment, publishers,
+// followers and durable receivers, the planned faults (each healed, and the deployment restored
 // after each host fault), a final heal and restoration, the final reads,
 // the checks, and the teardown. Whatever happens, every process it started
 // is stopped and every rule it added removed before it returns.
