@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -63,8 +64,10 @@ func (h *host) start(why string) error {
 		return fmt.Errorf("open host %s log: %w", h.name, err)
 	}
 	fmt.Fprintf(lf, "%s incarnation=%d %s\n", incarnationMarker, h.incarnation, why)
+	// --pprof: when the deployment does not come back, the harness keeps
+	// every goroutine's stack (dumpStacks).
 	args := append([]string{"run", "--deployment", h.deploy, "--host", h.name,
-		"--data-dir", h.dataDir, "--admin-addr", h.admin}, h.runArgs...)
+		"--data-dir", h.dataDir, "--admin-addr", h.admin, "--pprof"}, h.runArgs...)
 	cmd := exec.Command(filepath.Join(h.bin, "umstored"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = childAttrs()
@@ -414,6 +417,44 @@ func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error
 			return fmt.Errorf("waiting for restoration (%s): %w", why, err)
 		}
 	}
+}
+
+// dumpStacks saves every goroutine's stack of each running host daemon
+// (its /debug/pprof/goroutine?debug=2) into the schedule's directory, as
+// goroutines-<host>-<label>.txt, and returns the files written: the
+// evidence of a deployment that did not come back (a wedged replication,
+// a lock held), which its logs alone do not show.
+func (c *cluster) dumpStacks(ctx context.Context, label string) []string {
+	var files []string
+	for _, h := range c.hosts {
+		if !h.running() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.admin+"/debug/pprof/goroutine?debug=2", nil)
+		if err != nil {
+			cancel()
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			c.log.Warn("could not dump the daemon's stacks", "host", h.name, "err", err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			c.log.Warn("could not dump the daemon's stacks", "host", h.name, "status", resp.Status, "err", err)
+			continue
+		}
+		path := filepath.Join(c.dir, fmt.Sprintf("goroutines-%s-%s.txt", h.name, label))
+		if err := os.WriteFile(path, body, 0o644); err == nil {
+			files = append(files, path)
+		}
+	}
+	return files
 }
 
 // waitSnapshotted waits, at most timeout, until every store reports a

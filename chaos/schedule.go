@@ -239,7 +239,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			if f.hostFault() {
 				t0 := time.Now()
 				if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-					hist.Problemf("not-restored", "after fault %d (%s): %v", i+1, f, err)
+					hist.Problemf("not-restored", "after fault %d (%s): %v%s", i+1, f, err, stacksNote(c.dumpStacks(parent, fmt.Sprintf("fault-%d", i+1))))
 					return
 				}
 				hist.FaultRestored(rec, time.Now())
@@ -258,7 +258,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.Problemf("harness", "heal: %v", err)
 	}
 	if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-		hist.Problemf("not-restored", "after the final heal: %v", err)
+		hist.Problemf("not-restored", "after the final heal: %v%s", err, stacksNote(c.dumpStacks(parent, "final")))
 	}
 	// Publishers finish: register if a restarted one has not yet (the
 	// stores free a killed publisher's source after source-activity-timeout),
@@ -321,6 +321,18 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.AddSnapshotLog(scan.Snapshots)
 	}
 	return finish(parent, env, hist, res, start, log)
+}
+
+// stacksNote names the goroutine dumps kept, for a problem's detail.
+func stacksNote(files []string) string {
+	if len(files) == 0 {
+		return ""
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	return " (the daemons' goroutine stacks are in " + strings.Join(names, ", ") + ")"
 }
 
 // payloadSize is the size of every payload a publisher child sends.
