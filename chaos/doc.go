@@ -133,9 +133,11 @@
 // publish stall attributed to it and its restore times (see KindStats for
 // the exact definitions).
 //
-// A schedule with a violation keeps its directory (host and publisher logs,
-// data directories, wiped directories, history.json, verdict.txt) and
-// prints the command that replays it.
+// A schedule with a violation keeps its directory (host, publisher and
+// durable receiver logs, data directories, wiped directories,
+// history.json, verdict.txt) and prints the command that replays it. The
+// daemons run with --pprof: when the deployment does not come back after a
+// fault, both daemons' goroutine stacks are kept there too.
 //
 // The short variant runs inside the normal test command (go test ./...):
 // TestChaosShort runs a few schedules with a fixed seed in a few minutes,
