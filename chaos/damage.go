@@ -196,12 +196,20 @@ func flipBit(path string, off int64, bit int) error {
 }
 
 // storeFiles lists the files of a store's data directory a corrupt-store
-// fault may damage: repo.db, raft.db, and the files of its snapshots.
+// fault may damage: repo.db, the raft log (raft.db, or raft-wal's segments
+// and meta file under wal/), and the files of its snapshots.
 func storeFiles(dir string) []string {
 	var out []string
-	for _, name := range []string{"repo.db", "raft.db"} {
+	for _, name := range []string{"repo.db", "raft.db", filepath.Join("wal", "wal-meta.db")} {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Size() > 0 {
 			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	segments, _ := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+	sort.Strings(segments)
+	for _, p := range segments {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			out = append(out, p)
 		}
 	}
 	snaps, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "*"))

@@ -23,7 +23,7 @@ const CorruptStore FaultKind = "corrupt-store"
 func init() {
 	registerKind(&kindSpec{
 		Kind: CorruptStore, Order: 80, Weight: 2, Target: targetHost,
-		Help: "stop a host, flip bits in and cut the tail of files (repo.db, raft.db, snapshots) of one or two of its stores, start it",
+		Help: "stop a host, flip bits in and cut the tail of files (repo.db, the raft log, snapshots) of one or two of its stores, start it",
 		Plan: func(rng *rand.Rand, f *Fault, _ planConfig) {
 			f.Hold = between(rng, 500*time.Millisecond, 3*time.Second)
 			f.Stores = 1 + rng.IntN(2)
@@ -88,12 +88,12 @@ func corruptStores(h *host, deployment string, f Fault) (string, error) {
 	return strings.Join(did, "; "), nil
 }
 
-// pickFile draws a file to damage: repo.db and raft.db as often as all the
-// snapshot files together.
+// pickFile draws a file to damage: the databases and the raft log's
+// segments twice as often as all the snapshot files together.
 func pickFile(rng *rand.Rand, files []string) string {
 	var dbs, snaps []string
 	for _, f := range files {
-		if strings.HasSuffix(f, ".db") {
+		if strings.HasSuffix(f, ".db") || strings.HasSuffix(f, ".wal") {
 			dbs = append(dbs, f)
 		} else {
 			snaps = append(snaps, f)

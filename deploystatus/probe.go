@@ -9,7 +9,6 @@ import (
 	"umstore/internal/cli"
 	"umstore/internal/groupclient"
 	"umstore/placement"
-	"umstore/storegroup"
 	"umstore/wire"
 )
 
@@ -32,16 +31,19 @@ type Limits struct {
 	SkipSources bool
 }
 
-// probeFunc asks the store at a client address for its state.
-type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, error)
+// probeFunc asks the store at a client address for its state, and for its
+// Pong (nil from a store that does not know Ping).
+type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error)
 
 // sourcesFunc asks a group's leader, at a client address, what it holds of
 // each source and, when it tells, of their receivers.
 type sourcesFunc func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error)
 
 // ProbeResult is one store's answer to a probe, or why there was none.
+// Pong, when the store knows Ping, says which policy it runs.
 type ProbeResult struct {
 	Reply *wire.ProbeReply
+	Pong  *wire.Pong
 	Err   error
 }
 
@@ -80,8 +82,8 @@ type Prober struct {
 func NewProber(targets []placement.StoreRef, dialer *wire.Dialer, limits Limits) *Prober {
 	return &Prober{
 		targets: targets,
-		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, error) {
-			return storegroup.ProbeStore(ctx, addr, dialer)
+		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error) {
+			return probeStore(ctx, addr, dialer)
 		},
 		sources: func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error) {
 			c := groupclient.New(group, []string{addr}, dialer)
@@ -149,11 +151,11 @@ func (p *Prober) round() Round {
 			defer func() { <-sem }()
 			pctx, pcancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
 			defer pcancel()
-			rep, err := p.probe(pctx, ref.ClientAddr())
+			rep, pong, err := p.probe(pctx, ref.ClientAddr())
 			if err != nil {
 				err = fmt.Errorf("probe %s at %s: %w", ref.Store.Name, ref.ClientAddr(), err)
 			}
-			results[i] = ProbeResult{Reply: rep, Err: err}
+			results[i] = ProbeResult{Reply: rep, Pong: pong, Err: err}
 		}()
 	}
 	wg.Wait()
@@ -189,6 +191,49 @@ func (p *Prober) round() Round {
 	}
 	wg.Wait()
 	return r
+}
+
+// probeStore asks one store for its state (Probe) and, on the same
+// connection, for its Pong (the policy it runs). A store that does not
+// know Ping answers the Probe alone.
+func probeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeReply, *wire.Pong, error) {
+	c, _, err := d.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.NetConn().SetDeadline(dl)
+	}
+	if err := c.Write(&wire.Probe{ReqID: 1}); err != nil {
+		return nil, nil, err
+	}
+	if err := c.Write(&wire.Ping{ReqID: 2}); err != nil {
+		return nil, nil, err
+	}
+	if err := c.Flush(); err != nil {
+		return nil, nil, err
+	}
+	m, err := c.Read()
+	if err != nil {
+		return nil, nil, err
+	}
+	var rep *wire.ProbeReply
+	switch m := m.(type) {
+	case *wire.ProbeReply:
+		rep = m
+	case *wire.Error:
+		return nil, nil, m
+	default:
+		return nil, nil, fmt.Errorf("%w: probe answered with frame type %d", wire.ErrMalformed, m.Type())
+	}
+	m, err = c.Read()
+	if pong, ok := m.(*wire.Pong); err == nil && ok {
+		return rep, pong, nil
+	}
+	return rep, nil, nil
 }
 
 // Dialer is how an operator's command reaches the stores of d: with the

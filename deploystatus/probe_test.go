@@ -49,6 +49,15 @@ func (f *fakeStores) probe(ctx context.Context, addr string) (*wire.ProbeReply, 
 	return nil, errors.New("connection refused")
 }
 
+// probeFunc adapts probe to the prober's probe, which also returns the
+// store's Pong: the fake stores answer no Ping, as a store from before it.
+func (f *fakeStores) probeFunc() probeFunc {
+	return func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error) {
+		rep, err := f.probe(ctx, addr)
+		return rep, nil, err
+	}
+}
+
 func (f *fakeStores) list(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error) {
 	f.sources.Add(1)
 	return []wire.SourceState{{Name: "src", HighSeq: 7, LowSeq: 1, Count: 7}}, nil, nil
@@ -64,7 +73,7 @@ func TestRemoteProberSharesRounds(t *testing.T) {
 		clientAddr(t, d, "G2S2"): {Store: "G2S2", Group: 2, State: "Follower", HasState: true},
 	}}
 	p := NewProber(d.Stores(), &wire.Dialer{}, testLimits)
-	p.probe, p.sources, p.limits.Parallel, p.limits.Reuse = f.probe, f.list, 2, 300*time.Millisecond
+	p.probe, p.sources, p.limits.Parallel, p.limits.Reuse = f.probeFunc(), f.list, 2, 300*time.Millisecond
 
 	var wg sync.WaitGroup
 	rounds := make([]Round, 20)
@@ -109,7 +118,7 @@ func TestRemoteProberTimesOut(t *testing.T) {
 	d := twoHosts(t)
 	f := &fakeStores{delay: time.Hour}
 	p := NewProber(d.Stores()[:1], &wire.Dialer{}, testLimits)
-	p.probe, p.sources = f.probe, f.list
+	p.probe, p.sources = f.probeFunc(), f.list
 	start := time.Now()
 	r := p.Round()
 	if took := time.Since(start); took > testLimits.ProbeTimeout+time.Second {
@@ -123,9 +132,9 @@ func TestRemoteProberTimesOut(t *testing.T) {
 // With every store in this process there is nothing to probe.
 func TestRemoteProberNothingToProbe(t *testing.T) {
 	p := NewProber(nil, &wire.Dialer{}, testLimits)
-	p.probe = func(context.Context, string) (*wire.ProbeReply, error) {
+	p.probe = func(context.Context, string) (*wire.ProbeReply, *wire.Pong, error) {
 		t.Fatal("probed although every store is local")
-		return nil, nil
+		return nil, nil, nil
 	}
 	if r := p.Round(); len(r.Stores) != 0 {
 		t.Fatalf("round: %+v", r)

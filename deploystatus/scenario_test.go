@@ -19,7 +19,7 @@ import (
 // view of the dev topology (hosts A: G1S1 G1S2 G2S1, B: G1S3 G2S2 G2S3)
 // from one line per store that answered:
 //
-//	view intergroup=majority local=A
+//	view intergroup=majority intragroup=all local=A
 //	G1S1 Leader state applied=5000
 //	G1S2 Follower state applied=3000
 //	G2S1 starting waiting
@@ -40,6 +40,9 @@ func TestViewScenarios(t *testing.T) {
 		d := twoHosts(t)
 		if td.HasArg("intergroup") {
 			td.ScanArgs(t, "intergroup", &d.Stability.Intergroup)
+		}
+		if td.HasArg("intragroup") {
+			td.ScanArgs(t, "intragroup", &d.Stability.Intragroup)
 		}
 		var localHosts []string
 		if td.HasArg("local") {
@@ -98,7 +101,11 @@ func TestViewScenarios(t *testing.T) {
 			if leader == "" {
 				leader = "none"
 			}
-			fmt.Fprintf(&out, "group %d: leader %s, %d of %d running (quorum %d)\n", g.Index, leader, g.Running, len(g.Stores), g.Quorum)
+			confirms := ""
+			if g.Confirms != nil {
+				confirms = fmt.Sprintf(", confirms under intragroup %s: %t", v.Intragroup, *g.Confirms)
+			}
+			fmt.Fprintf(&out, "group %d: leader %s, %d of %d running (quorum %d)%s\n", g.Index, leader, g.Running, len(g.Stores), g.Quorum, confirms)
 			for _, name := range g.Stores {
 				for _, s := range v.Stores {
 					if s.Name == name {

@@ -14,18 +14,31 @@ import (
 type Summary struct {
 	Deployment string         `json:"deployment"`
 	Intergroup string         `json:"intergroup"`
+	Intragroup string         `json:"intragroup,omitempty"` // set when not quorum (View.Intragroup)
 	Groups     []SummaryGroup `json:"groups"`
 	Publishing bool           `json:"publishing"`
 	Reason     string         `json:"reason"`
+	// PolicyDigest is the deployment file's policy digest; PolicyMismatch
+	// the stores that run another policy, and how it differs.
+	PolicyDigest   string   `json:"policy_digest,omitempty"`
+	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
 }
 
 // SummaryGroup is one group of a Summary.
 type SummaryGroup struct {
-	Index  int            `json:"index"`
-	Leader string         `json:"leader"`
-	Stores []SummaryStore `json:"stores"`
+	Index  int    `json:"index"`
+	Leader string `json:"leader"`
+	// PreferredHost, LeaderHost and Placement: where the group prefers to
+	// be led from, where its leader runs, and what that means.
+	PreferredHost string         `json:"preferred_host,omitempty"`
+	LeaderHost    string         `json:"leader_host,omitempty"`
+	Placement     string         `json:"placement,omitempty"`
+	Stores        []SummaryStore `json:"stores"`
 	// Sources are as the leader holds them; null when no leader told.
 	Sources []Source `json:"sources"`
+	// Confirms is Group.Confirms: set under an intragroup behaviour other
+	// than quorum.
+	Confirms *bool `json:"confirms,omitempty"`
 }
 
 // SummaryStore is one store of a Summary.
@@ -42,13 +55,15 @@ type SummaryStore struct {
 // Summary condenses the view: groups in index order, each group's stores
 // in the deployment's order.
 func (v View) Summary() Summary {
-	s := Summary{Deployment: v.Deployment, Intergroup: v.Intergroup, Publishing: v.Publishing, Reason: v.Reason}
+	s := Summary{Deployment: v.Deployment, Intergroup: v.Intergroup, Intragroup: v.Intragroup, Publishing: v.Publishing, Reason: v.Reason,
+		PolicyDigest: v.PolicyDigest, PolicyMismatch: v.PolicyMismatch}
 	byName := map[string]Store{}
 	for _, st := range v.Stores {
 		byName[st.Name] = st
 	}
 	for _, g := range v.Groups {
-		sg := SummaryGroup{Index: g.Index, Leader: g.Leader, Stores: make([]SummaryStore, 0, len(g.Stores))}
+		sg := SummaryGroup{Index: g.Index, Leader: g.Leader, PreferredHost: g.PreferredHost, LeaderHost: g.LeaderHost, Placement: g.Placement,
+			Stores: make([]SummaryStore, 0, len(g.Stores)), Confirms: g.Confirms}
 		for _, name := range g.Stores {
 			st := byName[name]
 			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, State: st.State,

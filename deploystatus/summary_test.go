@@ -81,12 +81,12 @@ func TestSummaryJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if keys := sortedKeys(got); !reflect.DeepEqual(keys, []string{"deployment", "groups", "intergroup", "publishing", "reason"}) {
+	if keys := sortedKeys(got); !reflect.DeepEqual(keys, []string{"deployment", "groups", "intergroup", "policy_digest", "publishing", "reason"}) {
 		t.Errorf("top-level keys %v", keys)
 	}
 	groups := got["groups"].([]any)
 	g1, g2 := groups[0].(map[string]any), groups[1].(map[string]any)
-	if keys := sortedKeys(g1); !reflect.DeepEqual(keys, []string{"index", "leader", "sources", "stores"}) {
+	if keys := sortedKeys(g1); !reflect.DeepEqual(keys, []string{"index", "leader", "leader_host", "placement", "preferred_host", "sources", "stores"}) {
 		t.Errorf("group keys %v", keys)
 	}
 	if g2["sources"] != nil {
@@ -176,5 +176,44 @@ func TestStoreWithState(t *testing.T) {
 	}
 	if st, ok := v.StoreWithState(2); !ok || st.Name != "G2S1" {
 		t.Errorf("group 2: %+v %v, want G2S1, which knows the group's identity", st, ok)
+	}
+}
+
+// Each group says where it prefers to be led from and whether its leader
+// is there; a store running another policy than the file is named, with
+// what differs.
+func TestSummaryPlacementAndPolicy(t *testing.T) {
+	d := twoHosts(t)
+	file := d.Policy
+	if file == (placement.Policy{}) {
+		file = placement.DefaultPolicy()
+	}
+	other := file
+	other.SourceActivityTimeout = placement.Duration(10 * time.Second)
+	pong := func(p placement.Policy) *wire.Pong {
+		return &wire.Pong{PolicyDigest: p.Digest(), Policy: p.Canonical()}
+	}
+	res := func(name, state string, p placement.Policy) ProbeResult {
+		ref, _ := d.StoreByName(name)
+		return ProbeResult{Reply: &wire.ProbeReply{Store: name, Group: ref.Group, HasState: true, State: state}, Pong: pong(p)}
+	}
+	round := Round{Stores: map[string]ProbeResult{
+		"G1S1": res("G1S1", "Leader", file),
+		"G1S2": res("G1S2", "Follower", file),
+		"G1S3": res("G1S3", "Follower", other),
+		"G2S1": res("G2S1", "Leader", file),
+		"G2S2": res("G2S2", "Follower", file),
+		"G2S3": {Reply: &wire.ProbeReply{Store: "G2S3", Group: 2, HasState: true, State: "Follower"}}, // an older store: no Pong
+	}}
+	s := Build(d, nil, nil, nil, round, time.Now()).Summary()
+	g1, g2 := s.Groups[0], s.Groups[1]
+	if g1.PreferredHost != "A" || g1.LeaderHost != "A" || g1.Placement != "led from its preferred host A" {
+		t.Errorf("group 1: %+v", g1)
+	}
+	if g2.PreferredHost != "B" || g2.LeaderHost != "A" || !strings.Contains(g2.Placement, "moves to its preferred host B") {
+		t.Errorf("group 2: %+v", g2)
+	}
+	if len(s.PolicyMismatch) != 1 || s.PolicyMismatch[0] != "G1S3: source-activity-timeout: 10s vs 30s" {
+		t.Errorf("policy mismatch %q", s.PolicyMismatch)
 	}
 }

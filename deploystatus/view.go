@@ -3,6 +3,7 @@ package deploystatus
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"umstore/placement"
@@ -19,14 +20,24 @@ type View struct {
 	Deployment string `json:"deployment"`
 	Time       string `json:"time"`
 	// ServedBy names the hosts whose stores run in the observing daemon.
-	ServedBy   []string            `json:"served_by"`
-	Intergroup string              `json:"intergroup"`
+	ServedBy   []string `json:"served_by"`
+	Intergroup string   `json:"intergroup"`
+	// Intragroup is the deployment's intragroup behaviour when it is not
+	// quorum: a group with a leader then confirms messages only with the
+	// stores it names running (Group.Confirms).
+	Intragroup string              `json:"intragroup,omitempty"`
 	Publishing bool                `json:"publishing"`
 	Reason     string              `json:"reason"`
 	Hosts      []Host              `json:"hosts"`
 	Groups     []Group             `json:"groups"`
 	Stores     []Store             `json:"stores"`
 	Analysis   *placement.Analysis `json:"analysis"`
+	// PolicyDigest is the digest of the deployment file's policy;
+	// PolicyMismatch lists the stores that run another (a flag of their
+	// daemon overrides it, or their host has another file), each as
+	// "STORE: key: theirs vs the file's; ...".
+	PolicyDigest   string   `json:"policy_digest"`
+	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
 }
 
 // Host is one host of the deployment.
@@ -50,6 +61,11 @@ type Group struct {
 	// catching up); Quorum is how many the group needs.
 	Running int `json:"running"`
 	Quorum  int `json:"quorum"`
+	// Confirms says, under an intragroup behaviour other than quorum,
+	// whether the group can confirm new messages now: it has a leader and,
+	// under all, every store runs. Nil under quorum, where a leader is
+	// enough.
+	Confirms *bool `json:"confirms,omitempty"`
 	// Sources are what the group holds, as store SourcesFrom holds them
 	// (the leader if it answered, else a member run by the observer);
 	// SourcesFrom is empty when no store told.
@@ -58,6 +74,12 @@ type Group struct {
 	// Repair is the intergroup repair's progress, known when the observer
 	// runs the group's leader.
 	Repair *storegroup.RepairStatus `json:"repair,omitempty"`
+	// PreferredHost is where the group prefers to be led from ("" for no
+	// preference), LeaderHost where its leader runs, and Placement what
+	// that means: led from the preferred host, or waiting to move there.
+	PreferredHost string `json:"preferred_host,omitempty"`
+	LeaderHost    string `json:"leader_host,omitempty"`
+	Placement     string `json:"placement,omitempty"`
 }
 
 // Source is what a group holds of one source.
@@ -96,6 +118,11 @@ type Store struct {
 	CatchingUp    bool   `json:"catching_up"`
 	WaitingToJoin bool   `json:"waiting_to_join"`
 	Error         string `json:"error,omitempty"`
+	// PolicyDigest is the digest of the policy the store runs, when it
+	// said (a store that does not know Ping does not).
+	PolicyDigest string `json:"policy_digest,omitempty"`
+	policy       string // the policy, for the mismatch's details
+	placement    string // a local leader's own word on placement
 }
 
 // Build assembles the view of d from the statuses of the stores the
@@ -103,15 +130,20 @@ type Store struct {
 // others (remote). d must be valid; analysis is passed through.
 func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []string, local []storegroup.Status, remote Round, now time.Time) View {
 	behaviour, name := intergroup(d)
+	intra, _ := quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
 	v := View{
-		Deployment: d.Name,
-		Time:       now.UTC().Format(time.RFC3339),
-		ServedBy:   slices.Clone(localHosts),
-		Intergroup: name,
-		Hosts:      []Host{},
-		Groups:     []Group{},
-		Stores:     []Store{},
-		Analysis:   analysis,
+		Deployment:   d.Name,
+		Time:         now.UTC().Format(time.RFC3339),
+		ServedBy:     slices.Clone(localHosts),
+		Intergroup:   name,
+		Hosts:        []Host{},
+		Groups:       []Group{},
+		Stores:       []Store{},
+		Analysis:     analysis,
+		PolicyDigest: d.Policy.Digest(),
+	}
+	if intra != quorum.IntragroupQuorum {
+		v.Intragroup = intra.String()
 	}
 	byName := map[string]storegroup.Status{}
 	for _, st := range local {
@@ -134,7 +166,7 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		v.Stores = append(v.Stores, sv)
 	}
 
-	withLeader := 0
+	withLeader, confirming := 0, 0
 	for _, g := range d.Groups {
 		gv := Group{Index: g.Index, Stores: []string{}, Sources: []Source{}, Quorum: len(g.Stores)/2 + 1}
 		var leader *Store
@@ -160,7 +192,15 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 				gv.Running++
 			}
 		}
+		if v.Intragroup != "" {
+			ok := leader != nil && intra.Confirms(len(g.Stores), gv.Running)
+			gv.Confirms = &ok
+		}
+		if leader != nil && (gv.Confirms == nil || *gv.Confirms) {
+			confirming++
+		}
 		groupSources(&gv, leader, byName, remote)
+		groupPlacement(&gv, g, leader)
 		v.Groups = append(v.Groups, gv)
 	}
 	slices.SortFunc(v.Groups, func(a, b Group) int { return a.Index - b.Index })
@@ -185,10 +225,48 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		v.Hosts = append(v.Hosts, hv)
 	}
 
+	file := d.Policy.Canonical()
+	for _, sv := range v.Stores {
+		if sv.PolicyDigest != "" && sv.PolicyDigest != v.PolicyDigest {
+			diff := strings.Join(placement.PolicyDiff(sv.policy, file), "; ")
+			if diff == "" {
+				diff = "policy " + sv.PolicyDigest
+			}
+			v.PolicyMismatch = append(v.PolicyMismatch, sv.Name+": "+diff)
+		}
+	}
 	n := len(d.Groups)
-	v.Publishing = publishingPossible(name, withLeader, n)
+	v.Publishing = publishingPossible(name, confirming, n)
 	v.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, name, behaviour.NeededText(n))
+	if v.Intragroup != "" {
+		stores := 0
+		if len(d.Groups) > 0 {
+			stores = len(d.Groups[0].Stores)
+		}
+		v.Reason = fmt.Sprintf("%d of %d groups have a leader, %d can confirm (intragroup %s needs %s of a group's stores); intergroup %s needs %s",
+			withLeader, n, confirming, intra, intra.NeededText(stores), name, behaviour.NeededText(n))
+	}
 	return v
+}
+
+// groupPlacement says where the group prefers to be led from and whether
+// its leader is there: a leader run by the observer says it itself (with
+// what it waits for), another is judged by its host.
+func groupPlacement(gv *Group, g placement.Group, leader *Store) {
+	gv.PreferredHost = g.Preferred()
+	if leader == nil {
+		return
+	}
+	gv.LeaderHost = leader.Host
+	switch {
+	case leader.placement != "":
+		gv.Placement = leader.placement
+	case gv.PreferredHost == "":
+	case leader.Host == gv.PreferredHost:
+		gv.Placement = "led from its preferred host " + gv.PreferredHost
+	default:
+		gv.Placement = fmt.Sprintf("led from host %s; moves to its preferred host %s once a store there is up and caught up", leader.Host, gv.PreferredHost)
+	}
 }
 
 // intergroup is the deployment's intergroup behaviour and its name; an
@@ -225,6 +303,7 @@ func fromStatus(sv *Store, st storegroup.Status) {
 	sv.HasState, sv.CatchingUp, sv.WaitingToJoin = st.HasState, st.CatchingUp, st.WaitingToJoin
 	sv.Error = st.Error
 	sv.State = classify(st.State, st.HasState, st.CatchingUp, st.WaitingToJoin)
+	sv.PolicyDigest, sv.policy, sv.placement = st.PolicyDigest, st.Policy, st.Placement
 }
 
 // fromProbe fills a store run elsewhere from its answer to a probe; a store
@@ -247,6 +326,9 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 	sv.AppliedIndex, sv.LastIndex, sv.GroupID = rep.AppliedIndex, rep.LastIndex, rep.GroupID
 	sv.HasState, sv.CatchingUp = rep.HasState, rep.CatchingUp
 	sv.State = classify(rep.State, rep.HasState, rep.CatchingUp, false)
+	if res.Pong != nil {
+		sv.PolicyDigest, sv.policy = res.Pong.PolicyDigest, res.Pong.Policy
+	}
 }
 
 // groupSources picks where the group's sources come from: the leader when

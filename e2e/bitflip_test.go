@@ -26,7 +26,6 @@ func TestBitsFlippedAtRestInTwoStoresOfEachGroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long end-to-end test")
 	}
-	t.Skip("needs repository.Read to verify stored CRCs (helper 15E's storage engine); unskip at merge")
 	begin := time.Now()
 	bin := binaries(t)
 	d := planTwoHosts(t, bin)

@@ -90,8 +90,8 @@ func TestUMStoreLists(t *testing.T) {
 		if err := json.Unmarshal([]byte(lastLine(out)), &sum); err != nil || code != 0 {
 			t.Fatalf("umpub run %d with RegID 4242: exit %d (%v)\n%s\n%s", i+1, code, err, out, errOut)
 		}
-		if sum.Session != "regid:4242" || sum.FirstSeq != first || sum.Stable != 10 {
-			t.Fatalf("umpub run %d with RegID 4242: %+v, want session regid:4242 from %d", i+1, sum, first)
+		if !strings.HasPrefix(sum.Session, "regid:4242#") || sum.FirstSeq != first || sum.Stable != 10 {
+			t.Fatalf("umpub run %d with RegID 4242: %+v, want session regid:4242#EPOCH from %d", i+1, sum, first)
 		}
 	}
 }

@@ -18,6 +18,10 @@ type Analysis struct {
 	Groups     int    `json:"groups"`
 	// Intergroup is the deployment's configured intergroup behaviour.
 	Intergroup string `json:"intergroup"`
+	// Intragroup is the deployment's intragroup behaviour when it is not
+	// the default, quorum: then a group that keeps its quorum may still
+	// confirm nothing (GroupOutcome.Confirms).
+	Intragroup string `json:"intragroup,omitempty"`
 	// HostLosses has one entry per host, in the deployment's host order.
 	HostLosses []HostLoss `json:"host_losses"`
 	// SurvivesAnyHostLoss is true when, under the configured intergroup
@@ -49,12 +53,27 @@ type GroupOutcome struct {
 	StoresLeft int  `json:"stores_left"` // stores on the hosts still up
 	Quorum     int  `json:"quorum"`      // stores needed for a quorum
 	HasQuorum  bool `json:"has_quorum"`
+	// Confirms says, under an intragroup behaviour other than quorum
+	// (Analysis.Intragroup), whether the group can still confirm new
+	// messages ([quorum.Intragroup.Confirms]): under all only a group that
+	// lost no store does. Nil under quorum, where it is HasQuorum.
+	Confirms *bool `json:"confirms,omitempty"`
+}
+
+// confirms reports whether the group can confirm new messages.
+func (g GroupOutcome) confirms() bool {
+	if g.Confirms != nil {
+		return *g.Confirms
+	}
+	return g.HasQuorum
 }
 
 // Publishing says whether publishing goes on under each intergroup
-// stability behaviour: whether the groups that keep a quorum meet the
-// behaviour's rule ([quorum.Behavior.Met]), they being both the active groups
-// and the ones that can hold a new message.
+// stability behaviour: whether the groups that can still confirm new
+// messages (those that keep a quorum, and under intragroup all only those
+// that lost no store) meet the behaviour's rule ([quorum.Behavior.Met]),
+// they being both the active groups and the ones that can hold a new
+// message.
 type Publishing struct {
 	// Any: at least one group keeps a quorum.
 	Any bool `json:"any"`
@@ -90,6 +109,7 @@ func (p Publishing) Under(behaviour string) bool {
 // address (one machine failure takes them all).
 func Analyze(d *Deployment) *Analysis {
 	intergroup := d.Stability.WithDefaults().Intergroup
+	intragroup, _ := quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
 	a := &Analysis{
 		Deployment:          d.Name,
 		Hosts:               len(d.Hosts),
@@ -98,6 +118,9 @@ func Analyze(d *Deployment) *Analysis {
 		HostLosses:          []HostLoss{},
 		SurvivesAnyHostLoss: true,
 		Warnings:            []string{},
+	}
+	if intragroup != quorum.IntragroupQuorum {
+		a.Intragroup = intragroup.String()
 	}
 	groups := d.sortedGroups()
 	for _, h := range d.Hosts {
@@ -118,6 +141,10 @@ func Analyze(d *Deployment) *Analysis {
 				}
 			}
 			out.HasQuorum = out.StoresLeft >= out.Quorum
+			if a.Intragroup != "" {
+				ok := intragroup.Confirms(out.Stores, out.StoresLeft)
+				out.Confirms = &ok
+			}
 			if out.HasQuorum {
 				loss.GroupsWithQuorum = append(loss.GroupsWithQuorum, g.Index)
 			} else {
@@ -125,7 +152,7 @@ func Analyze(d *Deployment) *Analysis {
 			}
 			loss.Groups = append(loss.Groups, out)
 		}
-		loss.Publishing = publishing(len(loss.GroupsWithQuorum), len(groups))
+		loss.Publishing = publishing(confirmingGroups(loss), len(groups))
 		loss.PublishingGoesOn = loss.Publishing.Under(intergroup)
 		if !loss.PublishingGoesOn {
 			a.SurvivesAnyHostLoss = false
@@ -167,6 +194,10 @@ func warnings(d *Deployment, a *Analysis) []string {
 			}
 			msg := fmt.Sprintf("with intergroup stability %q, losing host %s stops publishing (%d of %d groups keep a quorum)",
 				a.Intergroup, loss.Host, len(loss.GroupsWithQuorum), a.Groups)
+			if a.Intragroup != "" {
+				msg = fmt.Sprintf("with intragroup stability %q and intergroup %q, losing host %s stops publishing (%d of %d groups can still confirm messages)",
+					a.Intragroup, a.Intergroup, loss.Host, confirmingGroups(loss), a.Groups)
+			}
 			if len(other) > 0 {
 				msg += "; " + strings.Join(other, " and ") + " would keep publishing"
 			}
@@ -198,8 +229,12 @@ func warnings(d *Deployment, a *Analysis) []string {
 // the verdict and any warnings.
 func (a *Analysis) Render() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Failure analysis of %q: %d hosts, %d groups, intergroup stability %q\n",
+	fmt.Fprintf(&b, "Failure analysis of %q: %d hosts, %d groups, intergroup stability %q",
 		a.Deployment, a.Hosts, a.Groups, a.Intergroup)
+	if a.Intragroup != "" {
+		fmt.Fprintf(&b, ", intragroup %q", a.Intragroup)
+	}
+	b.WriteString("\n")
 	for _, loss := range a.HostLosses {
 		b.WriteString("\n")
 		if len(loss.StoresLost) == 0 {
@@ -211,6 +246,9 @@ func (a *Analysis) Render() string {
 			state := "keeps its quorum"
 			if !g.HasQuorum {
 				state = fmt.Sprintf("loses its quorum (needs %d)", g.Quorum)
+			}
+			if g.HasQuorum && !g.confirms() {
+				state += fmt.Sprintf(", but confirms nothing under intragroup %s (needs all %d)", a.Intragroup, g.Stores)
 			}
 			fmt.Fprintf(&b, "  group %d: %d of %d stores left, %s\n", g.Group, g.StoresLeft, g.Stores, state)
 		}
@@ -236,6 +274,17 @@ func (a *Analysis) Render() string {
 		}
 	}
 	return b.String()
+}
+
+// confirmingGroups counts the groups of loss that can still confirm.
+func confirmingGroups(loss HostLoss) int {
+	n := 0
+	for _, g := range loss.Groups {
+		if g.confirms() {
+			n++
+		}
+	}
+	return n
 }
 
 func goesOn(ok bool) string {

@@ -16,8 +16,14 @@ const FileVersion = 1
 // deployment file and as Ultra Messaging spells them.
 const (
 	// IntragroupQuorum: a message is stable in a group once the group's Raft
-	// log has committed it. It is the only intragroup behaviour supported.
+	// log has committed it: a majority of its stores hold it (default).
 	IntragroupQuorum = "quorum"
+	// IntragroupAllActive: stable in a group once every running store of
+	// it holds it (at least a majority).
+	IntragroupAllActive = "all-active"
+	// IntragroupAll: stable in a group only once every store of it holds
+	// it; a group with a store down confirms nothing.
+	IntragroupAll = "all"
 
 	// IntergroupAny: a message is stable once any one group has it (default).
 	IntergroupAny = "any"
@@ -29,6 +35,10 @@ const (
 	// IntergroupAll: stable only once every configured group has it.
 	IntergroupAll = "all"
 )
+
+// IntragroupBehaviours lists the accepted intragroup stability behaviours
+// (UM's "all-stores" is accepted too, as "all").
+var IntragroupBehaviours = []string{IntragroupQuorum, IntragroupAllActive, IntragroupAll}
 
 // IntergroupBehaviours lists the accepted intergroup stability behaviours in
 // the order they are shown to people.
@@ -49,6 +59,11 @@ type Deployment struct {
 	Hosts     []Host    `yaml:"hosts" json:"hosts"`
 	Groups    []Group   `yaml:"groups" json:"groups"`
 	Stability Stability `yaml:"stability" json:"stability"`
+	// Policy is how every store of the deployment behaves (retention,
+	// timeouts, lock, snapshots, leader placement); see [Policy]. Keys left
+	// out take the defaults of [DefaultPolicy].
+	// The file shows it only when it is not wholly the default.
+	Policy Policy `yaml:"policy,omitempty" json:"policy"`
 	// Security, if present, turns on TLS for the client and raft ports
 	// and/or a shared token clients must present. Absent: plain TCP, no
 	// token (fine on loopback or a trusted network only).
@@ -130,8 +145,50 @@ type Host struct {
 // Group is one store group: one Raft cluster. Index is the group number used
 // in store names and on the wire, 1..number of groups.
 type Group struct {
-	Index  int     `yaml:"index" json:"index"`
-	Stores []Store `yaml:"stores" json:"stores"`
+	Index int `yaml:"index" json:"index"`
+	// PreferredHost names the host the group prefers to be led from: the
+	// one holding a majority of its stores, so that losing the other host
+	// never costs the group its leader (and the group that does lose its
+	// leader had no quorum left anyway). The group's leader hands
+	// leadership to a store there once it is up and caught up (see
+	// [LeadershipPolicy]). Left out, it is the host holding the group's
+	// majority, if one does ([Group.MajorityHost]); "none" turns the
+	// preference off. It names a host, not an address, so it carries over
+	// when a host is replaced at a new address.
+	PreferredHost string  `yaml:"preferred-host,omitempty" json:"preferred-host,omitempty"`
+	Stores        []Store `yaml:"stores" json:"stores"`
+}
+
+// NoPreferredHost, as a group's preferred-host, turns leader placement off
+// for the group.
+const NoPreferredHost = "none"
+
+// MajorityHost returns the host that runs more than half of the group's
+// stores, or "" if no host does.
+func (g Group) MajorityHost() string {
+	count := map[string]int{}
+	for _, s := range g.Stores {
+		count[s.Host]++
+	}
+	for _, s := range g.Stores {
+		if 2*count[s.Host] > len(g.Stores) {
+			return s.Host
+		}
+	}
+	return ""
+}
+
+// Preferred returns the host the group's leadership should move to, or ""
+// when it has none (preferred-host "none", or no host holds a majority and
+// none was named).
+func (g Group) Preferred() string {
+	switch g.PreferredHost {
+	case NoPreferredHost:
+		return ""
+	case "":
+		return g.MajorityHost()
+	}
+	return g.PreferredHost
 }
 
 // Store is one member of a group. Its name is also the name of its data
@@ -145,7 +202,8 @@ type Store struct {
 }
 
 // Stability says when a message counts as stable for its publisher: inside a
-// group (Intragroup, only "quorum") and across groups (Intergroup: "any",
+// group (Intragroup: "quorum", "all-active" or "all"; a publisher may ask
+// for a stricter one for its source) and across groups (Intergroup: "any",
 // "majority", "all-active" or "all"). Empty values mean the defaults,
 // "quorum" and "any"; [Deployment.FillDefaults] fills them in, and [Parse]
 // and [Plan] call it.

@@ -75,7 +75,9 @@ func Parse(data []byte, source string) (*Deployment, error) {
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var d Deployment
+	// Policy keys the file leaves out keep their defaults: the decoder
+	// only sets the keys it finds.
+	d := Deployment{Policy: DefaultPolicy()}
 	if err := dec.Decode(&d); err != nil {
 		return nil, decodeError(source, err, idx)
 	}
@@ -138,6 +140,12 @@ func flowStyle(root *yaml.Node) {
 			}
 		case "stability":
 			val.Style = yaml.FlowStyle
+		case "policy":
+			for j := 1; j < len(val.Content); j += 2 {
+				if val.Content[j].Kind == yaml.MappingNode {
+					val.Content[j].Style = yaml.FlowStyle
+				}
+			}
 		}
 	}
 }

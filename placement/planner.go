@@ -158,7 +158,6 @@ func layout(name string, hosts []Host, groups, perGroup, basePort int) *Deployme
 		Name:    name,
 		Hosts:   slices.Clone(hosts),
 	}
-	d.FillDefaults()
 	n := len(hosts)
 	each, extra := perGroup/n, perGroup%n
 	for g := 1; g <= groups; g++ {
@@ -185,6 +184,12 @@ func layout(name string, hosts []Host, groups, perGroup, basePort int) *Deployme
 		}
 		d.Groups = append(d.Groups, grp)
 	}
+	for i := range d.Groups {
+		// Written out, so that the operator sees (and may change) where
+		// each group prefers to be led from.
+		d.Groups[i].PreferredHost = d.Groups[i].MajorityHost()
+	}
+	d.FillDefaults()
 	return d
 }
 

@@ -15,13 +15,13 @@ import (
 // files in the top-level testdata/planner. Directives:
 //
 //	plan hosts=A,B groups=2 stores-per-group=3 [base-port=N] [name=NAME]
-//	     [intergroup=B] [file] [json]
+//	     [intergroup=B] [intragroup=B] [file] [json] [render]
 //
 // asks Plan for the layout and prints which store runs where on which ports
 // and what losing each host does, or the refusal with its explanation.
-// intergroup re-analyses the planned deployment under another behaviour;
-// file adds the deployment file; json adds the analysis as `umstored plan
-// --json` prints it.
+// intergroup and intragroup re-analyse the planned deployment under other
+// behaviours; file adds the deployment file; json adds the analysis as
+// `umstored plan --json` prints it; render adds it as people read it.
 //
 //	analyze hosts=A,B groups=1 [move=(G2S2=A)] [idle-hosts=(C)] [intergroup=B]
 //
@@ -72,8 +72,13 @@ func runPlan(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("%s\ncode: %s\nmatches: %s\n\n%s\n", r.Error(), r.Code, sentinelNames(err), r.Explanation)
 	}
 	checkPlanned(t, dep)
-	if d.HasArg("intergroup") {
-		d.ScanArgs(t, "intergroup", &dep.Stability.Intergroup)
+	if d.HasArg("intergroup") || d.HasArg("intragroup") {
+		if d.HasArg("intergroup") {
+			d.ScanArgs(t, "intergroup", &dep.Stability.Intergroup)
+		}
+		if d.HasArg("intragroup") {
+			d.ScanArgs(t, "intragroup", &dep.Stability.Intragroup)
+		}
 		a = Analyze(dep)
 	}
 	var b strings.Builder
@@ -85,6 +90,9 @@ func runPlan(t *testing.T, d *datadriven.TestData) string {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "deployment file:\n%s", data)
+	}
+	if d.HasArg("render") {
+		fmt.Fprintf(&b, "render:\n%s", a.Render())
 	}
 	if d.HasArg("json") {
 		data, err := json.MarshalIndent(a, "", "  ")
@@ -145,6 +153,9 @@ func writeAnalysis(b *strings.Builder, a *Analysis) {
 			state := "quorum"
 			if !g.HasQuorum {
 				state = "no quorum"
+			}
+			if g.Confirms != nil {
+				state += fmt.Sprintf(", confirms under intragroup %s: %t", a.Intragroup, *g.Confirms)
 			}
 			fmt.Fprintf(b, "  group %d: %d of %d left, needs %d: %s\n", g.Group, g.StoresLeft, g.Stores, g.Quorum, state)
 		}

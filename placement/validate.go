@@ -27,6 +27,7 @@ func (d *Deployment) Validate() error {
 	hosts := v.hosts()
 	v.groups(hosts)
 	v.stability()
+	v.policy()
 	v.security()
 	return errors.Join(v.errs...)
 }
@@ -109,6 +110,7 @@ func (v *validator) groups(hostAddr map[string]string) {
 		if msg := groupSizeProblem(len(g.Stores)); msg != "" {
 			v.add(gp+".stores", "%s", msg)
 		}
+		v.preferredHost(gp, g)
 		for j, s := range g.Stores {
 			sp := fmt.Sprintf("%s.stores[%d]", gp, j)
 			if msg := checkName(s.Name); msg != "" {
@@ -128,6 +130,25 @@ func (v *validator) groups(hostAddr map[string]string) {
 			v.port(sp+".client-port", s.ClientPort, addr, hostOK, portAt)
 		}
 	}
+}
+
+// preferredHost checks that a group's preferred host, if named, runs one of
+// its stores.
+func (v *validator) preferredHost(path string, g Group) {
+	h := g.PreferredHost
+	if h == "" || h == NoPreferredHost {
+		return
+	}
+	for _, s := range g.Stores {
+		if s.Host == h {
+			return
+		}
+	}
+	if _, known := v.d.HostByName(h); !known {
+		v.add(path+".preferred-host", "unknown host %q (the hosts are %s; or %q for no preference)", h, v.hostNames(), NoPreferredHost)
+		return
+	}
+	v.add(path+".preferred-host", "host %q runs none of the group's stores, so it cannot lead the group; name a host that does (best: the one holding its majority), or %q", h, NoPreferredHost)
 }
 
 // port checks one port and that no other store uses the same address and
@@ -191,7 +212,7 @@ func (v *validator) security() {
 func (v *validator) stability() {
 	s := v.d.Stability.WithDefaults()
 	if quorum.ParseIntragroup(s.Intragroup) != nil {
-		v.add("stability.intragroup", "%q is not supported; the only intragroup behaviour is %q (a message is stable in a group once its Raft log commits it)", s.Intragroup, IntragroupQuorum)
+		v.add("stability.intragroup", "%q is not an intragroup behaviour; use one of %s", s.Intragroup, strings.Join(IntragroupBehaviours, ", "))
 	}
 	if _, err := quorum.ParseBehavior(s.Intergroup); err != nil {
 		v.add("stability.intergroup", "%q is not an intergroup behaviour; use one of %s", s.Intergroup, strings.Join(IntergroupBehaviours, ", "))

@@ -120,6 +120,12 @@ var (
 		"placement.Group":      reflect.TypeFor[Group](),
 		"placement.Store":      reflect.TypeFor[Store](),
 		"placement.Stability":  reflect.TypeFor[Stability](),
+
+		"placement.Policy":           reflect.TypeFor[Policy](),
+		"placement.RetentionPolicy":  reflect.TypeFor[RetentionPolicy](),
+		"placement.LockPolicy":       reflect.TypeFor[LockPolicy](),
+		"placement.SnapshotPolicy":   reflect.TypeFor[SnapshotPolicy](),
+		"placement.LeadershipPolicy": reflect.TypeFor[LeadershipPolicy](),
 	}
 	typeNoun = map[string]string{
 		"placement.Deployment": "the top level",
@@ -127,6 +133,12 @@ var (
 		"placement.Group":      "a group",
 		"placement.Store":      "a store",
 		"placement.Stability":  "stability",
+
+		"placement.Policy":           "policy",
+		"placement.RetentionPolicy":  "policy.retention",
+		"placement.LockPolicy":       "policy.lock",
+		"placement.SnapshotPolicy":   "policy.snapshot",
+		"placement.LeadershipPolicy": "policy.leadership",
 	}
 )
 

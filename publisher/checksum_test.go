@@ -73,6 +73,8 @@ func (s *checksumStore) serve(nc net.Conn) {
 		}
 		var reply wire.Message
 		switch m := m.(type) {
+		case *wire.Ping:
+			reply = &wire.Pong{ReqID: m.ReqID, Store: "fake", Group: 1, Groups: 1, Leading: true}
 		case *wire.Register:
 			reply = &wire.Registered{ReqID: m.ReqID, Source: m.Source, Group: 1, GroupID: "g1"}
 		case *wire.Publish:

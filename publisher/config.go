@@ -71,6 +71,16 @@ type Config struct {
 	Groups [][]string
 	// Intergroup decides when a message is stable. Default quorum.Any.
 	Intergroup quorum.Behavior
+	// Intragroup asks each group to confirm a message only once the
+	// members it names hold it (UM ume_retention_intragroup_stability_behavior):
+	// quorum.IntragroupQuorum (the default: the group's raft commit, a
+	// majority), IntragroupAllActive (every running store of the group) or
+	// IntragroupAll (every store; a group with a store down confirms
+	// nothing). The groups apply the stricter of it and the deployment's
+	// stability.intragroup; Registration reports what each applies. Stores
+	// older than the option refuse a registration that asks for more than
+	// quorum rather than apply less.
+	Intragroup quorum.Intragroup
 	// FlightSize bounds unstable messages (UM ume_flight_size, default 1000).
 	FlightSize int
 	// FlightSizeBytes, if not 0, also bounds the payload bytes of unstable
@@ -104,27 +114,34 @@ type Config struct {
 	// alive while it has nothing to publish (UM keepalive-interval, 3s), so
 	// its source is not expired by source-activity-timeout.
 	KeepAliveInterval time.Duration
-	// AckTimeout is how long a group may leave sent messages unacknowledged
-	// before the publisher gives up on its connection and finds the group's
-	// leader again (a frozen or partitioned leader keeps the TCP connection
-	// open but never answers). Default 10s.
+	// AckTimeout is how long a group may leave sent messages (or, when the
+	// publisher is idle, a Ping) unanswered before the publisher gives up
+	// on its connection and finds the group's leader again: a paused or
+	// partitioned leader keeps the TCP connection open but never answers.
+	// Idle, the publisher pings each group's leader every AckTimeout/2.
+	// Default 2s, about an election: by then the group has a new leader.
 	AckTimeout time.Duration
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
 	// StateFile, if set, is a file where the publisher keeps the last
-	// sequence number it was told was stable and the groups' identities. A
-	// restarted publisher then resumes past it even when the groups holding
-	// it are unreachable, narrowing the sequence-reuse window of intergroup
-	// "any" (see the README). One file per source.
+	// sequence number it was told was stable, the groups' identities and
+	// its session identity. A restarted publisher then resumes past it even
+	// when the groups holding it are unreachable, narrowing the
+	// sequence-reuse window of intergroup "any" (see the README), and takes
+	// its source over at once (see Session). One file per source.
 	StateFile string
-	// Session identifies this publisher's registration to the stores: a
-	// source belongs to the session that registered it last, and a session
-	// that registers again (a restarted publisher) takes its source back
-	// at once instead of waiting out the stores' source-activity-timeout.
-	// Empty: RegID or SessionID decide it, else a random one (a new
-	// registration each time, like UM's RegID 0). Anyone who can connect
-	// and knows a session can register as it: keep static ones for
-	// deployments with a client token or mutual TLS.
+	// Session is the publisher's session identity: what the stores know
+	// it by (UM's RegID or session ID name one too: RegID, SessionID).
+	// Each New is an incarnation of it, registered as "Session#EPOCH" with
+	// an epoch above every earlier incarnation's, so a publisher restarted
+	// with the same identity (the same Session, RegID or SessionID, or the
+	// identity its StateFile keeps) takes its source over at once and its
+	// previous incarnation is fenced (ErrFenced) instead of waiting out the
+	// stores' source-activity-timeout; another publisher still waits.
+	// Empty: RegID or SessionID, else the StateFile's identity, else a
+	// random one (each New then a publisher of its own). Whoever knows it
+	// can take the source over: keep static ones for deployments with a
+	// client token or mutual TLS.
 	Session string
 	// RegID, if not 0, is a static registration ID (UM's RegID in
 	// ume_store): the session is "regid:N", the same whenever the
@@ -217,7 +234,7 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      512 << 10,
 		ReconnectDelay:     200 * time.Millisecond,
 		KeepAliveInterval:  3 * time.Second,
-		AckTimeout:         10 * time.Second,
+		AckTimeout:         2 * time.Second,
 		StabilityLifetime:  20 * time.Minute,
 	}
 }
@@ -232,6 +249,11 @@ var (
 	// ErrRegistration means too few groups answered the registration for
 	// the intergroup behaviour within the context's deadline.
 	ErrRegistration = errors.New("registration incomplete: too few store groups answered")
+	// ErrIntragroup means a group does not apply the intragroup behaviour
+	// Config.Intragroup asks for (its stores are older than the option):
+	// no retry changes that, so registration fails unless enough other
+	// groups answered.
+	ErrIntragroup = errors.New("a store group does not apply the intragroup behaviour asked for")
 	// ErrSourceBusy means another live publisher holds the source; it is
 	// freed when that publisher closes, or after the stores'
 	// source-activity-timeout of silence.
@@ -244,6 +266,10 @@ var (
 	// already hold it. Nothing more can be published under this source
 	// name; publish under a new one.
 	ErrSequenceExhausted = errors.New("the source has used every sequence number")
+	// ErrFenced means a later incarnation of this publisher (same session
+	// identity: restarted with the same state file or Session) took the
+	// source over: this one must stop. Send and New return it.
+	ErrFenced = errors.New("a later incarnation of this publisher took the source over")
 	// ErrTooLarge is returned by Send for a payload larger than
 	// wire.MaxPayload, the largest a store keeps and serves back. The
 	// payload gets no sequence number; later messages are not affected.
@@ -284,6 +310,9 @@ func (c *Config) Validate() error {
 	if c.MaxBatch < 1 || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("%w: MaxBatch and MaxBatchBytes must be positive", ErrConfig)
 	}
+	if c.Intragroup < quorum.IntragroupQuorum || c.Intragroup > quorum.IntragroupAll {
+		return fmt.Errorf("%w: Intragroup is %s; use quorum.IntragroupQuorum, IntragroupAllActive or IntragroupAll", ErrConfig, c.Intragroup)
+	}
 	switch c.ReceiverPaced {
 	case PacingNone, PacingBlocking, PacingNonBlocking:
 	default:
@@ -294,6 +323,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RegisterTimeout <= 0 || c.ReconnectDelay <= 0 || c.KeepAliveInterval <= 0 || c.AckTimeout <= 0 {
 		return fmt.Errorf("%w: RegisterTimeout, ReconnectDelay, KeepAliveInterval and AckTimeout must be positive", ErrConfig)
+	}
+	if c.Session != "" && !printableIdentity(c.Session) {
+		return fmt.Errorf("%w: Session must be 1 to 128 printable characters", ErrConfig)
 	}
 	return nil
 }

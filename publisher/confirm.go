@@ -88,14 +88,16 @@ func (p *Publisher) flightBaseLocked() uint64 {
 	return base
 }
 
-// heldBack records a group's leader holding the publisher back.
+// heldBack records a group's leader holding the publisher back: blocking
+// receiver-paced persistence at its limit, or acknowledgements waiting for
+// the stores the intragroup behaviour names.
 func (p *Publisher) heldBack(g int, m *wire.HeldBack) {
 	p.mu.Lock()
 	first := p.stats.HeldBack == 0
 	p.stats.HeldBack++
 	p.mu.Unlock()
 	if first {
-		p.log.Info("a store group holds this publisher back: receiver-paced persistence", "group", g+1, "why", m.Reason)
+		p.log.Info("a store group holds this publisher back", "group", g+1, "why", m.Reason)
 	}
 }
 

@@ -24,7 +24,10 @@
 // wire.Nak). FlightSizeBytes is UM's ume_flight_size_bytes. RegID and
 // SessionID (UM's static RegIDs and ume_session_id) name the registration,
 // so a restarted publisher is the same session and takes its source back at
-// once.
+// once. Intragroup (UM's ume_retention_intragroup_stability_behavior) says
+// which stores of a group must hold a message before the group confirms it:
+// a majority (quorum, the default), every running one (all-active) or every
+// one (all); Registration reports what each group applies.
 //
 // Inside each group the publisher follows the leader: a store that is not
 // the leader answers with a redirect, and a lost connection is re-opened

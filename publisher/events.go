@@ -10,8 +10,9 @@ import (
 // message First..Last is committed by the group (stable in it). A group's
 // events come in sequence order. It is UM's per-store stability event
 // (MESSAGE_STABLE_EX with INTRAGROUP_STABLE and STORE): in umstore the
-// group's leader acknowledges for the whole group, once a quorum of its
-// stores holds the messages.
+// group's leader acknowledges for the whole group, once the stores its
+// intragroup behaviour names hold the messages (a quorum by default;
+// Config.Intragroup).
 type GroupStable struct {
 	Group       int    // 1-based position in Config.Groups
 	Store       string // client address of the store that acknowledged: the group's leader

@@ -1,18 +1,25 @@
 package publisher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"umstore/internal/groupclient"
+	"umstore/quorum"
 	"umstore/wire"
 )
 
 // registerTimeout bounds one registration round trip (it goes through the
-// group's raft log).
-const registerTimeout = 10 * time.Second
+// group's raft log); dialTimeout one store's connection and handshake.
+// Both are short: a store that takes longer is paused or cut off, and
+// another may lead by now.
+const (
+	registerTimeout = 3 * time.Second
+	dialTimeout     = time.Second
+)
 
 // group manages the publisher's connection to one store group: find the
 // leader, register, stream every message the group has not confirmed, and
@@ -23,10 +30,15 @@ type group struct {
 	client *groupclient.Client // finds the leader; remembers it across connections
 	wake   chan struct{}
 
-	mu       sync.Mutex
-	lastAck  time.Time // when the group last acknowledged anything on this connection
-	conn     *wire.Conn
-	sessions int // registered connections so far
+	mu        sync.Mutex
+	lastHeard time.Time // when the group last answered anything on this connection (an Ack, a Pong)
+	pingSent  time.Time // when the Ping awaiting its Pong was sent; zero when none is
+	noPing    bool      // the store does not know Ping (an older store): none is sent
+	checked   bool      // checkDeployment passed
+	conn      *wire.Conn
+	sessions  int // registered connections so far
+
+	intragroupWarned bool // the group was told it does not apply Config.Intragroup (guarded by p.mu)
 }
 
 func (g *group) poke() {
@@ -53,12 +65,12 @@ func (g *group) goodbye() {
 		return
 	}
 	_ = g.conn.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
-	_ = g.conn.Send(&wire.KeepAlive{Source: g.p.cfg.Source, Session: g.p.cfg.Session, Leaving: true})
+	_ = g.conn.Send(&wire.KeepAlive{Source: g.p.cfg.Source, Session: g.p.session, Leaving: true})
 }
 
 func (g *group) run() {
 	p := g.p
-	for p.ctx.Err() == nil {
+	for p.ctx.Err() == nil && !p.stopped() {
 		c, reg, err := g.connect()
 		if err != nil {
 			g.failed(err)
@@ -102,23 +114,97 @@ func (g *group) pause() {
 // busy" ends the attempt at once: no other store will say otherwise.
 func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 	p := g.p
-	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session}
-	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 {
-		req = &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.cfg.Session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+	if err := g.checkDeployment(); err != nil {
+		return nil, nil, err
+	}
+	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.session}
+	if p.cfg.ReceiverPaced != PacingNone || p.cfg.ConfirmedDelivery > 0 || p.cfg.Intragroup != quorum.IntragroupQuorum {
+		rs := &wire.RegisterSource{ReqID: 1, Source: p.cfg.Source, Session: p.session, Pacing: string(p.cfg.ReceiverPaced), Delivery: p.cfg.ConfirmedDelivery > 0}
+		if p.cfg.Intragroup != quorum.IntragroupQuorum {
+			rs.Intragroup = p.cfg.Intragroup.String()
+		}
+		req = rs
 	}
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
 		Timeout:     registerTimeout,
-		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy },
+		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy && e.Code != wire.CodeFenced },
 	})
 	if err != nil {
 		var we *wire.Error
-		if errors.As(err, &we) && we.Code == wire.CodeBusy {
+		switch {
+		case errors.As(err, &we) && we.Code == wire.CodeBusy:
 			return nil, nil, fmt.Errorf("%w: %s", ErrSourceBusy, we.Message)
+		case errors.As(err, &we) && we.Code == wire.CodeFenced:
+			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrFenced, g.index+1, we.Message)
+		case errors.Is(err, groupclient.ErrWrongGroup):
+			return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		return nil, nil, err
 	}
-	return c, m.(*wire.Registered), nil
+	reg := m.(*wire.Registered)
+	if applied := appliedIntragroup(reg); applied < p.cfg.Intragroup {
+		c.Close()
+		return nil, nil, fmt.Errorf("%w: group %d applies intragroup %s, this publisher asks for %s: upgrade its stores", ErrIntragroup, g.index+1, applied, p.cfg.Intragroup)
+	}
+	return c, reg, nil
+}
+
+// appliedIntragroup is the intragroup behaviour a group says it applies to
+// the registration; a store older than the field applies quorum, and says
+// nothing (or a name this publisher does not know: taken as quorum too, the
+// least it can be).
+func appliedIntragroup(reg *wire.Registered) quorum.Intragroup {
+	b, err := quorum.ParseIntragroupBehavior(reg.Intragroup)
+	if err != nil {
+		return quorum.IntragroupQuorum
+	}
+	return b
+}
+
+// checkDeployment asks a store of the group, once, how many groups its
+// deployment has, and refuses a publisher given fewer: it would publish
+// into part of the deployment only, and another publisher given the other
+// groups could write the same source there (the groups would then hold
+// other payloads for the same sequence numbers). It runs before the first
+// registration, so a refused publisher holds no source. An older store
+// that does not know Ping is not checked.
+func (g *group) checkDeployment() error {
+	if g.checked {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(g.p.ctx, registerTimeout)
+	defer cancel()
+	m, err := g.client.Call(ctx, &wire.Ping{})
+	g.client.Close()
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we) && we.Code == wire.CodeUnknown:
+	case err != nil:
+		if errors.Is(err, groupclient.ErrWrongGroup) {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return err
+	default:
+		pong, ok := m.(*wire.Pong)
+		if n := len(g.p.cfg.Groups); ok && pong.Groups > n {
+			return fmt.Errorf("%w: store %s says its deployment has %d groups, and this publisher was given the stores of %d: it would publish into part of the deployment only; give every group's stores (each with its group index) or the deployment file",
+				ErrConfig, pong.Store, pong.Groups, n)
+		}
+		if ok && pong.Group != 0 {
+			if other, dup := g.p.claimDeploymentGroup(g.index, pong.Group); dup {
+				return fmt.Errorf("%w: the stores given as groups %d and %d of this publisher's list are both stores of the deployment's group %d: list every group's stores under its own index (or use the deployment file)",
+					ErrConfig, other+1, g.index+1, pong.Group)
+			}
+		}
+	}
+	g.checked = true
+	return nil
+}
+
+// fatal reports whether err ends the publisher rather than one attempt.
+func fatal(err error) bool {
+	return errors.Is(err, ErrFenced) || errors.Is(err, ErrConfig)
 }
 
 // registered records a registration answer.
@@ -131,7 +217,7 @@ func (g *group) registered(reg *wire.Registered) {
 	case <-p.decided:
 	default:
 		// Before the decision: the answer goes to the resume decision.
-		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID})
+		p.replyLocked(groupReply{group: g.index, answered: true, highSeq: reg.HighSeq, lowSeq: reg.LowSeq, groupID: reg.GroupID, intragroup: appliedIntragroup(reg)})
 		p.broadcastLocked()
 		return
 	}
@@ -152,15 +238,23 @@ func (g *group) registered(reg *wire.Registered) {
 // a warning, once. Other failures (a store down, no leader yet) leave the
 // group silent.
 func (g *group) failed(err error) {
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) {
+	p := g.p
+	if fatal(err) {
+		p.failFatally(err)
 		return
 	}
-	p := g.p
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if errors.Is(err, ErrSourceBusy) && !p.busyWarned {
 		p.busyWarned = true
 		p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", err)
+	}
+	if errors.Is(err, ErrIntragroup) && !g.intragroupWarned {
+		g.intragroupWarned = true
+		p.log.Error("a store group cannot confirm messages under the intragroup behaviour asked for: it stays unregistered", "group", g.index+1, "detail", err)
 	}
 	select {
 	case <-p.decided:
@@ -196,19 +290,28 @@ func (g *group) stream(c *wire.Conn) error {
 	checksums := make([]uint32, 0, p.cfg.MaxBatch)
 	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
 	defer keepAlive.Stop()
+	liveness := time.NewTicker(p.cfg.AckTimeout / 4)
+	defer liveness.Stop()
 	g.mu.Lock()
-	g.lastAck = time.Now()
+	g.lastHeard, g.pingSent = time.Now(), time.Time{}
 	g.mu.Unlock()
-	// stalled reports whether sent messages have waited too long for an
-	// acknowledgement: the leader is frozen or cut off behind a live socket.
-	stalled := func() bool {
+	// stalled reports whether sent messages, or a Ping, have waited too
+	// long for an answer: the leader is paused or cut off behind a live
+	// socket. ping says whether to ask the leader for a sign of life: it
+	// has been quiet for half of AckTimeout and no Ping is out.
+	check := func() (stalled, ping bool) {
 		p.mu.Lock()
 		waiting := next-1 > p.tracker.Confirmed(g.index)
 		p.mu.Unlock()
 		g.mu.Lock()
-		quiet := time.Since(g.lastAck)
-		g.mu.Unlock()
-		return waiting && quiet > p.cfg.AckTimeout
+		defer g.mu.Unlock()
+		quiet := time.Since(g.lastHeard)
+		stalled = (waiting || !g.pingSent.IsZero()) && quiet > p.cfg.AckTimeout
+		ping = !g.noPing && g.pingSent.IsZero() && quiet >= p.cfg.AckTimeout/2
+		if ping {
+			g.pingSent = time.Now()
+		}
+		return stalled, ping
 	}
 	for {
 		p.mu.Lock()
@@ -241,11 +344,19 @@ func (g *group) stream(c *wire.Conn) error {
 				return err
 			case <-p.ctx.Done():
 				return p.ctx.Err()
-			case <-keepAlive.C:
-				if stalled() {
-					return fmt.Errorf("group %d acknowledged nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
+			case <-liveness.C:
+				stalled, ping := check()
+				if stalled {
+					return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
 				}
-				if err := c.Send(&wire.KeepAlive{Source: p.cfg.Source, Session: p.cfg.Session}); err != nil {
+				if ping {
+					reqID++
+					if err := c.Send(&wire.Ping{ReqID: reqID}); err != nil {
+						return err
+					}
+				}
+			case <-keepAlive.C:
+				if err := c.Send(&wire.KeepAlive{Source: p.cfg.Source, Session: p.session}); err != nil {
 					return err
 				}
 			}
@@ -265,6 +376,10 @@ func (g *group) stream(c *wire.Conn) error {
 		select {
 		case err := <-readErr:
 			return err
+		case <-liveness.C:
+			if stalled, _ := check(); stalled {
+				return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
+			}
 		default:
 		}
 	}
@@ -298,31 +413,38 @@ func (g *group) readAcks(c *wire.Conn) error {
 		}
 		switch m := m.(type) {
 		case *wire.Ack:
-			g.mu.Lock()
-			g.lastAck = time.Now()
-			g.mu.Unlock()
+			g.heard()
 			if m.Conflicts > 0 {
 				g.p.conflict(g.index, m)
 			}
 			g.p.confirmed(g.index, m.FirstSeq, m.LastSeq)
 		case *wire.Nak:
-			g.mu.Lock()
-			g.lastAck = time.Now()
-			g.mu.Unlock()
+			g.heard()
 			g.p.naked(g.index, m)
 		case *wire.Delivery:
 			g.p.delivery(m)
 		case *wire.HeldBack:
-			g.mu.Lock()
-			g.lastAck = time.Now() // the leader is alive: it holds the messages back on purpose
-			g.mu.Unlock()
+			g.heard() // the leader is alive: it holds the messages back on purpose
 			g.p.heldBack(g.index, m)
+		case *wire.Pong:
+			g.heard()
+			if !m.Leading {
+				g.client.Redirected(&wire.NotLeader{Leader: m.Leader, LeaderName: m.LeaderName})
+				return fmt.Errorf("the store no longer leads group %d (leader now %q)", g.index+1, m.LeaderName)
+			}
 		case *wire.NotLeader:
 			g.client.Redirected(m)
 			return fmt.Errorf("leadership moved to %q", m.LeaderName)
 		case *wire.Error:
 			if m.Code == wire.CodeChecksum {
 				g.damagedFrame(m)
+			}
+			if m.Code == wire.CodeUnknown && m.ReqID == 0 {
+				// An older store that does not know Ping: stop pinging it.
+				g.mu.Lock()
+				g.noPing, g.pingSent = true, time.Time{}
+				g.mu.Unlock()
+				continue
 			}
 			return fmt.Errorf("group %d: %w", g.index+1, m)
 		}
@@ -340,4 +462,28 @@ func (g *group) damagedFrame(e *wire.Error) {
 	g.p.mu.Unlock()
 	g.p.log.Warn("a store refused a Publish frame: a payload does not match the checksum computed by Send (damaged on its way, or changed after Send, which the publisher forbids); sending it again",
 		"group", g.index+1, "detail", e.Message)
+}
+
+// heard records an answer from the group on the current connection.
+func (g *group) heard() {
+	g.mu.Lock()
+	g.lastHeard, g.pingSent = time.Now(), time.Time{}
+	g.mu.Unlock()
+}
+
+// claimDeploymentGroup records that the publisher's group index (its
+// place in the store list) is the deployment's group dg, and reports the
+// other index already recorded for dg, if any: two entries of a store list
+// naming one deployment group would count one group's confirmations twice.
+func (p *Publisher) claimDeploymentGroup(index, dg int) (other int, dup bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deploymentGroups == nil {
+		p.deploymentGroups = map[int]int{}
+	}
+	if o, seen := p.deploymentGroups[dg]; seen && o != index {
+		return o, true
+	}
+	p.deploymentGroups[dg] = index
+	return 0, false
 }

@@ -44,6 +44,13 @@ type Publisher struct {
 	events      []any         // events waiting for the event goroutine (events.go)
 	eventSignal chan struct{} // wakes the event goroutine
 	confirm     confirmations // confirmed delivery (confirm.go)
+	fatal       error         // set once the publisher cannot go on (fenced, misconfigured): Send returns it
+
+	identity string // the session identity (incarnation.go)
+	// deploymentGroups maps a deployment group index, as its stores say,
+	// to this publisher's group index for it (group.go).
+	deploymentGroups map[int]int
+	session          string // this incarnation's session, "identity#epoch"
 }
 
 // Stats counts what a Publisher did.
@@ -68,7 +75,8 @@ type Stats struct {
 	// distinct receivers have consumed (0 without ConfirmedDelivery).
 	Delivered uint64
 	// HeldBack counts the notices of a group's leader holding this
-	// publisher back (blocking receiver-paced persistence at the limit).
+	// publisher back (blocking receiver-paced persistence at the limit, or
+	// an intragroup behaviour waiting for stores).
 	HeldBack uint64
 }
 
@@ -84,7 +92,6 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.Session = cfg.session()
 	p := &Publisher{
 		cfg:          cfg,
 		log:          cfg.Logger.With("source", cfg.Source),
@@ -107,9 +114,14 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 		}
 		p.state = st
 	}
+	session, err := p.incarnation()
+	if err != nil {
+		return nil, err
+	}
+	p.session = session
 	p.stats.Confirmed = make([]uint64, len(cfg.Groups))
 	p.stats.Connected = make([]bool, len(cfg.Groups))
-	d := &wire.Dialer{Client: "publisher " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: 2 * time.Second, TLS: cfg.TLS, Token: cfg.Token}
+	d := &wire.Dialer{Client: "publisher " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: dialTimeout, TLS: cfg.TLS, Token: cfg.Token}
 	for i, addrs := range cfg.Groups {
 		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1)}
 		p.groups = append(p.groups, g)
@@ -159,6 +171,11 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 		if p.closed {
 			p.mu.Unlock()
 			return 0, ErrClosed
+		}
+		if p.fatal != nil {
+			err := p.fatal
+			p.mu.Unlock()
+			return 0, err
 		}
 		if p.nextSeq > wire.MaxSeq {
 			p.mu.Unlock()
@@ -220,6 +237,11 @@ func (p *Publisher) waitFor(ctx context.Context, cond func() bool) error {
 			p.mu.Unlock()
 			return ErrClosed
 		}
+		if p.fatal != nil {
+			err := p.fatal
+			p.mu.Unlock()
+			return err
+		}
 		ok := cond()
 		ch := p.changed
 		p.mu.Unlock()
@@ -273,6 +295,27 @@ func (p *Publisher) Close() error {
 	}
 	p.wg.Wait()
 	return p.saveState()
+}
+
+// stopped reports whether the publisher cannot go on (failFatally).
+func (p *Publisher) stopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal != nil
+}
+
+// failFatally records that the publisher cannot go on (a later incarnation
+// took its source over, or its store list is wrong): Send returns err from
+// now on, and New if it has not returned yet. The first such error stands.
+func (p *Publisher) failFatally(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fatal != nil || p.closed {
+		return
+	}
+	p.fatal = err
+	p.log.Error("the publisher stops", "err", err)
+	p.broadcastLocked()
 }
 
 // saveState writes the state file, if configured.

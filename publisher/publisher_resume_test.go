@@ -2,6 +2,7 @@ package publisher_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestResumePastTheHigherGroupWhenTheLowerAnswersFirst(t *testing.T) {
 			return false
 		}
 		info, _, _ := l.Repository().Source("s")
-		return info.Session == "resumer"
+		return strings.HasPrefix(info.Session, "resumer#") // the identity, and this incarnation's epoch
 	})
 	for _, m := range c.Members(2) {
 		c.StartStore(m.Name)

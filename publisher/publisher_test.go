@@ -39,6 +39,21 @@ func payload(seq uint64) []byte { return []byte(fmt.Sprintf("message %d", seq)) 
 // uniqueness and content.
 func readAll(t *testing.T, c *clustertest.Cluster, source string, group int, to uint64) {
 	t.Helper()
+	// A group acknowledges a moment before its leader's repository serves
+	// what it acknowledged (the early answer): wait for that first.
+	c.Eventually(30*time.Second, fmt.Sprintf("a leader serves %q through %d", source, to), func() bool {
+		for g := 1; g <= len(c.Addrs()); g++ {
+			if group != 0 && g != group {
+				continue
+			}
+			if l := c.Leader(g); l != nil {
+				if info, ok, err := l.Repository().Source(source); err == nil && ok && info.HighSeq >= to {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	cfg := receiver.DefaultConfig()
 	cfg.Source = source
 	cfg.Groups = c.Addrs()

@@ -22,6 +22,10 @@ type GroupAnswer struct {
 	Answered bool   // answered before the resume point was chosen
 	HighSeq  uint64 // highest sequence number it held
 	GroupID  string // its identity
+	// Intragroup is the intragroup behaviour the group applies to this
+	// publisher's messages: Config.Intragroup, or the deployment's if
+	// stricter.
+	Intragroup quorum.Intragroup
 }
 
 // errWaitOver is the cause of register's bounded wait ending: past it,
@@ -46,6 +50,9 @@ func (p *Publisher) register(ctx context.Context) error {
 			ended:    ctx.Err(),
 		}
 		d := decideResume(in)
+		if p.fatal != nil && d.err == nil {
+			d = resumeDecision{err: p.fatal}
+		}
 		ch := p.changed
 		if !d.wait && d.err == nil {
 			p.resumeLocked(d)
@@ -103,7 +110,7 @@ func (p *Publisher) resumeLocked(d resumeDecision) {
 		if !r.answered {
 			continue
 		}
-		p.reg.Groups[r.group] = GroupAnswer{Group: r.group + 1, Answered: true, HighSeq: r.highSeq, GroupID: r.groupID}
+		p.reg.Groups[r.group] = GroupAnswer{Group: r.group + 1, Answered: true, HighSeq: r.highSeq, GroupID: r.groupID, Intragroup: r.intragroup}
 		if p.state != nil && r.groupID != "" {
 			p.state.Groups[r.group+1] = r.groupID
 		}

@@ -17,7 +17,10 @@ type groupReply struct {
 	highSeq  uint64 // the highest sequence number the group holds for the source; 0 if none
 	lowSeq   uint64 // the oldest it holds; 0 if none
 	groupID  string // the group's identity
-	err      error  // without an answer: it refused the token (wire.ErrUnauthorized), or the source is busy (ErrSourceBusy)
+	// intragroup is the intragroup behaviour the group applies to this
+	// publisher's messages.
+	intragroup quorum.Intragroup
+	err        error // without an answer: it refused the token (wire.ErrUnauthorized), does not apply the intragroup behaviour (ErrIntragroup), or the source is busy (ErrSourceBusy)
 }
 
 // resumeInput is everything the resume decision looks at.
@@ -72,7 +75,7 @@ func decideResume(in resumeInput) resumeDecision {
 		switch {
 		case r.answered:
 			answered = append(answered, r)
-		case errors.Is(r.err, wire.ErrUnauthorized):
+		case errors.Is(r.err, wire.ErrUnauthorized), errors.Is(r.err, ErrIntragroup):
 			refused = cmpOr(refused, r.err)
 		case errors.Is(r.err, ErrSourceBusy):
 			busy = cmpOr(busy, r.err)

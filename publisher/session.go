@@ -1,8 +1,6 @@
 package publisher
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"math"
 )
@@ -28,9 +26,10 @@ func (c *Config) checkSession() error {
 	return nil
 }
 
-// session returns the session the publisher registers as (see
-// Config.Session, RegID and SessionID).
-func (c *Config) session() string {
+// staticIdentity returns the session identity Config names: Session, or
+// one made of RegID or SessionID; "" when none is set (the state file's
+// identity, or a random one, is used then: incarnation.go).
+func (c *Config) staticIdentity() string {
 	switch {
 	case c.Session != "":
 		return c.Session
@@ -39,11 +38,5 @@ func (c *Config) session() string {
 	case c.SessionID != 0:
 		return fmt.Sprintf("session-id:0x%016x", c.SessionID)
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return ""
 }
-
-// Session returns the session this publisher registered as: a static one
-// (Config.Session, RegID, SessionID) or the random one it picked.
-func (p *Publisher) Session() string { return p.cfg.Session }

@@ -43,15 +43,15 @@ func TestSessionIdentity(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.want != "" {
-				if got := cfg.session(); got != tt.want {
+				if got := cfg.staticIdentity(); got != tt.want {
 					t.Fatalf("session %q, want %q", got, tt.want)
 				}
 			}
 		})
 	}
 	cfg := DefaultConfig()
-	if a, b := cfg.session(), cfg.session(); a == b || len(a) != 16 {
-		t.Fatalf("without a static identity every publisher is a new registration: got %q and %q", a, b)
+	if id := cfg.staticIdentity(); id != "" {
+		t.Fatalf("without Session, RegID or SessionID the identity is not static: got %q", id)
 	}
 }
 

@@ -21,6 +21,11 @@ type stateFile struct {
 	LastStable    uint64         `json:"last_stable"`
 	Groups        map[int]string `json:"groups"` // group index -> identity
 	UpdatedUnixNs int64          `json:"updated_unix_nano"`
+	// Session is the publisher's session identity and Epoch its latest
+	// incarnation's (see Config.Session); absent in files written before
+	// sessions had incarnations.
+	Session string `json:"session,omitempty"`
+	Epoch   uint64 `json:"epoch,omitempty"`
 }
 
 func readStateFile(path, source string) (*stateFile, error) {

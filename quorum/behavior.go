@@ -11,7 +11,8 @@ var (
 	// package knows; the wrapping error names the accepted values.
 	ErrUnknownBehavior = errors.New("quorum: unknown stability behaviour")
 	// ErrUnsupported means the name is a known stability behaviour that is
-	// not implemented yet at that level (intragroup "all-active" and "all").
+	// not implemented at that level. Every behaviour is implemented now;
+	// it stays for callers that test for it.
 	ErrUnsupported = errors.New("quorum: stability behaviour not supported yet")
 )
 
@@ -101,23 +102,4 @@ func (b *Behavior) UnmarshalText(text []byte) error {
 	}
 	*b = v
 	return nil
-}
-
-// ParseIntragroup checks an intragroup stability behaviour name: how many
-// members of one group must hold a message before the group confirms it.
-// Only "quorum" (the group's Raft commit) is implemented and returns nil.
-// "all-active" and "all" are recognised but yield an error wrapping
-// ErrUnsupported; any other name yields an error wrapping
-// ErrUnknownBehavior.
-func ParseIntragroup(s string) error {
-	switch s {
-	case "quorum":
-		return nil
-	case "all-active", "all":
-		return fmt.Errorf("%w: intragroup stability %q (only \"quorum\" is implemented)",
-			ErrUnsupported, s)
-	default:
-		return fmt.Errorf("%w %q for intragroup stability (want \"quorum\")",
-			ErrUnknownBehavior, s)
-	}
 }

@@ -78,36 +78,48 @@ func TestBehaviorStringRoundTrip(t *testing.T) {
 func TestParseIntragroup(t *testing.T) {
 	tests := []struct {
 		in   string
-		want error // nil, ErrUnsupported or ErrUnknownBehavior
+		want Intragroup
+		err  error // nil or ErrUnknownBehavior
 	}{
-		{"quorum", nil},
-		{"all-active", ErrUnsupported},
-		{"all", ErrUnsupported},
-		{"any", ErrUnknownBehavior},
-		{"majority", ErrUnknownBehavior},
-		{"", ErrUnknownBehavior},
-		{"Quorum", ErrUnknownBehavior},
+		{"quorum", IntragroupQuorum, nil},
+		{"all-active", IntragroupAllActive, nil},
+		{"all", IntragroupAll, nil},
+		{"all-stores", IntragroupAll, nil}, // UM's alias
+		{"any", IntragroupQuorum, ErrUnknownBehavior},
+		{"majority", IntragroupQuorum, ErrUnknownBehavior},
+		{"", IntragroupQuorum, ErrUnknownBehavior},
+		{"Quorum", IntragroupQuorum, ErrUnknownBehavior},
 	}
 	for _, tc := range tests {
-		err := ParseIntragroup(tc.in)
-		if tc.want == nil {
-			if err != nil {
-				t.Errorf("ParseIntragroup(%q) = %v, want nil", tc.in, err)
+		got, err := ParseIntragroupBehavior(tc.in)
+		if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) || got != tc.want {
+			t.Errorf("ParseIntragroupBehavior(%q) = %v, %v; want %v, %v", tc.in, got, err, tc.want, tc.err)
+			continue
+		}
+		if err := ParseIntragroup(tc.in); (err == nil) != (tc.err == nil) {
+			t.Errorf("ParseIntragroup(%q) = %v, want an error: %t", tc.in, err, tc.err != nil)
+		}
+		if err != nil {
+			if errors.Is(err, ErrUnsupported) {
+				t.Errorf("ParseIntragroup(%q) = %v: every intragroup behaviour is implemented, none is unsupported", tc.in, err)
+			}
+			if !strings.Contains(err.Error(), `"all-active"`) || !strings.Contains(err.Error(), tc.in) {
+				t.Errorf("ParseIntragroup(%q) error %q should name the input and the accepted values", tc.in, err)
 			}
 			continue
 		}
-		if !errors.Is(err, tc.want) {
-			t.Errorf("ParseIntragroup(%q) = %v, want one wrapping %v", tc.in, err, tc.want)
-			continue
-		}
-		if other := map[error]error{ErrUnsupported: ErrUnknownBehavior, ErrUnknownBehavior: ErrUnsupported}[tc.want]; errors.Is(err, other) {
-			t.Errorf("ParseIntragroup(%q) = %v, must not also wrap %v", tc.in, err, other)
-		}
-		if !strings.Contains(err.Error(), `"quorum"`) || !strings.Contains(err.Error(), tc.in) {
-			t.Errorf("ParseIntragroup(%q) error %q should name the input and \"quorum\"", tc.in, err)
+		if text, _ := got.MarshalText(); tc.in != "all-stores" && string(text) != tc.in {
+			t.Errorf("%v.MarshalText() = %q, want %q", got, text, tc.in)
 		}
 	}
-	if err := ParseIntragroup("all"); !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("ParseIntragroup(all) error %q should say it is not supported yet", err)
+	var b Intragroup
+	if err := b.UnmarshalText([]byte("all")); err != nil || b != IntragroupAll {
+		t.Errorf("UnmarshalText(all) = %v, %v", b, err)
+	}
+	if err := b.UnmarshalText([]byte("most")); err == nil || b != IntragroupAll {
+		t.Errorf("UnmarshalText(most) = %v, %v; want an error and the value unchanged", b, err)
+	}
+	if max(IntragroupQuorum, IntragroupAll, IntragroupAllActive) != IntragroupAll || max(IntragroupQuorum, IntragroupAllActive) != IntragroupAllActive {
+		t.Error("the stricter of two intragroup behaviours must be their max")
 	}
 }

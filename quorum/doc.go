@@ -3,10 +3,10 @@
 // A publisher sends the messages of one source, numbered by contiguous
 // uint64 sequence numbers starting at some base (base >= 1), to N store
 // groups. Each group is a Raft cluster; inside a group a message counts as
-// confirmed once the group's Raft log has committed it (the intragroup
-// behaviour "quorum", the only one implemented; see ParseIntragroup). Groups
-// report what they committed as ranges of sequence numbers, in any order
-// and possibly overlapping.
+// confirmed once the members the intragroup behaviour names hold it
+// (Intragroup: "quorum", the group's Raft commit, by default; "all-active"
+// or "all" ask for more of its members). Groups report what they confirmed
+// as ranges of sequence numbers, in any order and possibly overlapping.
 //
 // Across groups, the intergroup behaviour (Behavior) says how many group
 // confirmations make one sequence number stable:

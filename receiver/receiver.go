@@ -162,7 +162,7 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 	reached := 0
 	var lastErr error
 	for _, g := range r.groups {
-		rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
+		rep, err := r.fetch(ctx, g, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
 		if err != nil {
 			lastErr = err
 			continue
@@ -231,7 +231,7 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 	var lastErr error
 	for i := range r.groups {
 		gi := (r.primary + i) % len(r.groups)
-		rep, err := r.groups[gi].Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
+		rep, err := r.fetch(ctx, r.groups[gi], &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 		if err != nil {
 			lastErr = err
 			continue

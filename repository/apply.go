@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -159,9 +158,13 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 	var (
 		lastIndex, lastTerm uint64
 		group               *groupInfo
+		low                 uint64
+		healed              []damagedKey
 	)
 	err := r.update("apply entries", func(tx *bolt.Tx) error {
 		a := newApplier(tx)
+		a.repo, a.logRuns = r, r.entries != nil
+		defer func() { healed = a.healed }()
 		applied, _ := readApplied(a.meta)
 		lastIndex = applied
 		for i := range entries {
@@ -190,6 +193,7 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 			return err
 		}
 		group = a.group
+		low = lowestLogRef(a.meta)
 		if decided != nil {
 			decided(results)
 		}
@@ -205,7 +209,12 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 	if group != nil {
 		r.group.Store(group)
 	}
+	if len(healed) > 0 {
+		r.clearDamaged(healed)
+		r.healed.Add(uint64(len(healed)))
+	}
 	if lastIndex > r.applied.Load() {
+		r.setLowRef(low)
 		r.appliedTerm.Store(lastTerm)
 		r.applied.Store(lastIndex)
 	}
@@ -237,6 +246,10 @@ func (e *unknownCommandError) Unwrap() error { return e.err }
 // applier carries one Apply transaction. Sources touched by the batch are
 // read once and written back once, in first-touch order, by flush.
 type applier struct {
+	repo    *Repo
+	healed  []damagedKey // damaged messages replaced by this batch (heal.go)
+	logRuns bool         // store log runs (Options.Log set), else inline runs
+	index   uint64       // the entry being applied
 	tx      *bolt.Tx
 	meta    *bolt.Bucket
 	sources *bolt.Bucket
@@ -268,6 +281,7 @@ func (a *applier) apply(e *Entry, res *Result) error {
 	if len(e.Data) == 0 {
 		return nil // raft configuration entries and the like: index only
 	}
+	a.index = e.Index
 	cmd, err := DecodeCommand(e.Data)
 	switch {
 	case errors.Is(err, ErrUnknownCommand) && IsIgnorable(e.Data):
@@ -395,109 +409,6 @@ func (a *applier) register(c Register, res *Result) error {
 		LowSeq:  src.state.LowSeq,
 		Created: created,
 	}
-	return nil
-}
-
-// publishAs applies a Publish only if its session still holds the source.
-func (a *applier) publishAs(c PublishAs, res *Result) error {
-	if err := validSourceName(c.Source); err != nil {
-		res.Err = err
-		return nil
-	}
-	src, err := a.existingSource(c.Source)
-	if err != nil {
-		return err
-	}
-	if src != nil && src.state.Session != c.Session {
-		res.Err = fmt.Errorf("%w: source %q is held by session %q, not %q (expired or replaced): messages from %d refused", ErrStaleSession, c.Source, src.state.Session, c.Session, c.FirstSeq)
-		return nil
-	}
-	return a.publish(c.Publish, res)
-}
-
-func (a *applier) publish(c Publish, res *Result) error {
-	if err := validSourceName(c.Source); err != nil {
-		res.Err = err
-		return nil
-	}
-	n := uint64(len(c.Payloads))
-	switch {
-	case c.FirstSeq == 0:
-		res.Err = fmt.Errorf("%w: Publish on %q starts at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
-		return nil
-	case n == 0:
-		res.Err = fmt.Errorf("%w: Publish on %q carries no message", ErrBadCommand, c.Source)
-		return nil
-	case c.FirstSeq > MaxSeq || n-1 > MaxSeq-c.FirstSeq:
-		res.Err = fmt.Errorf("%w: %w: Publish on %q of %d messages from %d goes past %d", ErrBadCommand, ErrSeqCeiling, c.Source, n, c.FirstSeq, uint64(MaxSeq))
-		return nil
-	}
-	for _, p := range c.Payloads {
-		if len(p) > maxPayloadSize {
-			res.Err = fmt.Errorf("%w: message of %d bytes on %q is too large", ErrBadCommand, len(p), c.Source)
-			return nil
-		}
-	}
-	src, _, err := a.source(c.Source)
-	if err != nil {
-		return err
-	}
-	pr := &PublishResult{Source: c.Source, FirstSeq: c.FirstSeq, LastSeq: c.FirstSeq + n - 1}
-	// c.Payloads[run:i] are newly stored and not Put yet: they go into the
-	// store as one run (or several, past maxRunSize) when a message that is
-	// not stored, or the end of the command, ends them.
-	run := 0
-	var held *msgCursor // for the duplicates' conflict check; nil after a Put, which invalidates it
-	for i, p := range c.Payloads {
-		seq := c.FirstSeq + uint64(i)
-		// At or below TrimmedThrough, a message was released by retention:
-		// admit would take it for a duplicate (it is neither held nor in a
-		// gap), but it is reported apart and never compared with a held
-		// payload.
-		if seq > src.state.TrimmedThrough {
-			store, gap := src.state.admit(seq, len(p))
-			if gap != nil {
-				pr.NewGap = gap
-			}
-			if store {
-				pr.Stored++
-				continue
-			}
-		}
-		if i > run {
-			if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:i]); err != nil {
-				return fmt.Errorf("source %q: %w", c.Source, err)
-			}
-			held = nil
-		}
-		run = i + 1
-		if seq <= src.state.TrimmedThrough {
-			pr.BelowRetention++
-			continue
-		}
-		pr.Duplicates++
-		// A held sequence number is never overwritten; a different payload
-		// for it means a sequence number was reused (or a repair copied from
-		// an inconsistent group): report it.
-		if held == nil {
-			held = newMsgCursor(src.msgs)
-		}
-		if got, ok, err := held.at(seq); err != nil {
-			return fmt.Errorf("source %q: %w", c.Source, err)
-		} else if ok && !bytes.Equal(got, p) {
-			if pr.Conflicts == 0 {
-				pr.FirstConflict = seq
-			}
-			pr.Conflicts++
-		}
-	}
-	if run < len(c.Payloads) {
-		if err := a.putRuns(src.msgs, c.FirstSeq+uint64(run), c.Payloads[run:]); err != nil {
-			return fmt.Errorf("source %q: %w", c.Source, err)
-		}
-	}
-	pr.HighSeq = src.state.HighSeq
-	res.Publish = pr
 	return nil
 }
 

@@ -41,18 +41,23 @@ func publishBatch(index *uint64, seq *uint64, sh applyShape) []Entry {
 // them at 1 KiB flat out). With fsync it also reports the bytes the
 // process wrote per byte of payload (Linux only): bbolt rewrites the leaf
 // it appends to, so this grows with the size of a run (see maxRunSize).
+// The runs=log variants index the log instead (log runs: no payload
+// written to the file; apply reads nothing from the log).
 func BenchmarkApplyPublish(b *testing.B) {
 	for _, sh := range []applyShape{{64, 16, 64}, {64, 512, 64}, {2, 512, 1024}} {
 		for _, sync := range []bool{false, true} {
 			b.Run(fmt.Sprintf("size=%d/msgs=%d/entries=%d/sync=%v", sh.size, sh.msgs, sh.entries, sync), func(b *testing.B) {
-				benchmarkApplyPublish(b, sh, sync)
+				benchmarkApplyPublish(b, sh, sync, nil)
+			})
+			b.Run(fmt.Sprintf("size=%d/msgs=%d/entries=%d/sync=%v/runs=log", sh.size, sh.msgs, sh.entries, sync), func(b *testing.B) {
+				benchmarkApplyPublish(b, sh, sync, memLog{})
 			})
 		}
 	}
 }
 
-func benchmarkApplyPublish(b *testing.B, sh applyShape, sync bool) {
-	r, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{NoSync: !sync})
+func benchmarkApplyPublish(b *testing.B, sh applyShape, sync bool, log LogReader) {
+	r, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{NoSync: !sync, Log: log})
 	if err != nil {
 		b.Fatal(err)
 	}

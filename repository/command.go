@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -29,6 +30,11 @@ const (
 	// CmdPublishAs is Publish on behalf of a registered publisher session:
 	// it is refused unless that session still holds the source.
 	CmdPublishAs CommandType = 8
+	// CmdPublishChecksums is Publish carrying the CRC32C of each payload.
+	CmdPublishChecksums CommandType = 9
+	// CmdPublishAsChecksums is PublishAs carrying the CRC32C of each
+	// payload.
+	CmdPublishAsChecksums CommandType = 10
 )
 
 // IgnorableFlag, set in a command's type byte, tells stores that do not know
@@ -58,6 +64,10 @@ func (t CommandType) String() string {
 		name = "ExpireSession"
 	case CmdPublishAs:
 		name = "PublishAs"
+	case CmdPublishChecksums:
+		name = "PublishChecksums"
+	case CmdPublishAsChecksums:
+		name = "PublishAsChecksums"
 	default:
 		name = receiverCommandName(t &^ IgnorableFlag)
 		if name == "" {
@@ -182,6 +192,11 @@ type ExpireSession struct {
 //	Consumed:      [Source str, Receiver str, Seq uint, UnixNano int]
 //	Trim:          [Source str, Through uint, Reason str, UnixNano int]
 //	ExpireSession: [Source str, Session str, UnixNano int]
+//	PublishChecksums:   [Source str, FirstSeq uint, Payloads [bin, ...], Checksums bin]
+//	PublishAsChecksums: [Source str, Session str, FirstSeq uint, Payloads [bin, ...], Checksums bin]
+//
+// Checksums is one bin of 4 bytes per payload, each the payload's CRC32C
+// (Castagnoli) big-endian, in payload order.
 //
 // Decoding is strict (exact element count, no trailing bytes): a store that
 // silently ignored a field it does not understand could apply the entry
@@ -195,6 +210,8 @@ const (
 	trimFields          = 4
 	expireSessionFields = 3
 	publishAsFields     = 4
+	publishSumsFields   = 4
+	publishAsSumsFields = 5
 )
 
 // EncodeInitGroup returns the replicated form of c.
@@ -219,10 +236,21 @@ func EncodeRegister(c Register) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
-// EncodePublish returns the replicated form of c. It is on the publishing hot
-// path: it computes the exact size first and allocates once, copying each
-// payload exactly once.
+// EncodePublish returns the replicated form of c: a CmdPublishChecksums
+// when c carries Checksums (one per payload), else a CmdPublish. It is on
+// the publishing hot path: it computes the exact size first and allocates
+// once, copying each payload exactly once.
 func EncodePublish(c Publish) []byte {
+	if len(c.Checksums) > 0 {
+		n := 1 + sizeArrayLen(publishSumsFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads) + sizeBin(4*len(c.Checksums))
+		b := make([]byte, 0, n)
+		b = append(b, byte(CmdPublishChecksums))
+		b = appendArrayLen(b, publishSumsFields)
+		b = appendString(b, c.Source)
+		b = appendUint(b, c.FirstSeq)
+		b = appendPayloads(b, c.Payloads)
+		return appendChecksums(b, c.Checksums)
+	}
 	n := 1 + sizeArrayLen(publishFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
 	b := make([]byte, 0, n)
 	b = append(b, byte(CmdPublish))
@@ -230,6 +258,40 @@ func EncodePublish(c Publish) []byte {
 	b = appendString(b, c.Source)
 	b = appendUint(b, c.FirstSeq)
 	return appendPayloads(b, c.Payloads)
+}
+
+// appendChecksums appends checksums as one bin of 4 big-endian bytes each.
+func appendChecksums(b []byte, sums []uint32) []byte {
+	n := 4 * len(sums)
+	switch {
+	case n <= math.MaxUint8:
+		b = append(b, mpBin8, byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, mpBin16), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, mpBin32), uint32(n))
+	}
+	for _, c := range sums {
+		b = binary.BigEndian.AppendUint32(b, c)
+	}
+	return b
+}
+
+// readChecksums reads the Checksums bin of a command with n payloads.
+func readChecksums(r *mpReader, n int) []uint32 {
+	raw := r.raw()
+	if r.err != nil {
+		return nil
+	}
+	if len(raw) != 4*n {
+		r.fail("checksums of %d bytes for %d payloads, want 4 bytes each", len(raw), n)
+		return nil
+	}
+	sums := make([]uint32, n)
+	for i := range sums {
+		sums[i] = binary.BigEndian.Uint32(raw[4*i:])
+	}
+	return sums
 }
 
 // sizePayloads and appendPayloads encode a Publish's payloads: an array of
@@ -334,6 +396,10 @@ func DecodeCommand(data []byte) (any, error) {
 		cmd = decodeExpireSession(&r)
 	case CmdPublishAs:
 		cmd = decodePublishAs(&r)
+	case CmdPublishChecksums:
+		cmd = decodePublishChecksums(&r)
+	case CmdPublishAsChecksums:
+		cmd = decodePublishAsChecksums(&r)
 	default:
 		var ok bool
 		if cmd, ok = decodeReceiverCommand(t&^IgnorableFlag, &r); ok {
@@ -408,8 +474,20 @@ type PublishAs struct {
 	Publish
 }
 
-// EncodePublishAs returns the replicated form of c.
+// EncodePublishAs returns the replicated form of c: a
+// CmdPublishAsChecksums when c carries Checksums, else a CmdPublishAs.
 func EncodePublishAs(c PublishAs) []byte {
+	if len(c.Checksums) > 0 {
+		n := 1 + sizeArrayLen(publishAsSumsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads) + sizeBin(4*len(c.Checksums))
+		b := make([]byte, 0, n)
+		b = append(b, byte(CmdPublishAsChecksums))
+		b = appendArrayLen(b, publishAsSumsFields)
+		b = appendString(b, c.Source)
+		b = appendString(b, c.Session)
+		b = appendUint(b, c.FirstSeq)
+		b = appendPayloads(b, c.Payloads)
+		return appendChecksums(b, c.Checksums)
+	}
 	n := 1 + sizeArrayLen(publishAsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
 	b := make([]byte, 0, n)
 	b = append(b, byte(CmdPublishAs))
@@ -418,6 +496,27 @@ func EncodePublishAs(c PublishAs) []byte {
 	b = appendString(b, c.Session)
 	b = appendUint(b, c.FirstSeq)
 	return appendPayloads(b, c.Payloads)
+}
+
+func decodePublishChecksums(r *mpReader) Publish {
+	var c Publish
+	expectFields(r, CmdPublishChecksums, publishSumsFields)
+	c.Source = r.str()
+	c.FirstSeq = r.uint()
+	c.Payloads = readPayloads(r)
+	c.Checksums = readChecksums(r, len(c.Payloads))
+	return c
+}
+
+func decodePublishAsChecksums(r *mpReader) PublishAs {
+	var c PublishAs
+	expectFields(r, CmdPublishAsChecksums, publishAsSumsFields)
+	c.Source = r.str()
+	c.Session = r.str()
+	c.FirstSeq = r.uint()
+	c.Payloads = readPayloads(r)
+	c.Checksums = readChecksums(r, len(c.Payloads))
+	return c
 }
 
 func decodePublishAs(r *mpReader) PublishAs {

@@ -2,12 +2,14 @@ package repository
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,6 +45,8 @@ var goldenCommands = []struct {
 	{"forgetreceiver-v1.hex", ForgetReceiver{Source: "orders", Receiver: "billing-7", Session: "rcv-3f2a", UnixNano: 1735690300123456789}},
 	{"registerpaced-blocking-v1.hex", RegisterPaced{Register: Register{Source: "orders", Session: "pub-7:3", UnixNano: 1735690400123456789}, Pacing: PacingBlocking}},
 	{"registerpaced-none-v1.hex", RegisterPaced{Register: Register{Source: "s", UnixNano: -1}, Pacing: PacingNone}},
+	{"publish-checksums-v1.hex", Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}, []byte("world")}, Checksums: []uint32{0x9a71bb4c, 0, 0x7f51f3d1}}},
+	{"publishas-checksums-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}, Checksums: []uint32{0x9a71bb4c, 0}}}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -93,7 +97,7 @@ func commandsEqual(a, b any) bool {
 	if !okA || !okB {
 		return reflect.DeepEqual(a, b)
 	}
-	if pa.Source != pb.Source || pa.FirstSeq != pb.FirstSeq || len(pa.Payloads) != len(pb.Payloads) {
+	if pa.Source != pb.Source || pa.FirstSeq != pb.FirstSeq || len(pa.Payloads) != len(pb.Payloads) || !slices.Equal(pa.Checksums, pb.Checksums) {
 		return false
 	}
 	for i := range pa.Payloads {
@@ -133,6 +137,40 @@ type libPublishAs struct {
 	Session  string
 	FirstSeq uint64
 	Payloads [][]byte
+}
+
+type libPublishSums struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Source    string
+	FirstSeq  uint64
+	Payloads  [][]byte
+	Checksums []byte
+}
+
+type libPublishAsSums struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Source    string
+	Session   string
+	FirstSeq  uint64
+	Payloads  [][]byte
+	Checksums []byte
+}
+
+// sumsOf and sumBytes convert between Checksums and their bin encoding.
+func sumsOf(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.BigEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func sumBytes(sums []uint32) []byte {
+	var b []byte
+	for _, c := range sums {
+		b = binary.BigEndian.AppendUint32(b, c)
+	}
+	return b
 }
 
 type libPeerGroup struct {
@@ -206,10 +244,22 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				lib, back = Register{v.Source, v.Session, v.UnixNano}, c
 				checkLibEncoded(t, CmdRegister, &libRegister{Source: c.Source, Session: c.Session, UnixNano: c.UnixNano}, c)
 			case Publish:
+				if len(c.Checksums) > 0 {
+					v := libDecode[libPublishSums](t, data)
+					lib, back = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}, c
+					checkLibEncoded(t, CmdPublishChecksums, &libPublishSums{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads, Checksums: sumBytes(c.Checksums)}, c)
+					break
+				}
 				v := libDecode[libPublish](t, data)
 				lib, back = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}, c
 				checkLibEncoded(t, CmdPublish, &libPublish{Source: c.Source, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
 			case PublishAs:
+				if len(c.Checksums) > 0 {
+					v := libDecode[libPublishAsSums](t, data)
+					lib, back = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}}, c
+					checkLibEncoded(t, CmdPublishAsChecksums, &libPublishAsSums{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads, Checksums: sumBytes(c.Checksums)}, c)
+					break
+				}
 				v := libDecode[libPublishAs](t, data)
 				lib, back = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}, c
 				checkLibEncoded(t, CmdPublishAs, &libPublishAs{Source: c.Source, Session: c.Session, FirstSeq: c.FirstSeq, Payloads: c.Payloads}, c)
@@ -465,6 +515,8 @@ func TestCommandTypeString(t *testing.T) {
 		CmdExpireReceiver | IgnorableFlag: "ExpireReceiver|Ignorable",
 		CmdForgetReceiver:                 "ForgetReceiver",
 		CmdRegisterPaced:                  "RegisterPaced",
+		CmdPublishChecksums:               "PublishChecksums",
+		CmdPublishAsChecksums:             "PublishAsChecksums",
 		99:                                "CommandType(99)",
 	} {
 		if got := typ.String(); got != want {

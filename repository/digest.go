@@ -82,6 +82,7 @@ func (r *Repo) Digest() (string, error) {
 			}
 			var key [8]byte
 			mc := newMsgCursor(msgs)
+			mc.log = r.entries
 			seq, p, ok, err := mc.first()
 			for ; ok; seq, p, ok, err = mc.next() {
 				binary.BigEndian.PutUint64(key[:], seq)

@@ -90,6 +90,21 @@
 // AppliedIndex, ...) may run at any time in their own read transactions;
 // during a Restore they wait for the new file.
 //
+// # Checksums and the raft log
+//
+// Every stored message keeps its CRC32C (Castagnoli, Checksum): the one a
+// PublishChecksums or PublishAsChecksums entry carries (an entry whose
+// payloads do not match is never applied: Apply fails with ErrCorrupt), or
+// one computed at apply for the older Publish and PublishAs. Read checks
+// each message before returning it and never returns a damaged one
+// (CorruptError); a repair's copy of it replaces it (heal.go).
+//
+// With Options.Log, the repository is an index over the raft log: a
+// Publish's messages are stored as references into the entry that carried
+// them, read back through the LogReader, and LowestLogRef tells the log
+// store which entries it must keep (logref.go). Snapshots carry every
+// message inline either way (snapstream.go).
+//
 // # A damaged file
 //
 // Open checks the file against its bbolt meta pages before mapping it and

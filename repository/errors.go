@@ -21,6 +21,12 @@ var (
 	// changed; use a matching umstored version or restore from a good copy.
 	ErrFormat = errors.New("not a usable umstore repository or snapshot")
 
+	// ErrNewerFormat means a file was written by a newer umstored, in a
+	// format version this binary does not know; it comes wrapped together
+	// with ErrFormat. Nothing was changed, and the file is not damaged: run
+	// the newer umstored.
+	ErrNewerFormat = errors.New("repository written by a newer umstored")
+
 	// ErrUnknownSource is returned by reads naming a source the group has never
 	// seen registered or published. The publisher must register first. It is
 	// also the deterministic Result.Err of a Consumed, Trim or ExpireSession
@@ -63,9 +69,14 @@ var (
 type CorruptError struct {
 	Source string
 	Seq    uint64
+
+	cause error // what the check found, for the message
 }
 
 func (e *CorruptError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("source %q message %d: %v", e.Source, e.Seq, e.cause)
+	}
 	return fmt.Sprintf("source %q message %d: %v", e.Source, e.Seq, ErrCorrupt)
 }
 

@@ -75,9 +75,21 @@ func FuzzDecodeCommand(f *testing.F) {
 			var v libRegister
 			err, lib = msgpack.Unmarshal(data[1:], &v), Register{v.Source, v.Session, v.UnixNano}
 		case Publish:
+			if CommandType(data[0])&^IgnorableFlag == CmdPublishChecksums {
+				var v libPublishSums
+				err = msgpack.Unmarshal(data[1:], &v)
+				lib = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}
+				break
+			}
 			var v libPublish
 			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}
 		case PublishAs:
+			if CommandType(data[0])&^IgnorableFlag == CmdPublishAsChecksums {
+				var v libPublishAsSums
+				err = msgpack.Unmarshal(data[1:], &v)
+				lib = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}}
+				break
+			}
 			var v libPublishAs
 			err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}
 		case PeerGroup:

@@ -22,12 +22,30 @@ import (
 // Each method returns the sequence number and payload of the message it
 // moved to, ok false when there is none, and an error wrapping ErrFormat
 // (with ok false) when a run is damaged or runs overlap.
+//
+// A message stored with a CRC is checked against it as it is read: a
+// mismatch, or a log run whose entry cannot be read, is an error wrapping
+// ErrCorrupt (a *corruptAt naming the message), so a damaged payload is
+// never returned. A lazy cursor reads no payload from the log and checks
+// nothing: it serves sizes and CRCs (run.curLen, run.curCRC), its payloads
+// are nil for log runs.
 type msgCursor struct {
-	c   *bolt.Cursor
-	run runReader // messages of the current run not returned yet
-	seq uint64    // sequence number of run's next message, if any
-	end uint64    // sequence number of the current run's last message
+	c    *bolt.Cursor
+	run  runReader // messages of the current run not returned yet
+	seq  uint64    // sequence number of run's next message, if any
+	end  uint64    // sequence number of the current run's last message
+	log  *entryCache
+	lazy bool
 }
+
+// corruptAt is a message that fails its check; it wraps ErrCorrupt.
+type corruptAt struct {
+	seq uint64
+	err error
+}
+
+func (e *corruptAt) Error() string { return fmt.Sprintf("message %d: %v", e.seq, e.err) }
+func (e *corruptAt) Unwrap() error { return e.err }
 
 // newMsgCursor returns a cursor over the messages of a msgs bucket, not yet
 // positioned: start with first or seek.
@@ -146,27 +164,58 @@ func (m *msgCursor) load(k, v []byte) error {
 	return nil
 }
 
-// take returns the current run's next message.
+// take returns the current run's next message, read from the log for a
+// log run and checked against its CRC, unless the cursor is lazy.
 func (m *msgCursor) take() (seq uint64, payload []byte, ok bool, err error) {
 	seq, payload = m.seq, m.run.next()
 	if m.run.left > 0 {
 		m.seq++ // never past end, so never past the largest sequence number
 	}
+	if m.lazy {
+		return seq, payload, true, nil
+	}
+	if m.run.kind == runLog {
+		if payload, err = m.log.payload(m.run.index, m.run.curPos); err != nil {
+			return 0, nil, false, &corruptAt{seq: seq, err: err}
+		}
+		if len(payload) != m.run.curLen {
+			return 0, nil, false, &corruptAt{seq: seq, err: fmt.Errorf("%w: raft log entry %d position %d holds %d bytes, the run says %d", ErrCorrupt, m.run.index, m.run.curPos, len(payload), m.run.curLen)}
+		}
+	}
+	if m.run.curKnown && Checksum(payload) != m.run.curCRC {
+		return 0, nil, false, &corruptAt{seq: seq, err: fmt.Errorf("%w: its payload of %d bytes does not match its CRC32C %08x", ErrCorrupt, len(payload), m.run.curCRC)}
+	}
 	return seq, payload, true, nil
 }
 
-// putRuns stores payloads as messages first, first+1, ... in runs: one, or
-// several when they would make a run larger than maxRunSize. None of these
+// crc returns the CRC of the message returned last, and whether it has
+// one (a message of a legacy run has none).
+func (m *msgCursor) crc() (uint32, bool) { return m.run.curCRC, m.run.curKnown }
+
+// putRuns stores payloads as messages first, first+1, ... with their CRCs:
+// as log runs referring to the entry at index, from position pos of its
+// Publish, when the repository indexes the log, else as inline runs; one
+// run, or several when one would be larger than maxRunSize. None of these
 // sequence numbers may be held already.
-func (a *applier) putRuns(msgs *bolt.Bucket, first uint64, payloads [][]byte) error {
+func (a *applier) putRuns(msgs *bolt.Bucket, first uint64, payloads [][]byte, crcs []uint32, index uint64, pos int) error {
 	for len(payloads) > 0 {
-		n := runPrefix(payloads, maxRunSize)
+		n := runCut(payloads, !a.logRuns, maxRunSize)
+		var v []byte
+		if a.logRuns {
+			v = encodeLogRun(index, pos, payloads[:n], crcs[:n])
+			if err := addLogRef(a.meta, index); err != nil {
+				return err
+			}
+		} else {
+			v = encodeInlineRun(payloads[:n], crcs[:n])
+		}
 		binary.BigEndian.PutUint64(a.key[:], first) // Put copies the key, not the value
-		if err := msgs.Put(a.key[:], encodeRun(payloads[:n])); err != nil {
+		if err := msgs.Put(a.key[:], v); err != nil {
 			return fmt.Errorf("store messages %d..%d: %w", first, first+uint64(n-1), err)
 		}
 		first += uint64(n)
-		payloads = payloads[n:]
+		pos += n
+		payloads, crcs = payloads[n:], crcs[n:]
 	}
 	return nil
 }
@@ -198,6 +247,11 @@ func (a *applier) dropThrough(msgs *bolt.Bucket, through uint64, tr *TrimResult)
 		if last <= through {
 			tr.Dropped += uint64(r.left)
 			tr.DroppedBytes += r.size()
+			if r.kind == runLog {
+				if err := dropLogRef(a.meta, r.index); err != nil {
+					return 0, err
+				}
+			}
 			if err := cur.Delete(); err != nil {
 				return 0, err
 			}

@@ -521,7 +521,7 @@ func TestRunsRandomized(t *testing.T) {
 		runsOf(t, r, "a")
 		want := make([]Message, 0, len(held))
 		for seq, p := range held {
-			want = append(want, Message{Seq: seq, Payload: p})
+			want = append(want, Message{Seq: seq, Payload: p, CRC: Checksum(p)})
 		}
 		slices.SortFunc(want, func(a, b Message) int { return int(a.Seq) - int(b.Seq) })
 		from, to := uint64(rng.IntN(int(high)+2)), uint64(rng.IntN(int(high)+2))

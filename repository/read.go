@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -72,14 +73,22 @@ func loadState(tx *bolt.Tx, name string) (sourceState, error) {
 }
 
 // Read returns the messages held of source with sequence numbers in
-// [from, to], ascending. Missing sequence numbers (gaps, and those released
-// by retention: at or below TrimmedThrough) are simply absent. It stops
-// after maxCount messages, and before a message that would take the payload
-// total above maxBytes; the first message found is returned whatever its
-// size, so a reader always makes progress. A limit ≤ 0 means no limit. An
-// unknown source gives an error wrapping ErrUnknownSource.
+// [from, to], ascending, each with its CRC32C (0 for a message stored
+// before checksums existed). Missing sequence numbers (gaps, and those
+// released by retention: at or below TrimmedThrough) are simply absent. It
+// stops after maxCount messages, and before a message that would take the
+// payload total above maxBytes; the first message found is returned
+// whatever its size, so a reader always makes progress. A limit ≤ 0 means
+// no limit. An unknown source gives an error wrapping ErrUnknownSource.
+//
+// Every message is checked against its CRC before it is returned (and read
+// from the raft log first when the repository indexes it): a damaged one
+// is never returned. Read then returns the messages before it and a
+// *CorruptError naming it (wrapping ErrCorrupt), and counts it
+// (CorruptCount): the caller treats it as missing.
 func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]Message, error) {
 	var out []Message
+	var corrupt *CorruptError
 	err := r.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSources).Bucket([]byte(source))
 		if b == nil {
@@ -91,6 +100,7 @@ func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]M
 		}
 		total := 0
 		mc := newMsgCursor(msgs)
+		mc.log = r.entries
 		seq, p, ok, err := mc.seek(from)
 		for ; ok; seq, p, ok, err = mc.next() {
 			if seq > to {
@@ -103,7 +113,15 @@ func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]M
 				break
 			}
 			total += len(p)
-			out = append(out, Message{Seq: seq, Payload: append([]byte(nil), p...)}) // out of the transaction's memory
+			sum, _ := mc.crc()
+			out = append(out, Message{Seq: seq, Payload: append([]byte(nil), p...), CRC: sum}) // out of the transaction's memory
+		}
+		var bad *corruptAt
+		if errors.As(err, &bad) {
+			if bad.seq <= to && (maxCount <= 0 || len(out) < maxCount) {
+				corrupt = &CorruptError{Source: source, Seq: bad.seq, cause: bad.err}
+			}
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("source %q: %w", source, err)
@@ -113,5 +131,14 @@ func (r *Repo) Read(source string, from, to uint64, maxCount, maxBytes int) ([]M
 	if err != nil {
 		return nil, fmt.Errorf("read %q [%d,%d]: %w", source, from, to, err)
 	}
+	if corrupt != nil {
+		r.corrupt.Add(1)
+		r.markDamaged(source, corrupt.Seq)
+		return out, corrupt
+	}
 	return out, nil
 }
+
+// CorruptCount returns how many damaged messages Read has found (and not
+// returned) since the repository was opened.
+func (r *Repo) CorruptCount() uint64 { return r.corrupt.Load() }

@@ -57,7 +57,21 @@ import (
 // using them was ever released, so there is no migration), and a version 1
 // binary refuses version 2 files. Digest still hashes message by message, so
 // it is the same for the same messages in either version.
-const FormatVersion = 2
+//
+// Version 3 stores a CRC32C with every message and adds two run kinds
+// (runs.go): inline runs (payloads in the file, with their CRCs) and log
+// runs (references into the raft log, with lengths and CRCs), and the
+// bucket meta/log-refs counting the references per log entry. It reads
+// version 2 files: their runs are legacy runs, told apart by their first
+// byte, and read as before (without a CRC to check). Opening a version 2
+// file for writing records version 3 in it, so a version 2 binary then
+// refuses it: nothing else is rewritten, and a file of either version
+// holds the same messages. A file of a version above 3 is refused with
+// ErrNewerFormat: its store must run the newer umstored.
+const FormatVersion = 3
+
+// oldestFormatVersion is the oldest version this binary reads.
+const oldestFormatVersion = 2
 
 // Options tune how the bbolt file is opened. The zero value is ready to use.
 type Options struct {
@@ -75,6 +89,12 @@ type Options struct {
 	// 10 s). Another process holding the file gets a clear error instead of
 	// a hung start-up.
 	LockTimeout time.Duration
+
+	// Log, if set, makes the repository an index over the raft log: a
+	// Publish's messages are stored as references into the entry that
+	// carried them (log runs, logref.go), read back through Log. Without
+	// it they are stored in the file (inline runs).
+	Log LogReader
 
 	// OnFault, if set, is called once, with the error every later call
 	// returns, when reading or writing the mapped file faulted or panicked
@@ -178,6 +198,21 @@ type Repo struct {
 	// file guards every use of the bbolt file: after a fault, every call
 	// but Close returns it (guard.go).
 	file *boltfile.Guarded
+
+	entries *entryCache // nil without Options.Log
+
+	// The oldest log entry the file's messages refer to (0: none), as
+	// committed, and those of open snapshots (pins); see LowestLogRef.
+	refMu  sync.Mutex
+	lowRef uint64
+	pins   map[uint64]uint64
+	pinSeq uint64
+
+	corrupt atomic.Uint64 // messages Read found damaged
+	healed  atomic.Uint64 // damaged messages a copy replaced (heal.go)
+
+	damageMu sync.Mutex
+	damaged  map[damagedKey]bool // found damaged, not healed yet
 }
 
 type groupInfo struct {
@@ -203,6 +238,9 @@ func Open(path string, opts Options) (*Repo, error) {
 	// progress must not lose its staging file.
 	removeRestoreLeftovers(path)
 	r := &Repo{path: path, opts: opts, db: db, file: &boltfile.Guarded{Path: path, What: "repository", OnFault: opts.OnFault}}
+	if opts.Log != nil {
+		r.entries = &entryCache{log: opts.Log}
+	}
 	if err := r.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -243,18 +281,21 @@ func openBolt(path string, bo *bolt.Options, readOnly bool) (*bolt.DB, error) {
 		}
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}
-	fresh := false
+	fresh, old := false, false
 	err = db.View(func(tx *bolt.Tx) error {
 		var err error
 		fresh, err = checkFormat(tx)
+		old = !fresh && err == nil && getU64(tx.Bucket(bucketMeta), keyFormat) < FormatVersion
 		return err
 	})
-	if err == nil && fresh {
-		if readOnly {
-			err = fmt.Errorf("%w: the file is empty", ErrFormat)
-		} else {
-			err = db.Update(initFormat)
-		}
+	switch {
+	case err == nil && fresh && readOnly:
+		err = fmt.Errorf("%w: the file is empty", ErrFormat)
+	case err == nil && fresh:
+		err = db.Update(initFormat)
+	case err == nil && old && !readOnly:
+		// Upgrade in place: version 3 reads everything version 2 wrote.
+		err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFormat, u64(FormatVersion)) })
 	}
 	if err != nil {
 		db.Close()
@@ -277,8 +318,12 @@ func checkFormat(tx *bolt.Tx) (fresh bool, err error) {
 	if len(v) != 8 {
 		return false, fmt.Errorf("%w: no format version recorded", ErrFormat)
 	}
-	if got := binary.BigEndian.Uint64(v); got != FormatVersion {
-		return false, fmt.Errorf("%w: format version %d, this umstored reads only version %d; run a matching umstored version", ErrFormat, got, FormatVersion)
+	got := binary.BigEndian.Uint64(v)
+	if got > FormatVersion {
+		return false, fmt.Errorf("%w: %w: format version %d, this umstored reads versions %d to %d: the file was written by a newer umstored; run that version (or a newer one) on this host, or move the store's data directory aside so that it rejoins its group empty", ErrFormat, ErrNewerFormat, got, oldestFormatVersion, FormatVersion)
+	}
+	if got < oldestFormatVersion {
+		return false, fmt.Errorf("%w: format version %d, this umstored reads only versions %d to %d; run a matching umstored version", ErrFormat, got, oldestFormatVersion, FormatVersion)
 	}
 	if tx.Bucket(bucketSources) == nil {
 		return false, fmt.Errorf("%w: %q bucket missing", ErrFormat, bucketSources)
@@ -310,6 +355,7 @@ func (r *Repo) loadTx(tx *bolt.Tx) error {
 	r.applied.Store(idx)
 	r.appliedTerm.Store(term)
 	r.group.Store(&g)
+	r.setLowRef(lowestLogRef(meta))
 	return nil
 }
 

@@ -43,7 +43,9 @@ func (r *Repo) RetentionPlan(source string, maxBytes, maxMessages uint64) (throu
 		if msgs == nil {
 			return fmt.Errorf("%w: source %q has no messages bucket", ErrFormat, source)
 		}
-		through, reason, err = planRetention(st.Count, st.Bytes, maxBytes, maxMessages, newMsgCursor(msgs))
+		mc := newMsgCursor(msgs)
+		mc.lazy = true // sizes only: nothing read from the log
+		through, reason, err = planRetention(st.Count, st.Bytes, maxBytes, maxMessages, mc)
 		if err != nil {
 			return fmt.Errorf("source %q: %w", source, err)
 		}
@@ -67,15 +69,15 @@ func planRetention(count, size, maxBytes, maxMessages uint64, mc *msgCursor) (th
 		}
 		return ""
 	}
-	seq, p, ok, err := mc.first()
-	for ; ok; seq, p, ok, err = mc.next() {
+	seq, _, ok, err := mc.first()
+	for ; ok; seq, _, ok, err = mc.next() {
 		why := over()
 		if why == "" {
 			break
 		}
 		through, reason = seq, why
 		count -= min(count, 1)
-		size -= min(size, uint64(len(p)))
+		size -= min(size, uint64(mc.run.curLen))
 	}
 	if err != nil {
 		return 0, "", err

@@ -26,7 +26,8 @@ type Snapshot struct {
 	tx    *bolt.Tx
 	index uint64
 	term  uint64
-	size  int64 // of the bbolt file
+	size  int64  // of the stream
+	pin   uint64 // keeps the log entries it refers to (LowestLogRef)
 
 	mu       sync.Mutex
 	released bool
@@ -43,18 +44,32 @@ func (r *Repo) Snapshot() (*Snapshot, error) {
 	}
 	var snap *Snapshot
 	err := r.guard("snapshot the repository", func() error {
+		// The view and its pin are taken together, so that no compaction
+		// can delete an entry the view refers to in between (LowestLogRef).
+		r.refMu.Lock()
 		tx, err := r.db.Begin(false)
+		var low uint64
+		if err == nil {
+			low = lowestLogRef(tx.Bucket(bucketMeta))
+		}
+		r.refMu.Unlock()
 		if err != nil {
 			return err
 		}
+		pin := r.pin(low)
 		taken := false
 		defer func() {
 			if !taken {
+				r.unpin(pin)
 				_ = tx.Rollback() // also after a fault: Close waits for open transactions
 			}
 		}()
 		index, term := readApplied(tx.Bucket(bucketMeta))
-		snap = &Snapshot{repo: r, tx: tx, index: index, term: term, size: tx.Size()}
+		size, err := logicalSize(tx)
+		if err != nil {
+			return err
+		}
+		snap = &Snapshot{repo: r, tx: tx, index: index, term: term, size: size, pin: pin}
 		taken = true
 		return nil
 	})
@@ -71,12 +86,14 @@ func (s *Snapshot) Index() uint64 { return s.index }
 func (s *Snapshot) Term() uint64 { return s.term }
 
 // Size returns how many bytes WriteTo writes.
-func (s *Snapshot) Size() int64 { return streamHeaderLen + s.size + sha256.Size }
+func (s *Snapshot) Size() int64 { return s.size }
 
-// WriteTo streams the snapshot to w: a complete, consistent copy of the
-// repository file, framed with its length and a SHA-256 so that Restore can
-// refuse a truncated or damaged stream before bbolt ever reads it. It is safe
-// while Apply continues.
+// WriteTo streams the snapshot to w: the repository's whole content, every
+// message inline with its CRC32C (read from the raft log for log runs, and
+// checked), framed so that Restore can refuse a truncated or damaged stream
+// (snapstream.go). It is safe while Apply continues. A message that fails
+// its check fails the stream (an error wrapping ErrCorrupt): nothing
+// damaged is sent.
 func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -85,8 +102,13 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	var n int64
 	err := s.repo.guard("write a snapshot of the repository", func() error {
-		var err error
-		n, err = writeStream(w, s.index, s.term, s.size, s.tx.WriteTo)
+		cw := &countWriter{w: w}
+		lw := &logicalWriter{w: cw, log: s.repo.entries}
+		err := lw.write(s.tx, s.index, s.term)
+		n = cw.n
+		if err == nil && n != s.size {
+			err = fmt.Errorf("wrote %d bytes of a %d-byte snapshot", n, s.size)
+		}
 		return err
 	})
 	if err != nil {
@@ -103,10 +125,13 @@ func (s *Snapshot) Release() {
 	if !s.released {
 		s.released = true
 		_ = s.tx.Rollback()
+		s.repo.unpin(s.pin)
 	}
 }
 
-// Snapshot stream layout (all integers big-endian):
+// The snapshot stream of earlier versions, still restored (a leader
+// running an older umstored sends it), no longer written (all integers
+// big-endian):
 //
 //	magic "UMSNAP01" | file size uint64 | applied index uint64 | applied term uint64
 //	the bbolt file (file size bytes)
@@ -166,7 +191,29 @@ func (r *Repo) Restore(rd io.Reader) error {
 	if err := r.Fault(); err != nil {
 		return err // a repository that faulted is not used again, not even replaced
 	}
-	tmp, err := r.stage(rd)
+	var tmp string
+	var magic [8]byte
+	_, err := io.ReadFull(rd, magic[:])
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: snapshot stream too short for its header: %v", ErrFormat, err)
+	case string(magic[:]) == stagedMagic:
+		var rest []byte
+		if rest, err = io.ReadAll(io.LimitReader(rd, 4096)); err == nil {
+			tmp, err = r.installable(append(magic[:], rest...))
+		}
+	case string(magic[:]) == streamMagic2:
+		var group string
+		tmp, group, _, err = r.buildFromStream(rd)
+		if err == nil {
+			if cur := r.GroupID(); cur != "" && group != cur {
+				os.Remove(tmp)
+				err = fmt.Errorf("%w: the snapshot holds group %q, this repository group %q; check the deployment's addresses (is a store of another group reachable at a member's address?)", ErrGroupMismatch, group, cur)
+			}
+		}
+	default:
+		tmp, err = r.stage(io.MultiReader(bytes.NewReader(magic[:]), rd))
+	}
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", r.path, err)
 	}
@@ -193,6 +240,7 @@ func (r *Repo) Restore(rd io.Reader) error {
 		return fmt.Errorf("restore %s: reopen: %w", r.path, errors.Join(swapErr, err))
 	}
 	r.db = db
+	r.entries.forget()
 	if err := r.load(); err != nil {
 		return fmt.Errorf("restore %s: %w", r.path, err)
 	}

@@ -50,14 +50,23 @@ func (ss *sessions) touch(source, session string, now time.Time) {
 
 // claim lets session register on source unless another session holds it
 // and was heard from within timeout. If it takes over from a session that
-// went silent, it returns that session, which the caller expires through
-// the log first.
+// went silent, or from an earlier incarnation of the same publisher
+// (sessionIncarnation: same identity, lower epoch), it returns that
+// session, which the caller expires through the log first: the log then
+// refuses the old incarnation's later writes. A later incarnation holding
+// the source refuses an earlier one with errFenced.
 func (ss *sessions) claim(source, session string, now time.Time, timeout time.Duration) (expired string, err error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	o := ss.owner[source]
 	if o != nil && o.session != session {
-		if now.Sub(o.last) < timeout {
+		live := now.Sub(o.last) < timeout
+		switch newer, same := newerIncarnation(session, o.session); {
+		case same && newer:
+			// A restarted publisher takes its own source over at once.
+		case same && live:
+			return "", fmt.Errorf("%w: a later incarnation of this publisher holds source %q; this one must stop", errFenced, source)
+		case live:
 			// The holder's session is not named: it is what lets a
 			// connection speak for that publisher.
 			return "", fmt.Errorf("source %q is held by a live publisher (heard from %v ago); it is freed after %v of silence, or when that publisher closes", source, now.Sub(o.last).Round(time.Millisecond), timeout)

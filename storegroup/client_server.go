@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/quorum"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -57,12 +58,15 @@ type clientDeps struct {
 	allowPaced      bool
 	pacer           *pacer
 
+	intragroup intragroupDeps // the members a Publish answer waits for (intragroup.go)
+
 	isLeader    func() bool                       // leads and has applied everything committed before its term
 	leader      func() (Member, bool)             // the current leader, if known
 	status      func() Status                     // the store's status, for probes
 	nextApplied func() <-chan struct{}            // closed at the next applied batch
 	expire      func(source, session, why string) // frees a source through the log
 	stop        func() error                      // stops the store (an operator's Shutdown)
+	pong        func(reqID uint64) *wire.Pong     // answers a Ping (leadership.go)
 }
 
 // clientServer accepts wire-protocol connections for one store.
@@ -319,12 +323,25 @@ type connState struct {
 	// delivery: the sources whose receivers' positions are pushed on this
 	// connection (receiver_server.go).
 	delivery map[string]bool
+	// intragroup: the intragroup behaviour each source registered on this
+	// connection gets (intragroup.go).
+	intragroup map[string]quorum.Intragroup
 }
 
 // dispatch handles one request other than Publish, Shutdown, Subscribe and
 // KeepAlive.
 func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *connState) reply {
 	switch m := m.(type) {
+	case *wire.Ping:
+		if cs.pong == nil {
+			return reply{msg: &wire.Pong{ReqID: m.ReqID, Store: cs.name, Group: cs.group, Leading: cs.isLeader()}}
+		}
+		return reply{msg: cs.pong(m.ReqID)}
+	case *wire.RangeDigest:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.rangeDigest(m)}
 	case *wire.Probe:
 		st := cs.status()
 		rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
@@ -348,14 +365,19 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		}
 		expired, err := cs.sessions.claim(m.Source, m.Session, time.Now(), cs.activityTimeout)
 		if err != nil {
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
+			code := wire.CodeBusy
+			if errors.Is(err, errFenced) {
+				code = wire.CodeFenced
+			}
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: code, Message: err.Error()}}
 		}
 		if expired != "" {
-			cs.expire(m.Source, expired, "a new publisher takes over after the old one's silence")
+			cs.expire(m.Source, expired, takeoverReason(m.Session, expired))
 		}
 		conn.sessions[m.Source] = m.Session
+		intragroup, _ := cs.setIntragroup(conn, m.Source, "")
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
-		return reply{req: m, future: cs.proposer.propose(cmd)}
+		return reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
 	case *wire.Fetch:
 		if err := checkSource(m.Source); err != nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}

@@ -10,6 +10,7 @@ import (
 
 	"umstore/dirlock"
 	"umstore/internal/memberauth"
+	"umstore/quorum"
 )
 
 // Member is one store of a group as the deployment describes it.
@@ -66,12 +67,36 @@ type Config struct {
 	// An empty store asks them, before creating its group, whether they
 	// remember the group's identity; a leader learns their identities.
 	OtherGroups []PeerGroup
+	// PreferredHost and PreferredMembers say where the group prefers to be
+	// led from: the host holding its majority (placement's preferred host)
+	// and the members that run there. A leader elsewhere hands leadership
+	// to one of them once it has been up and caught up for LeaderSettle,
+	// at most once per LeaderMinInterval (leadership.go). Empty: no
+	// preference, leadership stays where elections put it.
+	PreferredHost    string
+	PreferredMembers []string
+	// LeaderSettle and LeaderMinInterval are leader placement's
+	// hysteresis; LeaderSettle 0 turns placement off.
+	LeaderSettle      time.Duration
+	LeaderMinInterval time.Duration
+	// Policy and PolicyDigest are the deployment policy this store runs,
+	// in placement's canonical form and its digest. The leader compares
+	// them with its members' (a mismatch is logged and shown in status);
+	// clients and status read them from Pong. Empty: not compared.
+	Policy       string
+	PolicyDigest string
 	// Admission, if set, is asked before an empty store joins an existing
 	// group, so a host catches up one empty store per group at a time.
 	// Nil admits at once.
 	Admission Admission
-	// DataDir holds raft.db, repo.db and snapshots/ of this store.
+	// DataDir holds the raft log (wal/ or raft.db), repo.db and
+	// snapshots/ of this store.
 	DataDir string
+	// LogStore is the raft log store of a new store: LogStoreWAL (the
+	// default, also for "") or LogStoreBoltDB. A store whose data
+	// directory already holds a log keeps the kind it has
+	// (logstore_kind.go).
+	LogStore string
 	// LocalIP, if set, is the address this store's outgoing connections
 	// leave from (its host's address), so partitions between hosts can be
 	// made with firewall rules on source addresses.
@@ -145,6 +170,12 @@ type Config struct {
 	// receivers consumed them, within the retention limits. Without it such
 	// a registration is refused.
 	AllowReceiverPacedPersistence bool
+	// Intragroup is the deployment's intragroup stability behaviour
+	// (stability.intragroup): which members must hold a message before the
+	// leader acknowledges it. A publisher may ask for a stricter one for its
+	// source (RegisterSource), never a weaker one. Default quorum, the
+	// group's raft commit (intragroup.go).
+	Intragroup quorum.Intragroup
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per
@@ -206,6 +237,9 @@ func DefaultConfig() Config {
 
 		SourceActivityTimeout:   30 * time.Second,
 		ReceiverActivityTimeout: 30 * time.Second,
+
+		LeaderSettle:      5 * time.Second,
+		LeaderMinInterval: 30 * time.Second,
 	}
 }
 
@@ -249,6 +283,9 @@ func (c *Config) Validate() error {
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)
 	}
+	if err := CheckLogStore(c.LogStore); err != nil {
+		return fmt.Errorf("%w: store %s: %v", ErrConfig, c.Name, err)
+	}
 	if err := c.Lock.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: data-directory lock: %v", ErrConfig, c.Name, err)
 	}
@@ -257,6 +294,14 @@ func (c *Config) Validate() error {
 	}
 	if n := len(c.Security.MemberSecret); n > 0 && n < memberauth.MinSecret {
 		return fmt.Errorf("%w: store %s: the member secret is %d bytes, at least %d are needed (umstored plan writes a good one)", ErrConfig, c.Name, n, memberauth.MinSecret)
+	}
+	if c.LeaderSettle < 0 || c.LeaderMinInterval < 0 {
+		return fmt.Errorf("%w: store %s: LeaderSettle and LeaderMinInterval must not be negative", ErrConfig, c.Name)
+	}
+	for _, p := range c.PreferredMembers {
+		if _, ok := c.member(p); !ok {
+			return fmt.Errorf("%w: store %s: preferred member %s is not a member of the group", ErrConfig, c.Name, p)
+		}
 	}
 	if c.SourceActivityTimeout <= 0 {
 		return fmt.Errorf("%w: store %s: SourceActivityTimeout must be positive", ErrConfig, c.Name)

@@ -190,3 +190,28 @@ func (s *Store) checkSnapshotsCoverLog() error {
 	}
 	return rc.Close()
 }
+
+// checkLogHoldsRefs refuses, as damage, a raft log that no longer holds
+// every entry the repository's messages refer to (a log cut short, a torn
+// tail the repository had already indexed, a segment removed): those
+// messages could not be read. raft-wal cuts a torn tail at open by its
+// batch CRCs; this is what finds it if the repository saw the lost entries
+// first. It runs before raft starts.
+func (s *Store) checkLogHoldsRefs() error {
+	low, high, err := s.repo.LogRefRange()
+	if err != nil || low == 0 {
+		return err
+	}
+	first, err := s.logStore.FirstIndex()
+	if err != nil {
+		return inFile(s.logStore.file.Path, fmt.Errorf("read the raft log of store %s: %w", s.cfg.Name, err))
+	}
+	last, err := s.logStore.LastIndex()
+	if err != nil {
+		return inFile(s.logStore.file.Path, fmt.Errorf("read the raft log of store %s: %w", s.cfg.Name, err))
+	}
+	if first == 0 || low < first || high > last {
+		return inFile(s.logStore.file.Path, fmt.Errorf("store %s: %w: the repository refers to raft log entries %d..%d, the log holds %d..%d", s.cfg.Name, errLogDamaged, low, high, first, last))
+	}
+	return nil
+}

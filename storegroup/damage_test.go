@@ -65,11 +65,16 @@ func (b *logBuffer) lines(words ...string) []string {
 // host starts two groups of three stores in this process, as the stores
 // of one host share a process, with small snapshots so that the raft logs
 // are compacted, and logs collected in the returned buffer.
-func host(t *testing.T) (*clustertest.Cluster, *logBuffer) {
+func host(t *testing.T, logStore ...string) (*clustertest.Cluster, *logBuffer) {
 	logs := newLogBuffer(t)
 	c := clustertest.New(t, clustertest.Options{
 		Groups: 2,
-		Tune:   smallSnapshots,
+		Tune: func(cfg *storegroup.Config) {
+			smallSnapshots(cfg)
+			if len(logStore) > 0 {
+				cfg.LogStore = logStore[0]
+			}
+		},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	return c, logs
@@ -236,6 +241,15 @@ func truncateFile(name string, size int64) func(t *testing.T, dir string) {
 	}
 }
 
+// logStoreOf is the log store a case damaging file needs: raft.db is
+// raft-boltdb's; the rest run on the default.
+func logStoreOf(file string) string {
+	if file == "raft.db" {
+		return storegroup.LogStoreBoltDB
+	}
+	return storegroup.LogStoreWAL
+}
+
 func removeSnapshots(t *testing.T, dir string) {
 	if err := os.RemoveAll(filepath.Join(dir, "snapshots")); err != nil {
 		t.Fatal(err)
@@ -272,7 +286,7 @@ func TestDamagedFileOfAStoppedStore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, logs := host(t)
+			c, logs := host(t, logStoreOf(tc.file))
 			publishEntries(t, c, "old", 2000, 300, 10)
 			leader := c.WaitLeader(1, 10*time.Second)
 			victim := otherMembers(c, 1, leader.Name())[0]
@@ -364,7 +378,7 @@ func TestFaultWhileRunningStopsOnlyThatStore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, logs := host(t)
+			c, logs := host(t, logStoreOf(tc.file))
 			publishEntries(t, c, "old", 2000, 300, 10)
 			leader := c.WaitLeader(1, 10*time.Second)
 			victim := leader

@@ -14,8 +14,10 @@
 // entry's result, inside that transaction, before the repository commits
 // and fsyncs. That is safe because the entry is committed by then and apply
 // is deterministic: a store whose commit fails stops, and replays the entry
-// when it starts again. A follower answers NotLeader with the leader's
-// client address.
+// when it starts again. Under intragroup all-active or all the Ack waits,
+// after that, until the members the behaviour names hold the entry in their
+// raft logs (intragroup.go; members.go reads their positions off raft's
+// answers). A follower answers NotLeader with the leader's client address.
 //
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never
 // bootstraps; an empty store asks every other member of its group what it

@@ -15,3 +15,13 @@ func (s *Store) TransferLeadership(to Member) error {
 	}
 	return r.LeadershipTransferToServer(raft.ServerID(to.Name), raft.ServerAddress(to.RaftAddr)).Error()
 }
+
+// LogBounds returns the first and last index of the store's raft log and
+// the kind of its log store, for tests of compaction and log stores.
+func (s *Store) LogBounds() (first, last uint64, kind string, err error) {
+	if first, err = s.logStore.FirstIndex(); err != nil {
+		return 0, 0, "", err
+	}
+	last, err = s.logStore.LastIndex()
+	return first, last, s.logKind, err
+}

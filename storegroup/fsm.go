@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -33,6 +34,10 @@ type fsm struct {
 	decided func(logs []*raft.Log, results []repository.Result)
 	metrics *storeMetrics
 	lock    interface{ Check() error } // the data directory's lock: checked before every write batch
+	// onLogDamaged hears of an entry whose payloads do not match the
+	// checksums it carries: this store's copy of the log is damaged, and
+	// its files are marked so that it rejoins.
+	onLogDamaged func(error)
 
 	mu     sync.Mutex
 	failed error
@@ -107,7 +112,10 @@ func (f *fsm) fail(logs []*raft.Log, cause error) []any {
 	f.mu.Unlock()
 	// A fault in the repository's file has stopped the store already, with
 	// a message naming the file (Options.OnFault, fileFaulted).
-	if f.onFatal != nil && f.repo.Fault() == nil {
+	switch {
+	case errors.Is(cause, repository.ErrCorrupt) && f.onLogDamaged != nil:
+		go f.onLogDamaged(err)
+	case f.onFatal != nil && f.repo.Fault() == nil:
 		go f.onFatal(err)
 	}
 	out := make([]any, len(logs))

@@ -13,9 +13,12 @@ import (
 // watchLeadership tracks whether this store leads, and on winning
 // leadership waits until everything committed earlier is applied (a
 // barrier) before serving reads, then gives a new group its identity.
-// While it leads, it expires silent publishers and receivers and learns the
-// other groups' identities.
+// While it leads, it expires silent publishers and receivers and learns
+// the other groups' identities; watchMembers (leadership.go), started here,
+// moves leadership to the group's preferred host and compares policies.
 func (s *Store) watchLeadership() {
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.watchMembers() }()
 	r := s.raftNode()
 	obs := make(chan raft.Observation, 16)
 	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {

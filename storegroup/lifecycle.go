@@ -52,7 +52,7 @@ func readLastStop(dir string) (string, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return "", err
 	}
-	for _, f := range []string{"raft.db", "repo.db"} {
+	for _, f := range []string{raftDBFile, walDir, "repo.db"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return StopDirty, nil
 		}
@@ -179,9 +179,13 @@ func InspectDataDir(dir string) (BackupContent, error) {
 // say or faulted when read (boltfile.ErrDamaged), the snapshots the raft
 // log needs are gone, or a fault while the store ran marked the files.
 func isDamage(err error) bool {
+	if errors.Is(err, repository.ErrNewerFormat) {
+		return false // a newer umstored's file: refused as it is, not moved aside
+	}
 	return errors.Is(err, repository.ErrFormat) || errors.Is(err, berrors.ErrInvalid) ||
 		errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) ||
-		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged)
+		errors.Is(err, boltfile.ErrDamaged) || errors.Is(err, errSnapshotsDamaged) || errors.Is(err, errMarkedDamaged) ||
+		errors.Is(err, errLogDamaged)
 }
 
 // checkIdentity compares the store's group identity with the one the rest

@@ -6,11 +6,12 @@ import (
 	"runtime"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
 	berrors "go.etcd.io/bbolt/errors"
 
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
+	"umstore/repository"
 )
 
 // guardedLogStore is raft's log and stable store, checking the data
@@ -22,20 +23,25 @@ import (
 // onWriteError: raft would otherwise keep a follower running that can never
 // append again, silently behind its group.
 //
-// raft.db is mapped into memory by bbolt: every call runs under the file's
-// guard (boltfile.Guarded), so that a fault reading it (a file cut short
-// under the store) becomes an error, the store's fatal one, and not the end
-// of the process. After a fault nothing reads or writes the file again.
+// raft.db (and raft-wal's wal-meta.db) is mapped into memory by bbolt:
+// every call runs under the file's guard (boltfile.Guarded), so that a
+// fault reading it (a file cut short under the store) becomes an error, the
+// store's fatal one, and not the end of the process. After a fault nothing
+// reads or writes the file again.
 // The store's own code (status, start-up checks) calls these methods and
 // gets errors; raft gets them through raftLogStore.
 type guardedLogStore struct {
-	bolt         *raftboltdb.BoltStore
+	log          rawLogStore // raft-boltdb or raft-wal (logstore_kind.go)
 	file         *boltfile.Guarded
 	lock         dirlock.Lock
 	onWriteError func(error)
 	// onUnreadable hears of an entry raft needs that cannot be read: it
 	// stops the store, the file marked damaged.
 	onUnreadable func(error)
+	// retained, if set, is the repository's LowestLogRef: compaction never
+	// deletes that entry or a later one.
+	retained func() (uint64, bool)
+	applied  func() uint64 // the repository's applied index, with retained
 }
 
 func (g *guardedLogStore) failed(err error) error {
@@ -60,13 +66,21 @@ func (g *guardedLogStore) write(what string, fn func() error) error {
 	return g.failed(g.file.Run(what, fn))
 }
 
-// Close closes raft.db.
-func (g *guardedLogStore) Close() error { return g.bolt.Close() }
+// rawLogStore is what both log stores are: raft's log and stable store,
+// closed with the store.
+type rawLogStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+}
+
+// Close closes the log store's files.
+func (g *guardedLogStore) Close() error { return g.log.Close() }
 
 // FirstIndex implements raft.LogStore.
 func (g *guardedLogStore) FirstIndex() (index uint64, err error) {
 	err = g.file.Run("read the raft log's first index", func() (err error) {
-		index, err = g.bolt.FirstIndex()
+		index, err = g.log.FirstIndex()
 		return err
 	})
 	return index, err
@@ -75,7 +89,7 @@ func (g *guardedLogStore) FirstIndex() (index uint64, err error) {
 // LastIndex implements raft.LogStore.
 func (g *guardedLogStore) LastIndex() (index uint64, err error) {
 	err = g.file.Run("read the raft log's last index", func() (err error) {
-		index, err = g.bolt.LastIndex()
+		index, err = g.log.LastIndex()
 		return err
 	})
 	return index, err
@@ -83,33 +97,75 @@ func (g *guardedLogStore) LastIndex() (index uint64, err error) {
 
 // GetLog implements raft.LogStore.
 func (g *guardedLogStore) GetLog(index uint64, l *raft.Log) error {
-	return g.file.Run("read a raft log entry", func() error { return g.bolt.GetLog(index, l) })
+	return g.file.Run("read a raft log entry", func() error { return g.log.GetLog(index, l) })
 }
 
 // StoreLog implements raft.LogStore.
 func (g *guardedLogStore) StoreLog(l *raft.Log) error {
-	return g.write("write the raft log", func() error { return g.bolt.StoreLog(l) })
+	return g.write("write the raft log", func() error { return g.log.StoreLog(l) })
 }
 
 // StoreLogs implements raft.LogStore.
 func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
-	return g.write("write the raft log", func() error { return g.bolt.StoreLogs(logs) })
+	return g.write("write the raft log", func() error { return g.log.StoreLogs(logs) })
 }
 
-// DeleteRange implements raft.LogStore.
+// DeleteRange implements raft.LogStore. When the repository indexes the
+// log (retained), compaction from the head stops before the oldest entry a
+// retained message (or a snapshot being streamed) refers to: retention, not
+// raft's snapshot settings, decides how much log stays. Deleting a suffix
+// (raft cutting a follower's uncommitted entries) never touches one, as
+// only committed entries are applied and referred to; a suffix that would
+// is refused, and the store stops rather than lose messages it holds.
 func (g *guardedLogStore) DeleteRange(min, max uint64) error {
-	return g.write("compact the raft log", func() error { return g.bolt.DeleteRange(min, max) })
+	if g.retained != nil {
+		first, err := g.FirstIndex()
+		if err != nil {
+			return err
+		}
+		low, ok := g.retained()
+		switch {
+		case min > first && g.applied != nil && min <= g.applied():
+			return g.failed(fmt.Errorf("refusing to delete raft log entries %d..%d: entries up to %d are applied, and the repository may refer to them", min, max, g.applied()))
+		case min <= first && ok && max >= low:
+			if low <= min {
+				return nil // everything asked for is still referred to
+			}
+			max = low - 1
+		}
+	}
+	return g.write("compact the raft log", func() error { return g.log.DeleteRange(min, max) })
+}
+
+// ReadEntry implements repository.LogReader: the command data of a
+// committed entry. A missing entry, or one whose bytes raft cannot decode,
+// is damage (repository.ErrCorrupt); a closed or faulted log is returned as
+// it is.
+func (g *guardedLogStore) ReadEntry(index uint64) ([]byte, error) {
+	var l raft.Log
+	err := g.GetLog(index, &l)
+	switch {
+	case err == nil && l.Type != raft.LogCommand:
+		return nil, fmt.Errorf("%w: raft log entry %d is not a command", repository.ErrCorrupt, index)
+	case err == nil:
+		return l.Data, nil
+	case errors.Is(err, raft.ErrLogNotFound):
+		return nil, fmt.Errorf("%w: raft log entry %d is not in the log", repository.ErrCorrupt, index)
+	case g.file.Err() != nil, errors.Is(err, wal.ErrClosed), errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: raft log entry %d cannot be read: %v", repository.ErrCorrupt, index, err)
 }
 
 // Set implements raft.StableStore.
 func (g *guardedLogStore) Set(k, v []byte) error {
-	return g.write("write raft's stable state", func() error { return g.bolt.Set(k, v) })
+	return g.write("write raft's stable state", func() error { return g.log.Set(k, v) })
 }
 
 // Get implements raft.StableStore.
 func (g *guardedLogStore) Get(k []byte) (v []byte, err error) {
 	err = g.file.Run("read raft's stable state", func() (err error) {
-		v, err = g.bolt.Get(k)
+		v, err = g.log.Get(k)
 		return err
 	})
 	return v, err
@@ -117,13 +173,13 @@ func (g *guardedLogStore) Get(k []byte) (v []byte, err error) {
 
 // SetUint64 implements raft.StableStore.
 func (g *guardedLogStore) SetUint64(k []byte, v uint64) error {
-	return g.write("write raft's stable state", func() error { return g.bolt.SetUint64(k, v) })
+	return g.write("write raft's stable state", func() error { return g.log.SetUint64(k, v) })
 }
 
 // GetUint64 implements raft.StableStore.
 func (g *guardedLogStore) GetUint64(k []byte) (v uint64, err error) {
 	err = g.file.Run("read raft's stable state", func() (err error) {
-		v, err = g.bolt.GetUint64(k)
+		v, err = g.log.GetUint64(k)
 		return err
 	})
 	return v, err
@@ -141,9 +197,18 @@ func (g *guardedLogStore) GetUint64(k []byte) (v uint64, err error) {
 type raftLogStore struct{ g *guardedLogStore }
 
 var (
-	_ raft.LogStore    = raftLogStore{}
-	_ raft.StableStore = raftLogStore{}
+	_ raft.LogStore          = raftLogStore{}
+	_ raft.StableStore       = raftLogStore{}
+	_ raft.MonotonicLogStore = raftLogStore{}
 )
+
+// IsMonotonic tells raft whether the log store refuses gaps (raft-wal
+// does): raft then empties the log after installing a snapshot, instead of
+// appending after a gap that raft-wal would refuse.
+func (r raftLogStore) IsMonotonic() bool {
+	m, ok := r.g.log.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
 
 // leave ends the calling goroutine instead of returning err to raft, if
 // the file faulted.
@@ -171,7 +236,7 @@ func (r raftLogStore) LastIndex() (uint64, error) {
 // and sends a snapshot instead.
 func (r raftLogStore) GetLog(index uint64, l *raft.Log) error {
 	err := r.leave(r.g.GetLog(index, l))
-	if err != nil && !errors.Is(err, raft.ErrLogNotFound) && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+	if err != nil && !errors.Is(err, raft.ErrLogNotFound) && !errors.Is(err, berrors.ErrDatabaseNotOpen) && !errors.Is(err, wal.ErrClosed) {
 		if r.g.onUnreadable != nil {
 			r.g.onUnreadable(fmt.Errorf("raft log entry %d in %s cannot be read: %w", index, r.g.file.Path, err))
 		}

@@ -55,7 +55,7 @@ func logFixture(t *testing.T, lock lockStub) (g *guardedLogStore, path string, u
 	}
 	unreadable, faults = new([]error), new([]error)
 	g = &guardedLogStore{
-		bolt:         bolt,
+		log:          bolt,
 		file:         &boltfile.Guarded{Path: path, What: "raft log", OnFault: func(err error) { *faults = append(*faults, err) }},
 		lock:         lock,
 		onWriteError: func(error) {},

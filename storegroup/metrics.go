@@ -24,6 +24,8 @@ type storeMetrics struct {
 	refusedConns  [connRefusals]atomic.Uint64 // client_limits.go
 	closedConns   [connClosings]atomic.Uint64
 	refusedPeers  [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
+	leaderMoves   atomic.Uint64                     // leadership handed to the preferred host (leadership.go)
+	mismatches    atomic.Uint64                     // sequence numbers another group holds otherwise (repair_verify.go)
 }
 
 // Reasons a client frame is refused, for umstore_client_frames_refused_total.
@@ -147,6 +149,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("umstore_messages_corrupt_pending", "Messages damaged at rest without an intact copy yet: missing in this store.", float64(st.Repair.Damage.Pending))
 	counter("umstore_copies_corrupt_total", "Messages received from other stores (repair, copies of damaged messages) that failed their checksum and were not used.", st.Repair.Damage.CopiesRefused)
 	counter("umstore_consistency_violations_total", "Sequence numbers offered with a payload different from the one held (kept, never overwritten).", m.conflicts.Load())
+	counter("umstore_leader_moves_total", "Times this store, leading, handed leadership to a member on the group's preferred host.", m.leaderMoves.Load())
+	counter("umstore_repair_mismatches_total", "Sequence numbers another group holds with a different payload than this group, found by comparing digests of the ranges both hold (a consistency violation).", m.mismatches.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
 	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.answeredEarly())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())

@@ -56,6 +56,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.lock = lk
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
+	s.members = newMemberWatch()
 	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.open(ctx); err != nil {
@@ -142,18 +143,26 @@ func (s *Store) openStorage() error {
 // (damage.go), and checks that the snapshots cover what the log needs.
 func (s *Store) openFiles() error {
 	dir := s.cfg.DataDir
-	repoPath, raftPath := filepath.Join(dir, "repo.db"), filepath.Join(dir, "raft.db")
-	var err error
-	s.repo, err = repository.Open(repoPath, repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)})
+	kind, kept, err := logStoreFor(dir, s.cfg.LogStore)
 	if err != nil {
-		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
+		return fmt.Errorf("store %s: %w", s.cfg.Name, err)
 	}
-	bolt, err := openRaftLog(raftPath)
+	if kept {
+		s.log.Warn("the store keeps the raft log store its data directory has; the setting applies to new stores only (to move this one, move its data directory aside: it rejoins empty and catches up)", "log_store", kind, "setting", s.cfg.LogStore)
+	}
+	repoPath, raftPath := filepath.Join(dir, "repo.db"), logPath(dir, kind)
+	var raw rawLogStore
+	if kind == LogStoreBoltDB {
+		raw, err = openRaftLog(raftPath)
+	} else {
+		raw, err = openWALLog(dir, s.hlog.Named("wal"))
+	}
 	if err != nil {
 		return inFile(raftPath, fmt.Errorf("open raft log of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
 	}
+	s.logKind = kind
 	s.logStore = &guardedLogStore{
-		bolt: bolt,
+		log:  raw,
 		file: &boltfile.Guarded{Path: raftPath, What: "raft log", OnFault: s.fileFaulted(raftPath)},
 		lock: s.lock,
 		onWriteError: func(err error) {
@@ -161,13 +170,34 @@ func (s *Store) openFiles() error {
 		},
 		onUnreadable: func(err error) { s.fileFailed(raftPath, err, true) },
 	}
+	// Over raft-wal the repository is an index over the log: each payload
+	// is written once, in the log, which keeps what retention keeps.
+	// raft.db stores keep their payloads in repo.db, as they always did.
+	repoOpts := repository.Options{NoSync: s.cfg.NoSync, OnFault: s.fileFaulted(repoPath)}
+	if kind == LogStoreWAL {
+		repoOpts.Log = s.logStore
+	}
+	s.repo, err = repository.Open(repoPath, repoOpts)
+	if err != nil {
+		return inFile(repoPath, fmt.Errorf("open repository of store %s: %w", s.cfg.Name, withFaultAdvice(err, dir)))
+	}
+	if kind == LogStoreWAL {
+		s.logStore.retained, s.logStore.applied = s.repo.LowestLogRef, s.repo.AppliedIndex
+	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, s.hlog.Named("snapshots"))
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock}
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock,
+		onLogDamaged: func(err error) { s.fileFailed(raftPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
+		return err
+	}
+	if err := s.checkLogHoldsRefs(); err != nil {
+		return err
+	}
+	if err := s.dropLogBehindSnapshot(); err != nil {
 		return err
 	}
 	return s.catchUpFromSnapshot()
@@ -208,6 +238,9 @@ func withFaultAdvice(err error, dir string) error {
 // snapshot (it should never be: snapshots are taken from durable state)
 // would otherwise silently miss entries.
 func (s *Store) catchUpFromSnapshot() error {
+	// A staged snapshot (snapstore.go) is installed below if the latest
+	// snapshot names it and the repository is behind; any other is stale.
+	defer s.repo.RemoveStaged(nil)
 	metas, err := s.snaps.List()
 	if err != nil || len(metas) == 0 {
 		return err
@@ -233,6 +266,35 @@ func (s *Store) catchUpFromSnapshot() error {
 		return fmt.Errorf("restore snapshot %s: %w", latest.ID, err)
 	}
 	return nil
+}
+
+// dropLogBehindSnapshot empties a raft-wal log that ends before the latest
+// snapshot. After installing a snapshot raft empties the log (raft-wal
+// refuses gaps); a store that stopped between the two would otherwise find
+// raft appending after the snapshot, past a gap, and every append refused.
+// Every entry of such a log is older than the snapshot, and the repository,
+// restored from it, refers to none of them.
+func (s *Store) dropLogBehindSnapshot() error {
+	if s.logKind != LogStoreWAL {
+		return nil
+	}
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	first, err := s.logStore.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := s.logStore.LastIndex()
+	if err != nil || last == 0 || last >= metas[0].Index {
+		return err
+	}
+	if low, _, err := s.repo.LogRefRange(); err != nil || low != 0 {
+		return err // references are checked against the log above
+	}
+	s.log.Warn("the raft log ends before the latest snapshot (a stop between installing it and clearing the log): clearing the log", "log_first", first, "log_last", last, "snapshot", metas[0].Index)
+	return s.logStore.DeleteRange(first, last)
 }
 
 // openTransport listens on the raft port, behind the vote gate.
@@ -279,6 +341,7 @@ func (s *Store) wireHelpers() error {
 		log:        s.log,
 		repo:       s.repo,
 		proposer:   s.proposer,
+		metrics:    s.metrics,
 		isLeader:   s.IsLeader,
 		groups:     cfg.OtherGroups,
 		dialer:     repairDialer,
@@ -327,6 +390,8 @@ func (s *Store) wireHelpers() error {
 		receiverTimeout: cfg.ReceiverActivityTimeout,
 		allowPaced:      cfg.AllowReceiverPacedPersistence,
 		pacer:           s.pacer,
+		pong:            s.pong,
+		intragroup:      s.intragroupDeps(),
 	})
 	if err != nil {
 		return err

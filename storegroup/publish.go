@@ -51,9 +51,11 @@ import (
 //
 // Inside that range the repository's rules keep the rest: a sequence
 // number held is never overwritten (a different payload counts as a
-// conflict), one at or below what retention trimmed is never stored again
-// (both are acknowledged, so resends stay harmless), and one past the
-// source's highest opens a gap that another group's copy may fill.
+// conflict) and is acknowledged, so resends stay harmless; one at or below
+// what retention trimmed is never stored again, and answered with a Nak
+// (lostRange); one past the source's highest opens a gap that another
+// group's copy may fill. Under intragroup all-active or all the answer
+// waits for the members too (intragroup.go).
 
 // A merged entry stays below these, so an entry is never larger than the
 // largest frame a publisher sends by default. raft-boltdb stores an entry as
@@ -108,8 +110,9 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 	}
 	cs.metrics.mergedFrames.Observe(float64(len(batch)))
 	f := cs.proposer.proposeDecided(cs.encodePublish(batch, conn))
+	hold := cs.holdFor(ctx, conn, p.Source)
 	for i, p := range batch {
-		r := reply{req: p, future: f}
+		r := reply{req: p, future: f, hold: hold}
 		if i == len(batch)-1 {
 			r.release = slots.release // the proposal's slot, freed once it is answered
 		}
@@ -228,6 +231,12 @@ type reply struct {
 	// release, if set, frees the proposal's slot in the connection's
 	// window; the writer calls it once this reply is answered.
 	release func()
+	// hold, if set, is what a Publish answer waits for after the commit:
+	// the members its intragroup behaviour names (intragroup.go).
+	hold *memberHold
+	// intragroup names the intragroup behaviour a registration gets, for
+	// its Registered answer.
+	intragroup string
 }
 
 // writeReplies answers in request order. On a write error it closes the
@@ -256,9 +265,22 @@ func (cs *clientServer) writeReplies(c *wire.Conn, replies <-chan reply) {
 			}
 			waited = r.future
 			msg = cs.applied(r.req, r.future)
+			if r.hold != nil {
+				var ok bool
+				if msg, ok = cs.awaitMembers(c, r.hold, r.future, msg); !ok {
+					broken = true
+					c.Close()
+				}
+			}
+			if reg, ok := msg.(*wire.Registered); ok {
+				reg.Intragroup = r.intragroup
+			}
 		}
 		if r.release != nil {
 			r.release()
+		}
+		if broken {
+			continue
 		}
 		if msg == nil {
 			cs.log.Error("internal error: a request produced no reply; closing the connection so the client retries")
@@ -304,7 +326,7 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 				cs.log.Error("CONSISTENCY VIOLATION: a publisher sent a different payload for sequence numbers the group already holds (sequence reuse); the held payloads were kept",
 					"source", p.Source, "first_conflict", p.FirstConflict, "conflicts", p.Conflicts)
 			}
-			return publishAck(req, p)
+			return publishAnswer(req, p)
 		case res.Consumed != nil:
 			return &wire.OK{ReqID: reqID}
 		case res.Receiver != nil:
@@ -317,8 +339,46 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 	return &wire.Error{ReqID: reqID, Code: wire.CodeInternal, Message: "the store produced no result for the request"}
 }
 
-// publishAck answers the Publish frame req, which may have been proposed
-// together with others: it acknowledges req's own range.
+// publishAnswer answers the Publish frame req, which may have been proposed
+// together with others: an Ack of req's own range, or a Nak when some of it
+// is lost (lostRange).
+func publishAnswer(req wire.Message, p *repository.PublishResult) wire.Message {
+	ack := publishAck(req, p)
+	lost, ok := lostRange(p)
+	if !ok {
+		return ack
+	}
+	from, to := max(lost.From, ack.FirstSeq), min(lost.To, ack.LastSeq)
+	if from > to {
+		return ack
+	}
+	return &wire.Nak{ReqID: ack.ReqID, Source: ack.Source, FirstSeq: ack.FirstSeq, LastSeq: ack.LastSeq, HighSeq: ack.HighSeq,
+		Lost: []wire.Range{{From: from, To: to}}}
+}
+
+// lostRange is what the group knows it has lost of an entry's range (UM's
+// stability NAK): the sequence numbers at or below what retention released
+// for the source (TrimmedThrough). The group does not hold them and will
+// never store them again, so an Ack, which says they are stable in the
+// group, would not be true. Apply reports them (BelowRetention), always a
+// prefix of the entry's range since TrimmedThrough does not move within
+// one entry, so the answer is as deterministic as the apply it comes from.
+//
+// Everything else of the entry is acknowledged as before: a sequence
+// number the group holds is a no-op, acknowledged however often it is
+// sent again. A number retention released after this group had
+// acknowledged it is reported lost too, should the publisher send it again
+// (its Ack was lost on the way and the group released it since): it is no
+// longer held, which is what the publisher learns.
+func lostRange(p *repository.PublishResult) (wire.Range, bool) {
+	if p.BelowRetention <= 0 {
+		return wire.Range{}, false
+	}
+	return wire.Range{From: p.FirstSeq, To: p.FirstSeq + uint64(p.BelowRetention) - 1}, true
+}
+
+// publishAck acknowledges the Publish frame req, which may have been
+// proposed together with others: it acknowledges req's own range.
 func publishAck(req wire.Message, p *repository.PublishResult) *wire.Ack {
 	first, last := p.FirstSeq, p.LastSeq
 	if m, ok := req.(*wire.Publish); ok {

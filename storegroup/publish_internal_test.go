@@ -96,3 +96,46 @@ func TestPublishAckOfAMergedFrame(t *testing.T) {
 		})
 	}
 }
+
+// A frame reaching at or below what retention released is answered with a
+// Nak naming its own part of the released prefix; a frame of the same
+// entry above it is acknowledged.
+func TestPublishAnswerNaksWhatRetentionReleased(t *testing.T) {
+	// Entry 1..30 of which 1..15 were at or below TrimmedThrough.
+	entry := &repository.PublishResult{Source: "s", FirstSeq: 1, LastSeq: 30, HighSeq: 30, BelowRetention: 15, Duplicates: 15}
+	frame := func(first uint64, n int) *wire.Publish {
+		return &wire.Publish{ReqID: first, Source: "s", FirstSeq: first, Payloads: make([][]byte, n)}
+	}
+	tests := []struct {
+		name string
+		req  *wire.Publish
+		lost *wire.Range // nil: an Ack
+	}{
+		{"frame inside the released part", frame(1, 10), &wire.Range{From: 1, To: 10}},
+		{"frame across the trim", frame(11, 10), &wire.Range{From: 11, To: 15}},
+		{"frame above it", frame(21, 10), nil},
+		{"frame starting right after it", frame(16, 1), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			switch m := publishAnswer(tt.req, entry).(type) {
+			case *wire.Nak:
+				last := tt.req.FirstSeq + uint64(len(tt.req.Payloads)) - 1
+				if tt.lost == nil || m.ReqID != tt.req.ReqID || m.FirstSeq != tt.req.FirstSeq || m.LastSeq != last || m.HighSeq != 30 ||
+					len(m.Lost) != 1 || m.Lost[0] != *tt.lost {
+					t.Fatalf("answer %+v, want lost %v", m, tt.lost)
+				}
+			case *wire.Ack:
+				if tt.lost != nil {
+					t.Fatalf("answer %+v, want a Nak of %v", m, *tt.lost)
+				}
+			default:
+				t.Fatalf("answer %#v", m)
+			}
+		})
+	}
+	held := &repository.PublishResult{Source: "s", FirstSeq: 1, LastSeq: 5, HighSeq: 9, Duplicates: 5}
+	if _, ok := publishAnswer(frame(1, 5), held).(*wire.Ack); !ok {
+		t.Fatal("a resend of held messages must be acknowledged")
+	}
+}

@@ -101,7 +101,7 @@ func TestPublishWithoutRegistrationIsRefused(t *testing.T) {
 	}
 	// Knowing the owner's session is not enough to speak for it on another
 	// connection: its goodbye is ignored, and a registration is refused.
-	if err := stranger.c.Send(&wire.KeepAlive{Source: "owned", Session: "owner", Leaving: true}); err != nil {
+	if err := stranger.c.Send(&wire.KeepAlive{Source: "owned", Session: p.Session(), Leaving: true}); err != nil {
 		t.Fatal(err)
 	}
 	got := stranger.call(&wire.Register{ReqID: 20, Source: "owned", Session: "stranger"})
@@ -110,8 +110,8 @@ func TestPublishWithoutRegistrationIsRefused(t *testing.T) {
 	}
 	// Only the "mine" registration went into the log (and the raft no-ops
 	// and housekeeping a leader may add): no Publish from the stranger.
-	if info, _, _ := leader.Repository().Source("owned"); info.HighSeq != 5 || info.Session != "owner" {
-		t.Fatalf("after the stranger: owned is at %d held by %q, want 5 held by owner", info.HighSeq, info.Session)
+	if info, _, _ := leader.Repository().Source("owned"); info.HighSeq != 5 || info.Session != p.Session() {
+		t.Fatalf("after the stranger: owned is at %d held by %q, want 5 held by the owner's session %q", info.HighSeq, info.Session, p.Session())
 	}
 
 	// The owner goes on: its messages are stored as its own.

@@ -235,6 +235,11 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		replies <- rep
 		return
 	}
+	intragroup, err := cs.setIntragroup(conn, m.Source, m.Intragroup)
+	if err != nil {
+		replies <- badRequest(m.ReqID, err)
+		return
+	}
 	expired, err := cs.sessions.claim(m.Source, m.Session, time.Now(), cs.activityTimeout)
 	if err != nil {
 		replies <- reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
@@ -254,7 +259,7 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		cmd = repository.EncodeRegisterPaced(repository.RegisterPaced{Register: reg, Pacing: mode})
 	}
 	cs.pacer.set(m.Source, mode)
-	replies <- reply{req: m, future: cs.proposer.propose(cmd)}
+	replies <- reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
 	if m.Delivery && !conn.delivery[m.Source] {
 		if conn.delivery == nil {
 			conn.delivery = map[string]bool{}

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
 	"umstore/dirlock"
 	"umstore/internal/atomicfile"
 )
@@ -80,14 +83,99 @@ func PromoteBackup(dir, backup string, group int) (Promotion, error) {
 		if p.Content.GroupIndex != 0 && p.Content.GroupIndex != group {
 			return Promotion{}, fmt.Errorf("backup %s holds group %d, not %d", b.Path, p.Content.GroupIndex, group)
 		}
-		if DataDirHasState(dir) {
-			if p.Moved, err = BackupDataDir(dir); err != nil {
+		// Only content with state is kept as a backup: the files an empty
+		// store leaves (it opened its repository and raft log, and refused
+		// to start: "no store with state") would otherwise become the
+		// newest numbered backup, which an operator takes for the one to
+		// promote next. Those are removed instead.
+		empty, err := DataDirIsEmpty(dir)
+		if err != nil {
+			return Promotion{}, fmt.Errorf("inspect %s before promoting %s: %w", dir, b.Path, err)
+		}
+		if empty {
+			if err := removeContents(dir); err != nil {
 				return Promotion{}, err
 			}
+		} else if p.Moved, err = BackupDataDir(dir); err != nil {
+			return Promotion{}, err
 		}
 		return p, moveContents(b.Path, dir)
 	}
 	return Promotion{}, fmt.Errorf("%s: %w", backup, ErrNotABackup)
+}
+
+// DataDirIsEmpty reports whether data directory dir holds no state: no raft
+// log entry, term or snapshot, no repository content, no rejoin marker. A
+// store that opened its files and never joined or created its group leaves
+// such a directory; DataDirHasState, which looks only at the files, counts
+// it as having state. The directory's store must not be running.
+func DataDirIsEmpty(dir string) (bool, error) {
+	if !DataDirHasState(dir) {
+		return true, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, rejoinFile)); err == nil {
+		return false, nil
+	}
+	if snaps, err := os.ReadDir(filepath.Join(dir, "snapshots")); err == nil && len(snaps) > 0 {
+		return false, nil
+	}
+	if st, err := os.Stat(filepath.Join(dir, "repo.db")); err == nil && st.Size() > 0 {
+		c, err := InspectDataDir(dir)
+		if err != nil {
+			return false, err
+		}
+		if c.GroupID != "" || c.AppliedIndex > 0 || len(c.Sources) > 0 {
+			return false, nil
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "raft.db")); err == nil && st.Size() > 0 {
+		has, err := raftLogHasState(filepath.Join(dir, "raft.db"))
+		if err != nil || has {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// raftLogHasState opens a raft log read-only and reports whether it holds
+// an entry or a term.
+func raftLogHasState(path string) (has bool, err error) {
+	bs, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bbolt.Options{ReadOnly: true, Timeout: time.Second}})
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer bs.Close()
+	defer func() {
+		if r := recover(); r != nil { // a log without raft's buckets: not one to discard
+			has, err = false, fmt.Errorf("read %s: %v", path, r)
+		}
+	}()
+	last, err := bs.LastIndex()
+	if err != nil {
+		return false, err
+	}
+	term, err := bs.GetUint64([]byte("CurrentTerm"))
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return false, err
+	}
+	return last > 0 || term > 0, nil
+}
+
+// removeContents removes everything in dir except its lock files.
+func removeContents(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if lockFiles[e.Name()] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // moveContents moves everything in src into dst, except lock files, and

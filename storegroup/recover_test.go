@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
 	"umstore/dirlock"
 	"umstore/repository"
 	"umstore/storegroup"
@@ -156,5 +158,59 @@ func TestAcceptLoss(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "accept-loss")); err != nil || !strings.HasSuffix(string(b), "\n") {
 		t.Fatalf("accept-loss: %q, %v", b, err)
+	}
+}
+
+// A store that opened its files and refused to start ("no store with
+// state") leaves a repository and a raft log without content. Promoting a
+// backup over it must not keep those files as a new numbered backup: it
+// would be the newest, the one an operator takes for the next to promote.
+// Before, they became .bak.0002.
+func TestPromoteBackupOverAnEmptyStoresFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "G1S1")
+	writeRepo(t, dir, 1, "wanted", 7)
+	backup, err := storegroup.BackupDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What an empty store leaves behind: both files, no content.
+	r, err := repository.Open(filepath.Join(dir, "repo.db"), repository.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	bs, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs.Close()
+	if !storegroup.DataDirHasState(dir) {
+		t.Fatal("the empty store's files are not there")
+	}
+	if empty, err := storegroup.DataDirIsEmpty(dir); err != nil || !empty {
+		t.Fatalf("DataDirIsEmpty = %v, %v; want true", empty, err)
+	}
+	p, err := storegroup.PromoteBackup(dir, backup, 1)
+	if err != nil || p.Moved != "" {
+		t.Fatalf("promotion %+v, %v; want nothing moved aside", p, err)
+	}
+	if backups, _ := storegroup.ListBackups(dir); len(backups) != 0 {
+		t.Fatalf("backups left: %+v", backups)
+	}
+	if c, err := storegroup.InspectDataDir(dir); err != nil || c.GroupID != "wanted" {
+		t.Fatalf("the data directory holds %+v (%v)", c, err)
+	}
+	// A raft log with an entry is state, and is kept.
+	writeRepo(t, dir+".bak.0005", 1, "older", 2)
+	bs, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.SetUint64([]byte("CurrentTerm"), 3); err != nil {
+		t.Fatal(err)
+	}
+	bs.Close()
+	if empty, _ := storegroup.DataDirIsEmpty(dir); empty {
+		t.Fatal("a directory with a term and a repository counts as empty")
 	}
 }

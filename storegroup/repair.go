@@ -23,7 +23,14 @@ type RepairStatus struct {
 	RepairedMessages uint64 `json:"repaired_messages"`
 	RepairedBytes    uint64 `json:"repaired_bytes"`
 	Conflicts        uint64 `json:"conflicts"` // payloads that differed from the one held (kept, never overwritten)
-	LastError        string `json:"last_error,omitempty"`
+	// Verified counts messages compared by digest with another group's
+	// (repair_verify.go); Mismatches, the sequence numbers found to hold
+	// another payload there: a consistency violation, LastMismatch says
+	// the latest.
+	Verified     uint64 `json:"verified_messages"`
+	Mismatches   uint64 `json:"mismatches"`
+	LastMismatch string `json:"last_mismatch,omitempty"`
+	LastError    string `json:"last_error,omitempty"`
 	// Damage counts the messages this store found damaged at rest and
 	// the copies it serves in their place (repair_damage.go).
 	Damage DamageStatus `json:"damage_at_rest"`
@@ -36,8 +43,9 @@ type RepairStatus struct {
 // them), and is throttled so live publishing keeps priority.
 type repairer struct {
 	repairDeps
-	clients map[int]*groupclient.Client
-	damage  *damageRepairer // copies of messages damaged in this store's files
+	clients  map[int]*groupclient.Client
+	damage   *damageRepairer      // copies of messages damaged in this store's files
+	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
 
 	mu     sync.Mutex
 	status RepairStatus
@@ -49,6 +57,7 @@ type repairDeps struct {
 	log      *slog.Logger
 	repo     *repository.Repo // what this group holds
 	proposer *proposer        // the copies go through the group's log
+	metrics  *storeMetrics    // mismatches found; nil in tests
 	isLeader func() bool
 	groups   []PeerGroup  // the other groups, to copy from
 	dialer   *wire.Dialer // how to reach them
@@ -62,7 +71,7 @@ type repairDeps struct {
 }
 
 func newRepairer(d repairDeps) *repairer {
-	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}}
+	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}, verified: map[verifyKey]uint64{}}
 	for _, g := range d.groups {
 		var addrs []string
 		for _, m := range g.Members {
@@ -108,6 +117,9 @@ func (rp *repairer) run(ctx context.Context) {
 		case <-t.C:
 		}
 		if !rp.isLeader() {
+			rp.mu.Lock()
+			clear(rp.verified) // the next leadership compares afresh
+			rp.mu.Unlock()
 			continue
 		}
 		err := rp.pass(ctx)
@@ -121,12 +133,14 @@ func (rp *repairer) run(ctx context.Context) {
 	}
 }
 
-// pass compares this group with every other group once and copies what is
-// missing.
+// pass compares this group with every other group once, copies what is
+// missing and compares, by digest, some of what both hold
+// (repair_verify.go).
 func (rp *repairer) pass(ctx context.Context) error {
 	var errs []error
 	var pending uint64
 	for idx, c := range rp.clients {
+		budget := verifyBudget
 		list, err := c.Sources(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("group %d: %w", idx, err))
@@ -146,6 +160,13 @@ func (rp *repairer) pass(ctx context.Context) error {
 				if err := rp.copyRange(ctx, c, theirs.Name, m); err != nil {
 					errs = append(errs, fmt.Errorf("copy %s %d-%d from group %d: %w", theirs.Name, m.from, m.to, idx, err))
 					break
+				}
+			}
+			if ok && budget > 0 {
+				n, err := rp.verify(ctx, c, idx, theirs, budget)
+				budget -= n
+				if err != nil {
+					errs = append(errs, fmt.Errorf("compare %s with group %d: %w", theirs.Name, idx, err))
 				}
 			}
 		}

@@ -79,14 +79,128 @@ func (s *snapshotStore) open(id string) (meta *raft.SnapshotMeta, r io.ReadClose
 		return nil, nil, false, 0, fmt.Errorf("read snapshot %s: %w", id, err)
 	}
 	refIndex, _, ref = decodeRef(head)
-	return meta, struct {
-		io.Reader
-		io.Closer
-	}{br, rc}, ref, refIndex, nil
+	if !ref {
+		// The marker of a staged snapshot (Create): a reference once its
+		// file was installed, to the index the staged repository stood for.
+		if b, _ := br.Peek(4096); len(b) > 0 {
+			if marker, index, present := s.repo.StagedMarker(b); marker && !present {
+				ref, refIndex = true, index
+			}
+		}
+	}
+	return meta, peekReadCloser{br, rc}, ref, refIndex, nil
+}
+
+// peekReadCloser is a stored snapshot being read, its head peekable.
+type peekReadCloser struct {
+	*bufio.Reader
+	io.Closer
+}
+
+// Create implements raft.SnapshotStore. A snapshot stream received from a
+// leader is written straight into a new repository file as it arrives
+// (repository.Stage), and the snapshot store keeps only the marker naming
+// it: each payload is written once, not once into the received copy and
+// again by the restore. Anything else (the store's own references, a
+// stream of an older umstored) is stored as it comes.
+func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64, configuration raft.Configuration, configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &stagingSink{SnapshotSink: sink, repo: s.repo}, nil
+}
+
+// stagingSink routes a received stream into repository.Stage.
+type stagingSink struct {
+	raft.SnapshotSink
+	repo *repository.Repo
+
+	head   []byte         // the first bytes, until the kind is known
+	pw     *io.PipeWriter // to Stage, once the stream is one it takes
+	staged chan stageResult
+	plain  bool // stored as it comes
+}
+
+type stageResult struct {
+	marker []byte
+	err    error
+}
+
+func (k *stagingSink) Write(p []byte) (int, error) {
+	switch {
+	case k.plain:
+		return k.SnapshotSink.Write(p)
+	case k.pw != nil:
+		return k.pw.Write(p)
+	}
+	k.head = append(k.head, p...)
+	if len(k.head) < 8 {
+		return len(p), nil
+	}
+	head := k.head
+	k.head = nil
+	if !repository.IsStreamMagic(head) {
+		k.plain = true
+		if _, err := k.SnapshotSink.Write(head); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	pr, pw := io.Pipe()
+	k.pw, k.staged = pw, make(chan stageResult, 1)
+	go func() {
+		marker, err := k.repo.Stage(pr)
+		pr.CloseWithError(err) // unblocks a writer if Stage stopped early
+		k.staged <- stageResult{marker, err}
+	}()
+	if _, err := pw.Write(head); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close finishes the stream: a staged one stores its marker.
+func (k *stagingSink) Close() error {
+	if k.pw == nil {
+		if len(k.head) > 0 {
+			if _, err := k.SnapshotSink.Write(k.head); err != nil {
+				_ = k.SnapshotSink.Cancel()
+				return err
+			}
+		}
+		return k.SnapshotSink.Close()
+	}
+	k.pw.Close()
+	res := <-k.staged
+	if res.err != nil {
+		_ = k.SnapshotSink.Cancel()
+		return res.err
+	}
+	if _, err := k.SnapshotSink.Write(res.marker); err != nil {
+		_ = k.SnapshotSink.Cancel()
+		return err
+	}
+	return k.SnapshotSink.Close()
+}
+
+// Cancel abandons the stream, and a file staged from it.
+func (k *stagingSink) Cancel() error {
+	if k.pw != nil {
+		k.pw.CloseWithError(errors.New("snapshot cancelled"))
+		if res := <-k.staged; res.err == nil {
+			k.repo.DiscardStaged(res.marker)
+		}
+		k.pw = nil
+	}
+	return k.SnapshotSink.Cancel()
 }
 
 // Open implements raft.SnapshotStore. A full snapshot is returned as it is
-// stored; a reference becomes a copy of the repository as it is now.
+// stored, and so is the marker of a staged one not installed yet (the FSM
+// installs it); a reference, or the marker of a staged snapshot already
+// installed (open treats it as a reference), becomes a copy of the
+// repository as it is now.
 func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	meta, rc, ref, refIndex, err := s.open(id)
 	if err != nil || !ref {

@@ -141,11 +141,15 @@ func (s *Store) hasLocalState() (bool, error) {
 	return raft.HasExistingState(s.logStore, s.logStore, s.snaps)
 }
 
-// DataDirHasState reports whether dir holds a store's state: a raft log, a
-// repository or a rejoin marker. A missing directory has none. The host
-// daemon uses it to plan a restart before opening any store.
+// DataDirHasState reports whether dir holds a store's state: a raft log
+// (raft.db or wal/), a repository or a rejoin marker. A missing directory
+// has none. The host daemon uses it to plan a restart before opening any
+// store.
 func DataDirHasState(dir string) bool {
-	for _, f := range []string{"raft.db", "repo.db", rejoinFile} {
+	if existingLogStore(dir) != "" {
+		return true
+	}
+	for _, f := range []string{"repo.db", rejoinFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Size() > 0 {
 			return true
 		}

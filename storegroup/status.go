@@ -38,7 +38,18 @@ type Status struct {
 	Sources []SourceStatus `json:"sources"`
 	// Repair is the intergroup repair's progress (it runs on the leader).
 	Repair RepairStatus `json:"repair"`
-	Error  string       `json:"error,omitempty"`
+	// PreferredHost is where the group prefers to be led from ("" for no
+	// preference); Placement, on the leader, says whether leadership is
+	// there or when it will move (leadership.go).
+	PreferredHost string `json:"preferred_host,omitempty"`
+	Placement     string `json:"placement,omitempty"`
+	// PolicyDigest is the digest of the policy this store runs;
+	// PolicyMismatch, on the leader, lists the members that run another
+	// and how it differs.
+	PolicyDigest   string   `json:"policy_digest,omitempty"`
+	Policy         string   `json:"policy,omitempty"`
+	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }
 
 // SourceStatus is what a store holds of one source.
@@ -83,6 +94,10 @@ func (s *Store) Status() Status {
 		st.LastIndex, st.LastTerm = s.diskPosition()
 	}
 	st.WaitingToJoin = s.waitingToJoin.Load()
+	st.PreferredHost, st.PolicyDigest, st.Policy = s.cfg.PreferredHost, s.cfg.PolicyDigest, s.cfg.Policy
+	if s.members != nil {
+		st.Placement, st.PolicyMismatch = s.members.snapshot()
+	}
 	st.Repair = s.repair.Status()
 	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
 		st.KnownGroups = peers

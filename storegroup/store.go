@@ -33,6 +33,7 @@ type Store struct {
 
 	repo     *repository.Repo
 	logStore *guardedLogStore
+	logKind  string // LogStoreWAL or LogStoreBoltDB
 	lock     dirlock.Lock
 	snaps    *snapshotStore
 	trans    *raft.NetworkTransport
@@ -43,7 +44,8 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
-	proposer *proposer // every raft proposal of this store
+	members  *memberWatch // the leader's view of its members (leadership.go)
+	proposer *proposer    // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 

@@ -81,6 +81,7 @@ type gatedTransport struct {
 	done    chan struct{}
 	once    sync.Once
 	refused func(candidate string, cand logPosition)
+	members *memberProgress // the members' answers, for the intragroup rule (members.go); nil: not recorded
 }
 
 func newGatedTransport(t *raft.NetworkTransport, gate *voteGate, localID raft.ServerID, refused func(string, logPosition)) *gatedTransport {

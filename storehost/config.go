@@ -9,6 +9,7 @@ import (
 
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/quorum"
 	"umstore/storegroup"
 )
 
@@ -68,6 +69,25 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 	}
 	cfg.ReceiverStateLifetime, cfg.AllowReceiverPacedPersistence = opts.ReceiverStateLifetime, opts.AllowReceiverPacedPersistence
 	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
+	if opts.RetentionInterval > 0 {
+		cfg.RetentionInterval = opts.RetentionInterval
+	}
+	cfg.LeaderSettle, cfg.LeaderMinInterval = opts.LeaderSettle, opts.LeaderMinInterval
+	if g, ok := d.GroupByIndex(ref.Group); ok {
+		if h := g.Preferred(); h != "" {
+			cfg.PreferredHost = h
+			for _, s := range g.Stores {
+				if s.Host == h {
+					cfg.PreferredMembers = append(cfg.PreferredMembers, s.Name)
+				}
+			}
+		}
+	}
+	p := opts.Policy()
+	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
+	// A valid deployment names a known behaviour; an unset one is quorum.
+	cfg.Intragroup, _ = quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
+	cfg.LogStore = opts.LogStore
 	return cfg
 }
 

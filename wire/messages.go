@@ -29,6 +29,11 @@ const (
 	TypeShutdown   Type = 19
 	TypeKeepAlive  Type = 20
 	TypeNak        Type = 21
+
+	TypePing             Type = 30
+	TypePong             Type = 31
+	TypeRangeDigest      Type = 32
+	TypeRangeDigestReply Type = 33
 )
 
 // Message is any protocol message.
@@ -71,6 +76,10 @@ const (
 	// checksum sent with it: it was damaged on its way, nothing of the
 	// frame was stored, and sending it again is safe.
 	CodeChecksum = "checksum"
+	// CodeFenced refuses a Register from an earlier incarnation of a
+	// publisher whose later incarnation (same session identity, higher
+	// epoch) holds the source: the earlier one must stop publishing.
+	CodeFenced = "fenced"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -95,15 +104,21 @@ type Register struct {
 	Session  string
 }
 
-// Registered answers Register.
+// Registered answers Register and RegisterSource.
+//
+// Intragroup names the intragroup stability behaviour the group applies to
+// this connection's Publish frames of Source ("quorum", "all-active" or
+// "all"): the deployment's, or the stricter one RegisterSource asked for.
+// A store older than the field sends none (empty): it applies "quorum".
 type Registered struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	ReqID    uint64
-	Source   string
-	Group    int
-	GroupID  string
-	HighSeq  uint64 // highest sequence number held, 0 if none
-	LowSeq   uint64 // oldest sequence number held, 0 if none
+	_msgpack   struct{} `msgpack:",as_array"`
+	ReqID      uint64
+	Source     string
+	Group      int
+	GroupID    string
+	HighSeq    uint64 // highest sequence number held, 0 if none
+	LowSeq     uint64 // oldest sequence number held, 0 if none
+	Intragroup string
 }
 
 // Publish carries contiguous messages FirstSeq, FirstSeq+1, ... of one
@@ -125,7 +140,8 @@ type Publish struct {
 }
 
 // Ack says the group has committed FirstSeq..LastSeq of Source (new or
-// already held): they are stable in this group.
+// already held) and that the stores its intragroup behaviour names hold
+// them (Registered.Intragroup): they are stable in this group.
 type Ack struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -145,8 +161,9 @@ type Ack struct {
 // to LastSeq outside Lost, are committed as an Ack would say. Lost ranges
 // are ascending, disjoint and inside [FirstSeq, LastSeq]. A publisher stops
 // waiting for this group's confirmation of the lost ones and reports them.
-// Stores of this version never send it (they do not yet record which
-// sequence numbers are lost); clients handle it.
+// A store sends it for the sequence numbers of a Publish at or below what
+// retention released for the source: the group no longer holds them and
+// will never store them again.
 type Nak struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -404,6 +421,14 @@ func newMessage(t Type) Message {
 		return &KeepAlive{}
 	case TypeNak:
 		return &Nak{}
+	case TypePing:
+		return &Ping{}
+	case TypePong:
+		return &Pong{}
+	case TypeRangeDigest:
+		return &RangeDigest{}
+	case TypeRangeDigestReply:
+		return &RangeDigestReply{}
 	}
 	return newReceiverMessage(t)
 }

@@ -119,9 +119,10 @@ type ReceiverState struct {
 }
 
 // RegisterSource is Register with the options of receiver-paced
-// persistence and confirmed delivery; the store answers Registered, as for
-// Register. A publisher sends it only when it uses one of them, so it still
-// registers with stores that do not know the frame.
+// persistence, confirmed delivery and intragroup stability; the store
+// answers Registered, as for Register. A publisher sends it only when it
+// uses one of them, so it still registers with stores that do not know the
+// frame.
 type RegisterSource struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -135,6 +136,13 @@ type RegisterSource struct {
 	// Delivery asks the leader to push the source's receivers' positions on
 	// this connection (Delivery frames), for confirmed delivery.
 	Delivery bool
+	// Intragroup asks for an intragroup stability behaviour for this
+	// connection's Publish frames of Source (UM's source option
+	// ume_retention_intragroup_stability_behavior): "quorum", "all-active"
+	// or "all"; empty asks nothing. The group applies the stricter of it and
+	// the deployment's, and says which in Registered.Intragroup; a name it
+	// does not know is refused (CodeBadRequest).
+	Intragroup string
 }
 
 // Delivery tells a publisher that registered with Delivery how far the
@@ -146,11 +154,14 @@ type Delivery struct {
 	Receivers []ReceiverState
 }
 
-// HeldBack tells a publisher of a source with blocking receiver-paced
-// persistence that the leader holds its messages back: the source's
-// repository is at its retention limit with messages an active paced
-// receiver has not consumed. The leader repeats it while it waits; it has
-// no answer.
+// HeldBack tells a publisher that the leader holds it back, and why
+// (Reason, for people): with blocking receiver-paced persistence, the
+// source's repository is at its retention limit with messages an active
+// paced receiver has not consumed, and its Publish frames wait; under an
+// intragroup behaviour of all-active or all, acknowledgements wait for
+// stores of the group that do not hold the messages yet (or, under all,
+// are down). The leader repeats it every second while it waits; it has no
+// answer, and it shows the leader is alive.
 type HeldBack struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Source   string

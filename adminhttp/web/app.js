@@ -71,7 +71,8 @@
     $("deployment").textContent = v.deployment;
     const served = v.served_by || [];
     $("served-by").textContent = "served by the daemon of host" + (served.length > 1 ? "s " : " ") +
-      list(served) + " · intergroup stability " + v.intergroup;
+      list(served) + " · intergroup stability " + v.intergroup +
+      (v.intragroup ? " · intragroup stability " + v.intragroup : "");
     const s = $("summary");
     s.dataset.publishing = v.publishing ? "yes" : "no";
     s.replaceChildren(
@@ -137,13 +138,27 @@
 
     const groups = v.groups.map((g) => {
       const ok = g.leader !== "";
-      return el("div", {"class": "group " + groupClass(g.index), "data-group": g.index, "data-group-leader": g.leader},
+      const onPreferred = g.preferred_host && g.leader_host === g.preferred_host;
+      return el("div", {"class": "group " + groupClass(g.index), "data-group": g.index, "data-group-leader": g.leader,
+                        "data-group-preferred": g.preferred_host || "", "data-group-leader-host": g.leader_host || ""},
         el("span", {"class": "group-name"}, "group " + g.index),
         ok ? el("span", {"class": "group-leader"}, "★ leader " + shown(g.leader))
            : el("span", {"class": "group-noleader"}, "✕ no leader"),
+        g.preferred_host && ok
+          ? el("span", {"class": "group-placement" + (onPreferred ? "" : " away"), "title": g.placement || ""},
+              onPreferred ? "on its preferred host " + g.preferred_host
+                          : "on host " + g.leader_host + ", preferred host " + g.preferred_host)
+          : null,
         el("span", {"class": "group-quorum"},
           g.running + " of " + g.stores.length + " running, quorum " + g.quorum +
-          (g.running >= g.quorum ? "" : " — no quorum")));
+          (g.running >= g.quorum ? "" : " — no quorum")),
+        g.confirms === false && ok
+          ? el("span", {"class": "group-noleader"}, "✕ confirms nothing: intragroup " + v.intragroup + " needs every store")
+          : null);
+    });
+    (v.policy_mismatch || []).forEach((m) => {
+      groups.push(el("div", {"class": "policy-mismatch", "role": "alert"},
+        "⚠ runs another policy than the deployment file: " + shown(m)));
     });
     fill("groups", groups);
   }
@@ -167,15 +182,17 @@
     const rows = a.host_losses.map((l) => el("tr", {"data-loss": l.host, "class": down.has(l.host) ? "now" : ""},
       el("th", {"scope": "row"}, "host " + l.host, down.has(l.host) ? el("span", {"class": "badge now"}, "down now") : null),
       el("td", {}, l.stores_lost.join(", ") || "none"),
-      l.groups.map((g) => el("td", {"class": g.has_quorum ? "yes" : "no"},
-        (g.has_quorum ? "✓ keeps quorum" : "✕ loses quorum") + " (" + g.stores_left + " of " + g.stores + " left)")),
+      l.groups.map((g) => el("td", {"class": g.has_quorum && g.confirms !== false ? "yes" : "no"},
+        (g.has_quorum ? "✓ keeps quorum" : "✕ loses quorum") + " (" + g.stores_left + " of " + g.stores + " left)" +
+        (g.has_quorum && g.confirms === false ? ", ✕ confirms nothing under intragroup " + a.intragroup : ""))),
       behaviours.map((b) => {
         const on = l.publishing[b];
         return el("td", {"class": (on ? "yes" : "no") + (b === a.intergroup ? " configured" : "")}, on ? "✓ goes on" : "✕ stops");
       })));
+    const rule = "with intergroup " + a.intergroup + (a.intragroup ? " and intragroup " + a.intragroup : "");
     const verdict = a.survives_any_host_loss
-      ? "Verdict: with intergroup " + a.intergroup + ", publishing goes on whichever single host is lost."
-      : "Verdict: with intergroup " + a.intergroup + ", losing some single host stops publishing.";
+      ? "Verdict: " + rule + ", publishing goes on whichever single host is lost."
+      : "Verdict: " + rule + ", losing some single host stops publishing.";
     fill("analysis",
       el("table", {"class": "analysis"}, el("thead", {}, head), el("tbody", {}, rows)),
       el("p", {"class": "verdict " + (a.survives_any_host_loss ? "yes" : "no")}, verdict),

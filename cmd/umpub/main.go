@@ -70,6 +70,7 @@ type options struct {
 	timeout, lifetime                        time.Duration
 
 	// Worked out from the flags by run.
+	intra    quorum.Intragroup
 	behavior publisher.FlightBehavior
 	regID    uint32
 	session  uint64
@@ -93,7 +94,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
 	fs.BoolVar(&o.stdin, "stdin", false, "publish each line of standard input as one message")
 	fs.StringVar(&o.intergroup, "intergroup", "", "intergroup stability: any, majority, all-active or all, or UM's any-group, all-groups (default: the deployment's, else any)")
-	fs.StringVar(&o.intragroup, "intragroup", "", "intragroup stability: quorum, a group's raft commit (UM ume_retention_intragroup_stability_behavior; default: the deployment's)")
+	fs.StringVar(&o.intragroup, "intragroup", "", "intragroup stability: quorum (a majority of a group's stores hold a message: its raft commit), all-active (every running store) or all (every store; a group with one down confirms nothing), or UM's all-stores (UM ume_retention_intragroup_stability_behavior; default: the deployment's, which is also the least the stores apply)")
 	fs.IntVar(&o.flight, "flight-size", 1000, "unstable messages allowed in flight (UM ume_flight_size)")
 	fs.Int64Var(&o.flightBytes, "flight-size-bytes", 0, "payload bytes allowed in flight, 0 for no limit (UM ume_flight_size_bytes)")
 	fs.StringVar(&o.flightBehavior, "flight-size-behavior", "block", "when the flight is full: block, or notify: send on, and log over/under (at --log-level info) (UM ume_flight_size_behavior)")
@@ -155,15 +156,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.intragroup != "" {
-		if err := quorum.ParseIntragroup(o.intragroup); err != nil {
+		if o.intra, err = quorum.ParseIntragroupBehavior(o.intragroup); err != nil {
 			fmt.Fprintln(stderr, "umpub: --intragroup:", err)
 			return 2
 		}
-		// The stores decide when a group holds a message; a publisher can
-		// only ask for the rule they apply.
-		if d != nil && d.Stability.Intragroup != "" && d.Stability.Intragroup != o.intragroup {
-			fmt.Fprintf(stderr, "umpub: --intragroup %s: the deployment's stores apply intragroup %q (stability.intragroup in %s)\n", o.intragroup, d.Stability.Intragroup, o.deployment)
-			return 2
+		// The stores apply the stricter of the deployment's and the
+		// source's: asking for a weaker one would not get it.
+		if d != nil {
+			floor, _ := quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
+			if o.intra < floor {
+				fmt.Fprintf(stderr, "umpub: --intragroup %s: the deployment's stores apply at least intragroup %q (stability.intragroup in %s); ask for it or a stricter one\n", o.intragroup, floor, o.deployment)
+				return 2
+			}
 		}
 	}
 
@@ -197,6 +201,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	wg.Wait()
 	progress.stop()
 	sum, sendErr, flushErr := mergeRuns(o.source, runs)
+	sum.Intragroup = runs[0].intragroup
 	printSummary(stdout, sum, o.json)
 	switch {
 	case sendErr != nil && sum.Sent == 0 && sum.Stable == 0 && errors.Is(sendErr, publisher.ErrRegistration):
@@ -317,6 +322,7 @@ type sourceRun struct {
 	rec        *recorder
 	stats      publisher.Stats
 	answered   []int
+	intragroup []string // per group that answered, the intragroup behaviour it applies
 	sendErr    error
 	flushErr   error
 }
@@ -338,6 +344,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 		log.Warn("messages not stable", "source", r.source, "first", e.First, "last", e.Last, "reason", e.Reason, "group", e.Group, "store", e.Store)
 	}
 	cfg.ReceiverPaced = publisher.Pacing(o.paced)
+	cfg.Intragroup = o.intra
 	if o.stateFile != "" && o.sources > 1 {
 		cfg.StateFile = o.stateFile + "." + r.source
 	}
@@ -362,6 +369,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	for _, g := range p.Registration().Groups {
 		if g.Answered {
 			r.answered = append(r.answered, g.Group)
+			r.intragroup = append(r.intragroup, g.Intragroup.String())
 		}
 	}
 }

@@ -156,8 +156,9 @@ type summary struct {
 	// as LatencyUS without --rate).
 	LatencyRawUS    latencies `json:"latency_raw_us"`
 	GroupsConfirmed []uint64  `json:"groups_confirmed"`
-	GroupsAnswered  []int     `json:"groups_answered"` // groups that answered the registration
-	Conflicts       uint64    `json:"conflicts"`       // sequence numbers a group held with another payload
+	GroupsAnswered  []int     `json:"groups_answered"`             // groups that answered the registration
+	Intragroup      []string  `json:"groups_intragroup,omitempty"` // the intragroup behaviour each group of GroupsAnswered applies
+	Conflicts       uint64    `json:"conflicts"`                   // sequence numbers a group held with another payload
 	Resends         uint64    `json:"resends"`
 	ForcedReleases  uint64    `json:"forced_releases"`
 	// Session is the registration the publisher used (of the first

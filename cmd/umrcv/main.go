@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode"
@@ -49,8 +50,10 @@ closes, or is silent for the stores' receiver-activity-timeout (30s), which
 a receiver restarted after kill -9 waits out.
 
 Exit status: 0 if every message in the range was read; 1 if some range is
-held by no reachable group (the ranges are named on stderr) or the stores
-could not be reached; 2 for bad usage.
+held by no reachable group (the ranges are named on stderr), the source is
+unknown to every reachable group (a typo: the sources they hold are named),
+or the stores could not be reached; 2 for bad usage. With --group N, a group
+electing a leader is waited for, within --timeout.
 
 Flags:
 `
@@ -161,18 +164,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// the receiver records its position and says goodbye.
 	defer func() { out.flush(); r.Close() }()
 
-	var from uint64
-	if *name != "" && !fs.Changed("from") {
-		from, err = resumeSeq(ctx, r, *follow, *timeout)
-	} else {
-		from, err = startSeq(ctx, r, *fromFlag)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "umrcv:", err)
-		return 1
+	// Where reading starts: after what a durable name consumed (unless
+	// --from says otherwise), else --from.
+	start := func(ctx context.Context) (uint64, error) {
+		if *name != "" && !fs.Changed("from") {
+			return resumeSeq(ctx, r, *follow, *timeout)
+		}
+		return startSeq(ctx, r, *fromFlag)
 	}
 	if *follow {
-		err := r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
+		if known, err := r.Known(ctx); err == nil && !known {
+			fmt.Fprintf(stderr, "umrcv: source %q is not known to the stores yet; waiting for a publisher to register it\n", cli.Printable(*source))
+		}
+		from, err := start(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "umrcv:", err)
+			return 1
+		}
+		err = r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
 			fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
 		})
 		if ctx.Err() != nil {
@@ -184,6 +193,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if code := checkKnown(ctx, r, *source, stderr); code != 0 {
+		return code
+	}
+	from, err := start(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
 	last := *to
 	if !fs.Changed("to") {
 		last, err = r.High(ctx)
@@ -237,6 +254,33 @@ func parseSeq(s string) uint64 {
 		return 0
 	}
 	return n
+}
+
+// checkKnown says, and returns exit code 1, when no reachable group knows
+// the source (a typo, say): reading it would print nothing and look like
+// success. It names the sources the stores hold.
+func checkKnown(ctx context.Context, r *receiver.Receiver, source string, stderr io.Writer) int {
+	known, err := r.Known(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
+	if known {
+		return 0
+	}
+	msg := fmt.Sprintf("umrcv: source %q is unknown: no reachable store group has ever held it", cli.Printable(source))
+	if names, err := r.SourceNames(ctx); err == nil {
+		if len(names) == 0 {
+			msg += " (they hold no source yet)"
+		} else {
+			for i, n := range names {
+				names[i] = cli.Printable(n)
+			}
+			msg += "; they hold: " + strings.Join(names, ", ")
+		}
+	}
+	fmt.Fprintln(stderr, msg)
+	return 1
 }
 
 // startSeq turns --from into a sequence number.

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"umstore/internal/clustertest"
 )
 
 // Printable text is printed as it is; anything that could break the
@@ -54,5 +58,31 @@ func TestStoreListRegIDRefused(t *testing.T) {
 	code := run([]string{"--store", "127.0.0.1:1:1000:0", "--source", "s"}, &out, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "umrcv reads without registering") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// A source no group has ever held (a typo) is an error naming the sources
+// the stores do hold, not an empty success. Before, umrcv printed nothing
+// and exited 0.
+func TestUnknownSourceIsAnError(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.PublishDirect(ctx, 1, "orders", 1, [][]byte{[]byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	var stores []string
+	for _, a := range c.Addrs()[0] {
+		stores = append(stores, "--store", a)
+	}
+	var out, errOut bytes.Buffer
+	code := run(append(stores, "--source", "ordres"), &out, &errOut)
+	if code != 1 || out.Len() != 0 || !strings.Contains(errOut.String(), `source "ordres" is unknown`) || !strings.Contains(errOut.String(), "they hold: orders") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(append(stores, "--source", "orders"), &out, &errOut); code != 0 || out.String() != "1 one\n" {
+		t.Fatalf("the known source: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }

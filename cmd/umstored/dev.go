@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"umstore/adminhttp"
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/storegroup"
 	"umstore/storehost"
 )
 
@@ -27,7 +29,9 @@ Runs the headline topology in one process on 127.0.0.1: two groups of three
 stores laid out 2+1 / 1+2 over two "hosts" A and B, as "umstored plan" lays
 them out on two real hosts. Writes DIR/deployment.yaml for umpub, umrcv and
 "umstored status", prints the next commands to try, and serves a status page.
-Data stays in DIR across runs; Ctrl-C stops the stores gracefully.
+Data stays in DIR across runs; Ctrl-C stops the stores gracefully. The
+policy flags below are written into the deployment file's policy section,
+which every store runs.
 
 Flags:
 `
@@ -39,7 +43,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address")
-	var opts storehost.Options
+	opts := storehost.DefaultOptions()
 	addRetentionFlags(fs, &opts)
 	addSnapshotFlags(fs, &opts)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
@@ -70,6 +74,10 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	d := placement.Dev("127.0.0.1", *basePort)
+	d.Policy = opts.Policy() // the flags are the policy: dev owns its file
+	if ka, timeout := d.Policy.KeepAliveInterval, d.Policy.SourceActivityTimeout; ka >= timeout {
+		d.Policy.KeepAliveInterval = timeout / 3 // a short --source-activity-timeout for a test: keep-alives well within it
+	}
 	path := filepath.Join(dir, "deployment.yaml")
 	if err := checkDevDeployment(path, d, fs.Changed("base-port")); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
@@ -94,6 +102,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
+	opts = storehost.PolicyOptions(d.Policy)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -146,6 +155,41 @@ Ctrl-C stops the stores; their data stays in %[2]s.
 	return serve(ctx, hosts, log)
 }
 
+// sameLayout reports whether two deployments place the same stores on the
+// same addresses and ports: what the stores' raft configurations depend
+// on. The security section (dev's own member secret), the policy and the
+// preferred hosts may change from run to run.
+func sameLayout(a, b *placement.Deployment) bool {
+	strip := func(d *placement.Deployment) []byte {
+		c := *d
+		c.Security, c.Policy = nil, placement.Policy{}
+		c.Groups = slices.Clone(d.Groups)
+		for i := range c.Groups {
+			c.Groups[i].PreferredHost = ""
+		}
+		out, err := c.Marshal()
+		if err != nil {
+			return nil
+		}
+		return out
+	}
+	x, y := strip(a), strip(b)
+	return x != nil && bytes.Equal(x, y)
+}
+
+// devStoresHoldState reports whether any store of d under dir (dev's data
+// directory: DIR/<host>/<store>) holds state. It errs on the side of
+// state: a store directory that cannot be read counts as holding some.
+func devStoresHoldState(dir string, d *placement.Deployment) bool {
+	for _, ref := range d.Stores() {
+		empty, err := storegroup.DataDirIsEmpty(filepath.Join(dir, ref.Store.Host, ref.Store.Name))
+		if err != nil || !empty {
+			return true
+		}
+	}
+	return false
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "(none: --admin-addr is empty)"
@@ -155,22 +199,21 @@ func orNone(s string) string {
 
 // checkDevDeployment refuses to reuse a data directory whose stores were
 // created with other addresses: their raft configurations name the old
-// ports, and restarting them elsewhere would split the groups.
+// ports, and restarting them elsewhere would split the groups. A file
+// whose stores never got any state (a run that failed to start, say on a
+// port in use) does not bind the directory: dev writes a new one.
 func checkDevDeployment(path string, want *placement.Deployment, portChosen bool) error {
 	old, err := placement.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
+		if !devStoresHoldState(filepath.Dir(path), want) {
+			return nil
+		}
 		return fmt.Errorf("%s exists but cannot be read (%v); remove the directory to start afresh", path, err)
 	}
-	// The security section is dev's own (its member secret), not the
-	// stores' addresses: a file from before the secret existed is reused.
-	oldLayout, wantLayout := *old, *want
-	oldLayout.Security, wantLayout.Security = nil, nil
-	a, errA := oldLayout.Marshal()
-	b, errB := wantLayout.Marshal()
-	if errA == nil && errB == nil && bytes.Equal(a, b) {
+	if sameLayout(old, want) || !devStoresHoldState(filepath.Dir(path), old) {
 		return nil
 	}
 	base := old.Groups[0].Stores[0].RaftPort - 11

@@ -43,11 +43,14 @@ func TestPlanWritesSpecLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SPEC example, and the reference to the member secret plan
-	// writes beside it.
-	want = append(want, "security:\n  member-secret-file: deployment.member-secret\n"...)
-	if string(got) != string(want) {
-		t.Errorf("deployment file differs from the SPEC example with its member secret:\n%s", got)
+	// The SPEC example, with each group's preferred host (the one holding
+	// its majority), and the reference to the member secret plan writes
+	// beside it.
+	planned := strings.Replace(string(want), "  - index: 1\n", "  - index: 1\n    preferred-host: A\n", 1)
+	planned = strings.Replace(planned, "  - index: 2\n", "  - index: 2\n    preferred-host: B\n", 1)
+	planned += "security:\n  member-secret-file: deployment.member-secret\n"
+	if string(got) != planned {
+		t.Errorf("deployment file differs from the SPEC example with its preferred hosts and member secret:\n%s", got)
 	}
 }
 

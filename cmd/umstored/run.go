@@ -27,6 +27,13 @@ asks the other members of its group what they hold and bootstraps only a
 brand-new group (every member empty). SIGINT or SIGTERM stops the stores
 gracefully (a leader hands over leadership first).
 
+The stores run the deployment file's policy (retention, timeouts, lock,
+snapshots, leader placement). A flag below overrides the file for this
+daemon only, with a warning: its stores then run another policy than the
+rest of their groups, which their leaders report. A file whose layout cannot
+keep publishing when one host is lost is refused, with the planner's
+failure analysis, unless --accept-unsafe-layout is given.
+
 Each store holds an exclusive lock on its data directory. A second process
 for the same stores fails at once naming the holder, unless it is started
 with --standby: then it waits and takes the stores over when the holder
@@ -43,11 +50,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "", "name of this host in the deployment (required)")
 	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
 	standby := fs.Bool("standby", false, "if another process holds a store's data directory, wait and take the store over when it exits (a hot standby on shared storage)")
-	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted")
-	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this)")
-	var opts storehost.Options
-	addRetentionFlags(fs, &opts)
-	addSnapshotFlags(fs, &opts)
+	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted (overrides the policy's lock.mode)")
+	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this; overrides the policy's lock.keepalive)")
+	acceptUnsafe := fs.Bool("accept-unsafe-layout", false, "run a deployment whose layout stops publishing when some single host is lost (the planner would refuse it)")
+	var flagOpts storehost.Options
+	addRetentionFlags(fs, &flagOpts)
+	addSnapshotFlags(fs, &flagOpts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address (for performance work: whoever reaches the address can read the process's profiles and stacks)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -64,7 +72,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := opts.Validate(); err != nil {
+	if err := flagOpts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
@@ -78,25 +86,46 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 1
 	}
+	if a := placement.Analyze(d); !a.SurvivesAnyHostLoss {
+		if !*acceptUnsafe {
+			fmt.Fprintf(stderr, "umstored run: refusing %s: with this layout, losing some single host stops publishing.\n\n%s\nRe-plan the deployment (umstored plan lays groups out so that either of two hosts can be lost), or give --accept-unsafe-layout to run it anyway.\n", *deployment, a.Render())
+			return 1
+		}
+		log.Warn("running a deployment whose layout stops publishing when some single host is lost (--accept-unsafe-layout); see umstored plan", "deployment", *deployment)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	mode, err := dirlock.ParseMode(*lockMode)
-	if err != nil {
-		fmt.Fprintln(stderr, "umstored run: --lock:", err)
+	opts := storehost.PolicyOptions(d.Policy)
+	overridePolicy(fs, flagOpts, &opts, log)
+	if fs.Changed("lock") {
+		mode, err := dirlock.ParseMode(*lockMode)
+		if err != nil {
+			fmt.Fprintln(stderr, "umstored run: --lock:", err)
+			return 2
+		}
+		warnOverride(log, "lock", mode, d.Policy.Lock.Mode)
+		opts.Lock.Mode = mode
+	}
+	if fs.Changed("lock-keepalive") {
+		warnOverride(log, "lock-keepalive", *lockKeepAlive, d.Policy.Lock.KeepAlive)
+		opts.LockKeepAlive = *lockKeepAlive
+	}
+	opts.Lock.KeepAlive = 0
+	if opts.Lock.Mode == dirlock.ModeLease {
+		opts.Lock.KeepAlive = opts.LockKeepAlive
+	}
+	opts.Lock.Standby = *standby
+	if err := opts.Lock.Validate(); err != nil {
+		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
-	lock := dirlock.Options{Mode: mode, Standby: *standby}
-	if mode == dirlock.ModeLease {
-		lock.KeepAlive = *lockKeepAlive
-	}
-	if err := lock.Validate(); err != nil {
+	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
 	if *standby {
-		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", mode)
+		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", opts.Lock.Mode)
 	}
-	opts.Lock = lock
 	h, err := storehost.Start(ctx, d, *host, *dataDir, opts, log)
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped while waiting")

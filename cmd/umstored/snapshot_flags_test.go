@@ -120,3 +120,56 @@ func helpLineHas(help, flag, want string) bool {
 	}
 	return false
 }
+
+// --log-store reaches every store's configuration (wal by default) and
+// refuses anything but wal and boltdb, on run and dev alike.
+func TestLogStoreFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+		err  string
+	}{
+		{want: storegroup.LogStoreWAL},
+		{args: []string{"--log-store", "boltdb"}, want: storegroup.LogStoreBoltDB},
+		{args: []string{"--log-store=wal"}, want: storegroup.LogStoreWAL},
+		{args: []string{"--log-store", "rocksdb"}, err: `--log-store "rocksdb": want "wal"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			opts := storehost.DefaultOptions()
+			addSnapshotFlags(fs, &opts)
+			err := fs.Parse(tc.args)
+			if err == nil {
+				err = opts.Validate()
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfgs, err := storehost.Configs(placement.Dev("127.0.0.1", 14000), "A", t.TempDir(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfgs[0].LogStore != tc.want {
+				t.Fatalf("store config: LogStore %q, want %q", cfgs[0].LogStore, tc.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	for name, cmd := range map[string]func(args []string, stdout, stderr io.Writer) int{"run": cmdRun, "dev": cmdDev} {
+		var out, errOut bytes.Buffer
+		args := []string{"--data-dir", dir, "--admin-addr", "", "--log-store", "x"}
+		if name == "run" {
+			args = []string{"--deployment", filepath.Join(dir, "none.yaml"), "--host", "A", "--data-dir", dir, "--log-store", "x"}
+		}
+		if code := cmd(args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `--log-store "x"`) {
+			t.Errorf("%s --log-store x: exit %d, stderr:\n%s", name, code, errOut.String())
+		}
+	}
+}

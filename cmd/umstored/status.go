@@ -32,7 +32,12 @@ leader and each store's state:
   down         did not answer
 each source's named receivers (the last message consumed, the lag, whether
 active and paced, the last activity), and whether publishing is possible
-under the deployment's intergroup behaviour. Exits 0 if publishing is possible, 1 if not, 2 on bad usage.
+under the deployment's intergroup behaviour. Each group's leader line says
+which host it runs on and whether that is the group's preferred host (the
+one holding its majority, where leadership moves once a store there has
+caught up). Stores that run another policy than the deployment file's are
+named, with what differs. Exits 0 if publishing is possible, 1 if not, 2 on
+bad usage.
 
 Flags:
 `
@@ -70,6 +75,20 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// placementNote says where a group's leader runs against its preferred
+// host: "" when neither is known.
+func placementNote(g deploystatus.SummaryGroup) string {
+	switch {
+	case g.LeaderHost == "":
+		return ""
+	case g.PreferredHost == "":
+		return fmt.Sprintf(" on host %s", g.LeaderHost)
+	case g.LeaderHost == g.PreferredHost:
+		return fmt.Sprintf(" on host %s, its preferred host", g.LeaderHost)
+	}
+	return fmt.Sprintf(" on host %s, not its preferred host %s (%s)", g.LeaderHost, g.PreferredHost, g.Placement)
+}
+
 // printStatus prints the summary as tables. What the stores said about
 // themselves (source names, a leader's address) is printed through
 // cli.Printable, so it cannot move the cursor or forge a row.
@@ -88,7 +107,10 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 		if leader == "" {
 			leader = "none (no quorum, or an election is under way)"
 		}
-		fmt.Fprintf(w, "group %d leader: %s\n", g.Index, cli.Printable(leader))
+		fmt.Fprintf(w, "group %d leader: %s%s\n", g.Index, cli.Printable(leader), placementNote(g))
+		if g.Confirms != nil && !*g.Confirms && g.Leader != "" {
+			fmt.Fprintf(w, "group %d confirms nothing: intragroup %s needs every store of the group running\n", g.Index, st.Intragroup)
+		}
 	}
 	printed := false
 	for _, g := range st.Groups {
@@ -107,6 +129,9 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 		fmt.Fprintln(w)
 	}
 	printReceivers(w, st)
+	for _, m := range st.PolicyMismatch {
+		fmt.Fprintf(w, "policy: %s (runs another policy than this deployment file: a flag of its daemon overrides it, or its host has another file)\n", cli.Printable(m))
+	}
 	verdict := "publishing: possible"
 	if !st.Publishing {
 		verdict = "publishing: NOT possible"

@@ -31,8 +31,12 @@ type Client struct {
 	// Dialer opens the connections (TLS, token, source address, timeout).
 	Dialer *wire.Dialer
 
-	mu   sync.Mutex
-	hint string // where the leader is: the store that last answered as leader, or the one a redirect named
+	mu       sync.Mutex
+	hint     string               // where the leader is: the store that last answered as leader, or the one a redirect named
+	suspects map[string]time.Time // stores whose handshake timed out, tried last until then (race.go)
+	// deploymentGroup is the group index the stores answered with: every
+	// store of the client must give the same one (race.go).
+	deploymentGroup int
 
 	kept  link // Call's connection, reused by the next Call
 	reqID uint64
@@ -80,7 +84,8 @@ func (c *Client) setHint(addr string) {
 }
 
 // order lists the stores to try: the known leader first, then the others in
-// configuration order.
+// configuration order, and last the stores that recently did not answer in
+// time (a paused host's).
 func (c *Client) order() []string {
 	out := []string{}
 	if h := c.Leader(); h != "" {
@@ -91,7 +96,15 @@ func (c *Client) order() []string {
 			out = append(out, a)
 		}
 	}
-	return out
+	var fresh, slow []string
+	for _, a := range out {
+		if c.suspected(a) {
+			slow = append(slow, a)
+		} else {
+			fresh = append(fresh, a)
+		}
+	}
+	return append(fresh, slow...)
 }
 
 // Call sends req (its ReqID is set here) to the group's leader and returns
@@ -166,11 +179,10 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 				if !s.patient {
 					break
 				}
-				order = append(order, c.Addrs...)
+				order = c.order()
 			}
-			addr := order[0]
-			order = order[1:]
-			conn, _, err := c.Dialer.Dial(ctx, addr)
+			got, tried, err := c.dialRace(ctx, order)
+			order = order[tried:]
 			if err != nil {
 				lastErr = err
 				if errors.Is(err, wire.ErrUnauthorized) {
@@ -178,7 +190,8 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 				}
 				continue
 			}
-			l.conn, l.addr = conn, addr
+			*l = got
+			order = slices.DeleteFunc(order, func(a string) bool { return a == l.addr })
 		}
 		if s.numbered {
 			c.reqID++
@@ -220,7 +233,13 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 				lastErr = fmt.Errorf("%w: store %s answered frame type %d with frame type %d", wire.ErrMalformed, from, req.Type(), m.Type())
 				continue
 			}
-			c.setHint(from)
+			if p, ok := m.(*wire.Pong); ok && !p.Leading {
+				// Any store answers a Ping: remember the leader it names,
+				// not the store.
+				c.setHint(p.Leader)
+			} else {
+				c.setHint(from)
+			}
 			return m, nil
 		}
 	}

@@ -17,6 +17,7 @@ type fakeStore struct {
 	ln     net.Listener
 	token  string
 	script func(n int, req wire.Message) wire.Message // n counts requests to this store from 1; nil answer: stay silent
+	group  int                                        // the group its Welcome names (0: none, as before groups were named)
 
 	mu       sync.Mutex
 	dials    int
@@ -74,7 +75,10 @@ func (s *fakeStore) serve(nc net.Conn) {
 	s.dials++
 	s.mu.Unlock()
 	c := wire.NewConn(nc, 0)
-	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: s.addr()}, s.token); err != nil {
+	s.mu.Lock()
+	group := s.group
+	s.mu.Unlock()
+	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: s.addr(), Group: group}, s.token); err != nil {
 		return
 	}
 	for {

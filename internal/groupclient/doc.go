@@ -4,6 +4,15 @@
 // at a refused token (every store of a deployment checks the same one), and
 // starts over on another store when a connection fails.
 //
+// Stores are dialed in a staggered race (race.go): the first is given a
+// short head start, then the next is dialed too, and the first to complete
+// its handshake is used. A paused store (a SIGSTOPped host: its kernel
+// accepts the connection, nothing answers) therefore costs the others a
+// head start instead of the dialer's whole timeout, and is tried last for
+// a while afterwards. A store whose Welcome names another group than the
+// client's is refused (ErrWrongGroup): the client's store list mixes up
+// the groups.
+//
 // Two ways in, for two kinds of caller:
 //
 //   - Call is request/reply on a kept connection (the receiver's fetches

@@ -48,6 +48,10 @@ func setReqID(m wire.Message, id uint64) {
 		m.ReqID = id
 	case *wire.Publish:
 		m.ReqID = id
+	case *wire.Ping:
+		m.ReqID = id
+	case *wire.RangeDigest:
+		m.ReqID = id
 	case *wire.RegisterReceiver:
 		m.ReqID = id
 	case *wire.ConsumedAs:

@@ -4,6 +4,7 @@ changes, silence and refusals. Not a store: no raft, no durability."""
 
 import socket
 import threading
+import time
 
 from umstore import wire
 
@@ -18,6 +19,9 @@ class FakeGroup:
         self.owner = {}  # source -> session
         self.leader = 0
         self.silent = False  # acknowledge nothing
+        self.hold = 0.0  # seconds each Ack is held back, with HeldBack notices meanwhile
+        self.intragroup_supported = True  # False: a store older than Registered.Intragroup
+        self.asked = {}  # source -> the intragroup behaviour RegisterSource asked for
         self.conns = set()
         self.listeners = []
         self.addrs = []
@@ -76,13 +80,16 @@ class FakeGroup:
                 if not leads:
                     c.write(wire.NotLeader(req_id=getattr(m, "req_id", 0), leader=leader, leader_name="G%dS%d" % (self.index, self.leader + 1)))
                     continue
-                if isinstance(m, wire.Register):
+                if isinstance(m, (wire.Register, wire.RegisterSource)):
+                    asked = getattr(m, "intragroup", "") or "quorum"
                     with self.lock:
                         held = self.msgs.setdefault(m.source, {})
                         self.owner[m.source] = m.session
+                        self.asked[m.source] = asked
                     registered[m.source] = m.session
                     c.write(wire.Registered(req_id=m.req_id, source=m.source, group=self.index, group_id="g%d" % self.index,
-                                            high_seq=max(held, default=0), low_seq=min(held, default=0)))
+                                            high_seq=max(held, default=0), low_seq=min(held, default=0),
+                                            intragroup=asked if self.intragroup_supported else ""))
                 elif isinstance(m, wire.Publish):
                     if m.source not in registered:
                         c.write(wire.Error(req_id=m.req_id, code=wire.CODE_NOT_REGISTERED, message="register first"))
@@ -96,6 +103,10 @@ class FakeGroup:
                         self.lock.notify_all()
                         high = max(held)
                     last = m.first_seq + len(m.payloads) - 1
+                    deadline = time.monotonic() + self.hold
+                    while time.monotonic() < deadline:
+                        c.write(wire.HeldBack(source=m.source, reason="intragroup all: a store is down"))
+                        time.sleep(0.2)
                     c.write(wire.Ack(req_id=m.req_id, source=m.source, first_seq=m.first_seq, last_seq=last, high_seq=high))
                 elif isinstance(m, wire.Fetch):
                     with self.lock:

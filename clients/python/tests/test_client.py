@@ -7,7 +7,7 @@ import time
 import unittest
 
 from umstore import Publisher, Receiver, wire
-from umstore.publisher import FlightFull, session_for
+from umstore.publisher import FlightFull, IntragroupUnsupported, session_for
 from umstore.receiver import MissingError
 
 from .fakestore import FakeGroup
@@ -101,6 +101,29 @@ class ClientTest(unittest.TestCase):
         self.g2.silent = False
         self.g2.set_leader(1)
         self.assertTrue(p.flush(10))
+
+    def test_intragroup_asked_and_applied(self):
+        p = self.publisher(intragroup="all")
+        p.send(b"x")
+        self.assertTrue(p.flush(10))
+        self.assertEqual((self.g1.asked["orders"], self.g2.asked["orders"]), ("all", "all"))
+
+    def test_intragroup_refused_by_older_stores(self):
+        # Stores older than the option would apply quorum: registration
+        # fails rather than get less than asked.
+        self.g1.intragroup_supported = self.g2.intragroup_supported = False
+        with self.assertRaises(IntragroupUnsupported):
+            Publisher("orders", self.addrs(), intragroup="all-active", register_timeout=0.5, timeout=2.0)
+
+    def test_held_back_is_not_silence(self):
+        # A leader holding an Ack back (intragroup all with a store down)
+        # says so every 0.2 s: the publisher waits instead of taking the
+        # silence past ack_timeout for a frozen leader.
+        self.g1.hold = self.g2.hold = 1.5
+        p = self.publisher(ack_timeout=0.6)
+        p.send(b"x")
+        self.assertTrue(p.flush(10))
+        self.assertEqual(p.stats["reconnects"], 0)
 
     def test_missing_ranges(self):
         self.g1.msgs["s"] = {1: b"a", 2: b"b", 5: b"e"}

@@ -16,9 +16,10 @@ Standard library plus python3-msgpack.
 """
 
 from . import deployment, wire
+from .durable import Durable, NameBusy
 from .group import GroupClient, GroupUnreachable
 from .publisher import Closed, FlightFull, Publisher, PublisherError, RegistrationError, SourceBusy
 from .receiver import MissingError, Receiver, Unreachable
 
-__all__ = ["deployment", "wire", "GroupClient", "GroupUnreachable", "Publisher", "PublisherError", "RegistrationError",
+__all__ = ["deployment", "wire", "Durable", "NameBusy", "GroupClient", "GroupUnreachable", "Publisher", "PublisherError", "RegistrationError",
            "SourceBusy", "FlightFull", "Closed", "Receiver", "MissingError", "Unreachable"]

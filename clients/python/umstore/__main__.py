@@ -23,6 +23,8 @@ import time
 
 from . import deployment, wire
 from .publisher import Publisher, PublisherError, RegistrationError
+from .durable import CONSENSUS, Durable, NameBusy
+from .group import GroupUnreachable
 from .receiver import MissingError, Receiver, Unreachable
 
 
@@ -103,11 +105,14 @@ def publish(argv, out, err):
     p.add_argument("--size", type=int, default=64, help="bytes per message (default 64)")
     p.add_argument("--rate", type=float, default=0, help="messages per second (0: as fast as stability allows)")
     p.add_argument("--intergroup", help="any, majority, all-active or all (default: the deployment's, else any)")
+    p.add_argument("--intragroup", default="quorum", help="quorum, all-active or all: which stores of a group hold a message before the group confirms it (default quorum; the stores apply the deployment's if stricter)")
     p.add_argument("--flight-size", type=int, default=1000, help="unstable messages allowed in flight (default 1000)")
     p.add_argument("--session-id", help="register as this UM session ID (ume_session_id)")
     a = p.parse_args(argv)
     if a.count < 1 or not 0 <= a.size <= wire.MAX_PAYLOAD or a.rate < 0 or a.flight_size < 1 or a.timeout <= 0:
         raise Usage("--count >= 1, --size 0..%d, --rate >= 0, --flight-size >= 1, --timeout > 0" % wire.MAX_PAYLOAD)
+    if a.intragroup not in wire.INTRAGROUP + ("all-stores",):
+        raise Usage("--intragroup %r: want quorum, all-active or all" % a.intragroup)
     groups, reg, intergroup, token, ctx = _stores(a)
     sid = 0
     if a.session_id:
@@ -133,7 +138,8 @@ def publish(argv, out, err):
             end[0] = now
 
     pub = Publisher(a.source, groups, intergroup=a.intergroup or intergroup, flight_size=a.flight_size, token=token,
-                    ssl_context=ctx, reg_id=reg, session_id=sid, timeout=a.timeout, on_stable=on_stable)
+                    ssl_context=ctx, reg_id=reg, session_id=sid, timeout=a.timeout, on_stable=on_stable,
+                    intragroup=a.intragroup)
     try:
         first = pub.first_seq
         start = time.monotonic()
@@ -192,6 +198,8 @@ def receive(argv, out, err):
     p.add_argument("--to", type=int, default=0, help="last sequence number (default: the highest any group holds)")
     p.add_argument("--follow", action="store_true", help="then keep printing new messages until interrupted")
     p.add_argument("--group", type=int, default=0, help="read this group only (1-based)")
+    p.add_argument("--name", default="", help="a durable receiver: register this receiver name, resume after what it consumed last time (unless --from is given) and record what is printed")
+    p.add_argument("--consensus", default="majority", choices=list(CONSENSUS), help="with --name: how the groups' and stores' records decide where to resume (default majority)")
     a = p.parse_args(argv)
     if a.follow and a.to:
         raise Usage("--follow reads without end; drop --to")
@@ -199,6 +207,14 @@ def receive(argv, out, err):
     if reg:
         raise Usage("the store list gives RegID %d: receiving does not register, so give 0" % reg)
     r = Receiver(a.source, groups, token=token, ssl_context=ctx, group=a.group)
+    dur = None
+    if a.name:
+        if a.group:
+            raise Usage("--name registers with every group; drop --group")
+        try:
+            dur = Durable(a.source, a.name, groups, token=token, ssl_context=ctx, consensus=a.consensus)
+        except ValueError as e:
+            raise Usage("--name: %s" % e) from None
 
     def show(seq, payload):
         if a.json:
@@ -210,8 +226,12 @@ def receive(argv, out, err):
             except UnicodeDecodeError:
                 printable = False
             out.write("%d %s\n" % (seq, text if printable else "base64:" + base64.b64encode(payload).decode()))
+    explicit = "--from" in argv or any(x.startswith("--from=") for x in argv)
     try:
-        if a.from_ == "oldest":
+        resume = dur.register() if dur else 0
+        if resume and not explicit:
+            first = resume
+        elif a.from_ == "oldest":
             first = max(r.oldest(), 1)
         elif a.from_ == "newest":
             first = r.high() + 1
@@ -225,6 +245,8 @@ def receive(argv, out, err):
                 for seq, payload in r.follow(first, on_missing=lambda x, y: err.write("unrecoverable loss: messages %d-%d are held by no reachable group; skipped\n" % (x, y))):
                     show(seq, payload)
                     out.flush()
+                    if dur:
+                        dur.consumed(seq)
             except KeyboardInterrupt:
                 return 0
         last = a.to or r.high()
@@ -232,15 +254,22 @@ def receive(argv, out, err):
             return 0
         for seq, payload in r.read(first, last):
             show(seq, payload)
+            if dur:
+                out.flush()
+                dur.consumed(seq)
     except MissingError as e:
         out.flush()
+        if dur:
+            dur.consumed(last)  # a position moves past what is lost, as the Go receiver's does
         err.write("python3 -m umstore receive: %s\n" % e)
         return 1
-    except Unreachable as e:
+    except (Unreachable, NameBusy, GroupUnreachable) as e:
         err.write("python3 -m umstore receive: %s\n" % e)
         return 1
     finally:
         r.close()
+        if dur:
+            dur.close()
     return 0
 
 

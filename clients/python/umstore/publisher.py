@@ -28,6 +28,11 @@ class SourceBusy(RegistrationError):
     """Another live publisher holds the source."""
 
 
+class IntragroupUnsupported(RegistrationError):
+    """A group does not apply the intragroup behaviour asked for (its
+    stores are older than it): no retry changes that."""
+
+
 class FlightFull(PublisherError):
     """flight="refuse" and flight_size messages are unstable."""
 
@@ -104,10 +109,14 @@ class Publisher:
                  token="", ssl_context=None, session=None, reg_id=0, session_id=0,
                  register_timeout=5.0, timeout=30.0, keepalive_interval=3.0, ack_timeout=10.0,
                  reconnect_delay=0.2, max_batch=512, max_batch_bytes=512 << 10,
-                 retention_size_limit=24 << 20, on_stable=None, on_unstable=None):
+                 retention_size_limit=24 << 20, on_stable=None, on_unstable=None, intragroup="quorum"):
         wire.check_source_name(source)
         if intergroup not in BEHAVIOURS:
             raise ValueError("intergroup %r: want any, majority, all-active or all" % intergroup)
+        intragroup = {"all-stores": "all"}.get(intragroup, intragroup)
+        if intragroup not in wire.INTRAGROUP:
+            raise ValueError("intragroup %r: want quorum, all-active or all" % intragroup)
+        self.intragroup = intragroup
         if flight not in ("block", "refuse"):
             raise ValueError("flight %r: want block or refuse" % flight)
         if not groups or any(not g for g in groups):
@@ -138,6 +147,7 @@ class Publisher:
         self.active = [False] * len(groups)
         self.stats = {"resends": 0, "reconnects": 0, "lost": 0, "conflicts": 0, "forced_releases": 0}
         self._deliver_lock = threading.Lock()
+        self._intragroup_warned = set()
         self._wakes = [os.pipe() for _ in groups]
         self._conns = [None] * len(groups)
         self.groups = [GroupClient(i + 1, addrs, "python publisher " + source, token, ssl_context) for i, addrs in enumerate(groups)]
@@ -165,7 +175,7 @@ class Publisher:
                     busy = [a for a in self.answers.values() if isinstance(a, SourceBusy)]
                     if busy:
                         raise busy[0]
-                    refused = [a for a in self.answers.values() if isinstance(a, wire.Unauthorized)]
+                    refused = [a for a in self.answers.values() if isinstance(a, (wire.Unauthorized, IntragroupUnsupported))]
                     if refused:
                         raise refused[0]
                     raise RegistrationError("registration incomplete: %d of %d store groups answered within %.1fs" % (len(answered), n, timeout))
@@ -317,9 +327,25 @@ class Publisher:
             with self.cv:
                 if self.closed:
                     return
+            req = wire.Register(req_id=1, source=self.source, session=self.session)
+            if self.intragroup != "quorum":
+                req = wire.RegisterSource(req_id=1, source=self.source, session=self.session, intragroup=self.intragroup)
             try:
-                conn, reg = gc.open(wire.Register(req_id=1, source=self.source, session=self.session), wire.Registered,
-                                    timeout=10.0, next_on_error=lambda e: e.code != wire.CODE_SOURCE_BUSY)
+                conn, reg = gc.open(req, wire.Registered, timeout=10.0, next_on_error=lambda e: e.code != wire.CODE_SOURCE_BUSY)
+                applied = reg.intragroup if reg.intragroup in wire.INTRAGROUP else "quorum"
+                if wire.INTRAGROUP.index(applied) < wire.INTRAGROUP.index(self.intragroup):
+                    conn.close()
+                    raise IntragroupUnsupported("group %d applies intragroup %s, this publisher asks for %s: upgrade its stores" % (g + 1, applied, self.intragroup))
+            except IntragroupUnsupported as e:
+                with self.cv:
+                    if not self.decided:
+                        self.answers.setdefault(g, e)
+                        self.cv.notify_all()
+                if g not in self._intragroup_warned:
+                    self._intragroup_warned.add(g)
+                    log.error("%s", e)
+                self._pause()
+                continue
             except wire.StoreError as e:
                 err = SourceBusy(str(e)) if e.code == wire.CODE_SOURCE_BUSY else e
                 with self.cv:
@@ -437,6 +463,11 @@ class Publisher:
                     outstanding = max(0, outstanding - 1)
                     last_ack = time.monotonic()
                     self._naked(g, m)
+                elif isinstance(m, wire.HeldBack):
+                    # The leader holds acknowledgements (or frames) back on
+                    # purpose, and says why: it is alive.
+                    last_ack = time.monotonic()
+                    log.info("group %d holds this publisher back: %s", g + 1, m.reason)
                 elif isinstance(m, wire.NotLeader):
                     self.groups[g].redirected(m)
                     raise _Redirect("leadership of group %d moved to %r" % (g + 1, m.leader_name))

@@ -71,9 +71,9 @@ class Unauthorized(StoreError):
     """The store refused the client's token."""
 
 
-U64, U32, INT, STR, BIN, BOOL = "u64", "u32", "int", "str", "bin", "bool"
+U64, U32, I64, INT, STR, BIN, BOOL = "u64", "u32", "i64", "int", "str", "bin", "bool"
 
-_ZERO = {U64: 0, U32: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
+_ZERO = {U64: 0, U32: 0, I64: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
 
 
 def _snake(name):
@@ -144,7 +144,7 @@ Hello = _frame(1, "Hello", [("Version", INT), ("Client", STR), ("Token", STR)])
 Welcome = _frame(2, "Welcome", [("Version", INT), ("Store", STR), ("Group", INT)])
 Error = _frame(3, "Error", [("ReqID", U64), ("Code", STR), ("Message", STR)])
 Register = _frame(4, "Register", [("ReqID", U64), ("Source", STR), ("Session", STR)])
-Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group", INT), ("GroupID", STR), ("HighSeq", U64), ("LowSeq", U64)])
+Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group", INT), ("GroupID", STR), ("HighSeq", U64), ("LowSeq", U64), ("Intragroup", STR)])
 Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN]), ("Checksums", [U32])])
 Ack = _frame(7, "Ack", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Conflicts", INT)])
 NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR)])
@@ -163,8 +163,33 @@ Shutdown = _frame(19, "Shutdown", [("ReqID", U64), ("Token", STR)])
 KeepAlive = _frame(20, "KeepAlive", [("Source", STR), ("Session", STR), ("Leaving", BOOL)])
 Nak = _frame(21, "Nak", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Lost", [Range])])
 
+# Durable receivers, receiver-paced persistence, confirmed delivery and
+# intragroup stability (docs/protocol.md, frames 22-29).
+ReceiverState = Struct("ReceiverState", [("Name", STR), ("Consumed", U64), ("Paced", BOOL), ("Active", BOOL), ("LastActivityUnixNano", I64)])
+SourceReceivers = Struct("SourceReceivers", [("Source", STR), ("HighSeq", U64), ("Pacing", STR), ("Receivers", [ReceiverState])])
+
+RegisterReceiver = _frame(22, "RegisterReceiver", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Session", STR), ("Paced", BOOL)])
+ReceiverRegistered = _frame(23, "ReceiverRegistered", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Group", INT), ("GroupID", STR), ("Known", BOOL),
+                                                       ("Recorded", BOOL), ("Consumed", U64), ("HighSeq", U64), ("LowSeq", U64), ("Pacing", STR)])
+ConsumedAs = _frame(24, "ConsumedAs", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Session", STR), ("Seq", U64), ("Leaving", BOOL)])
+ReceiverQuery = _frame(25, "ReceiverQuery", [("ReqID", U64), ("Source", STR), ("Receiver", STR)])
+ReceiverReport = _frame(26, "ReceiverReport", [("ReqID", U64), ("Store", STR), ("Group", INT), ("Leader", BOOL), ("AppliedIndex", U64), ("Sources", [SourceReceivers])])
+RegisterSource = _frame(27, "RegisterSource", [("ReqID", U64), ("Source", STR), ("Session", STR), ("Pacing", STR), ("Delivery", BOOL), ("Intragroup", STR)])
+Delivery = _frame(28, "Delivery", [("Source", STR), ("Receivers", [ReceiverState])])
+HeldBack = _frame(29, "HeldBack", [("Source", STR), ("Reason", STR)])
+Ping = _frame(30, "Ping", [("ReqID", U64)])
+Pong = _frame(31, "Pong", [("ReqID", U64), ("Store", STR), ("Group", INT), ("Groups", INT), ("Leading", BOOL), ("Leader", STR), ("LeaderName", STR),
+                           ("AppliedIndex", U64), ("LastIndex", U64), ("CatchingUp", BOOL), ("PolicyDigest", STR), ("Policy", STR)])
+RangeDigest = _frame(32, "RangeDigest", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT)])
+RangeDigestReply = _frame(33, "RangeDigestReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("Through", U64), ("Count", U64), ("Sum", BIN)])
+
+# Pacing modes (RegisterSource.Pacing, ReceiverRegistered.Pacing) and
+# intragroup behaviours (RegisterSource.Intragroup, Registered.Intragroup).
+PACING_NONE, PACING_BLOCKING, PACING_NON_BLOCKING = "", "blocking", "non-blocking"
+INTRAGROUP = ("quorum", "all-active", "all")
+
 BY_NAME = {st.name: st for st in FRAMES.values()}
-for _st in (Msg, Range, GroupIdentity, SourceState):
+for _st in (Msg, Range, GroupIdentity, SourceState, ReceiverState, SourceReceivers):
     BY_NAME[_st.name] = _st
 
 
@@ -219,6 +244,10 @@ def _pack_value(kind, v, out):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v >= 1 << 32:
             raise ValueError("a u32 field needs an integer 0..2^32-1, not %r" % (v,))
         out.append(struct.pack(">BI", 0xce, v))
+    elif kind == I64:
+        if not isinstance(v, int) or isinstance(v, bool) or not -(1 << 63) <= v < 1 << 63:
+            raise ValueError("an i64 field needs an integer -2^63..2^63-1, not %r" % (v,))
+        out.append(struct.pack(">Bq", 0xd3, v))
     elif kind == BIN:
         out.append(msgpack.packb(bytes(v), use_bin_type=True))
     elif kind == STR:
@@ -266,6 +295,7 @@ def _conform(kind, v):
         return _from_array(kind, v)
     ok = {U64: lambda x: isinstance(x, int) and not isinstance(x, bool) and x >= 0,
           U32: lambda x: isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 32,
+          I64: lambda x: isinstance(x, int) and not isinstance(x, bool) and -(1 << 63) <= x < 1 << 63,
           INT: lambda x: isinstance(x, int) and not isinstance(x, bool),
           STR: lambda x: isinstance(x, str),
           BIN: lambda x: isinstance(x, (bytes, bytearray)),

@@ -1,0 +1,224 @@
+package storegroup
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"umstore/quorum"
+)
+
+// What the leader knows of its members' logs, for the intragroup
+// behaviours all-active and all (intragroup.go). hashicorp/raft keeps each
+// follower's match index to itself, so the leader reads it off the wire:
+// every AppendEntries and InstallSnapshot answer passes through the
+// store's transport (gatedTransport), and a follower answers success only
+// once it has stored the entries in its raft log, which raft-boltdb
+// fsyncs. A successful answer to a request of term T whose last entry is N
+// says the follower's log holds everything up to N as the leader of T has
+// it; entries committed before stay at their index in every later
+// leader's log, so a member recorded at (T, N) holds every committed entry
+// up to N for good. Any answer at all, heartbeats included, says the member
+// runs.
+
+// memberProgress is the leader's record of each other member's log, as its
+// answers told.
+type memberProgress struct {
+	mu      sync.Mutex
+	members map[raft.ServerID]*memberLog
+	wake    chan struct{} // closed at the next advance; nil while nobody waits
+	// leadTerm is the term the waits last saw this store lead, and since
+	// when: a new leader counts every member as just heard from, as it
+	// counts publishers (activity.go), so it never drops a member before it
+	// had the time to hear from it.
+	leadTerm  uint64
+	leadSince time.Time
+}
+
+// memberLog is what one member's answers said.
+type memberLog struct {
+	term  uint64    // term of the request of the latest successful answer
+	match uint64    // the highest index its log holds, as answers of that term said
+	heard time.Time // when it last answered anything
+}
+
+func newMemberProgress() *memberProgress {
+	return &memberProgress{members: map[raft.ServerID]*memberLog{}}
+}
+
+// answered records an answer of member id to a request of term term. ok
+// says the request succeeded; match is the index its log then reaches (0
+// when the answer says nothing of the log: a heartbeat).
+func (mp *memberProgress) answered(id raft.ServerID, term uint64, ok bool, match uint64) {
+	if mp == nil {
+		return
+	}
+	now := time.Now()
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	m := mp.members[id]
+	if m == nil {
+		m = &memberLog{}
+		mp.members[id] = m
+	}
+	m.heard = now
+	if !ok || match == 0 || term < m.term || (term == m.term && match <= m.match) {
+		return
+	}
+	if term > m.term {
+		m.term, m.match = term, match
+	} else {
+		m.match = match
+	}
+	if mp.wake != nil {
+		close(mp.wake)
+		mp.wake = nil
+	}
+}
+
+// changed returns a channel closed at the next advance of a member's log.
+func (mp *memberProgress) changed() <-chan struct{} {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if mp.wake == nil {
+		mp.wake = make(chan struct{})
+	}
+	return mp.wake
+}
+
+// memberView is one member as a wait sees it.
+type memberView struct {
+	name    string
+	running bool
+	holds   bool
+	quiet   time.Duration // since it was last heard from
+}
+
+// view returns, for the leader of term term, each of others as the rule
+// sees it for the entry at index: running if heard from within window,
+// holding it if an answer of term term or later said so.
+func (mp *memberProgress) view(others []string, term, index uint64, now time.Time, window time.Duration) []memberView {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	if mp.leadTerm != term {
+		mp.leadTerm, mp.leadSince = term, now
+	}
+	out := make([]memberView, len(others))
+	for i, name := range others {
+		v := memberView{name: name}
+		last := mp.leadSince
+		if m := mp.members[raft.ServerID(name)]; m != nil {
+			last = later(last, m.heard)
+			v.holds = m.term >= term && m.match >= index
+		}
+		v.quiet = now.Sub(last)
+		v.running = v.quiet < window
+		out[i] = v
+	}
+	return out
+}
+
+// met applies the intragroup rule to the leader (running, holding) and
+// the views of the other members.
+func met(b quorum.Intragroup, views []memberView) bool {
+	members := make([]quorum.Member, 0, len(views)+1)
+	members = append(members, quorum.Member{Running: true, Holds: true})
+	for _, v := range views {
+		members = append(members, quorum.Member{Running: v.running, Holds: v.holds})
+	}
+	return b.Met(members)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// The transport's side: gatedTransport hands every answer to its members
+// record before raft sees it. Pipelined AppendEntries answers come through
+// a channel, so the pipeline is wrapped and its futures forwarded.
+
+// AppendEntries implements raft.Transport, recording the member's answer.
+func (g *gatedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := g.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		g.members.answered(id, args.Term, resp.Success, appendedThrough(args))
+	}
+	return err
+}
+
+// InstallSnapshot implements raft.Transport: a member that installed a
+// snapshot holds everything up to its last index.
+func (g *gatedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := g.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil {
+		g.members.answered(id, args.Term, resp.Success, args.LastLogIndex)
+	}
+	return err
+}
+
+// AppendEntriesPipeline implements raft.Transport with a pipeline whose
+// answers are recorded.
+func (g *gatedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := g.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil || g.members == nil {
+		return p, err
+	}
+	op := &observedPipeline{AppendPipeline: p, id: id, members: g.members, out: make(chan raft.AppendFuture, 128), done: make(chan struct{})}
+	go op.forward()
+	return op, nil
+}
+
+// appendedThrough is the index up to which a successful answer to args
+// says the member's log matches the leader's: its last entry, or, for a
+// request without entries, the entry it checked (0 for a heartbeat, which
+// checks none).
+func appendedThrough(args *raft.AppendEntriesRequest) uint64 {
+	if n := len(args.Entries); n > 0 {
+		return args.Entries[n-1].Index
+	}
+	return args.PrevLogEntry
+}
+
+// observedPipeline is a raft pipeline whose answers are recorded on their
+// way to raft.
+type observedPipeline struct {
+	raft.AppendPipeline
+	id      raft.ServerID
+	members *memberProgress
+	out     chan raft.AppendFuture
+	done    chan struct{}
+	once    sync.Once
+}
+
+func (op *observedPipeline) forward() {
+	in := op.AppendPipeline.Consumer()
+	for {
+		select {
+		case f := <-in:
+			if f.Error() == nil {
+				op.members.answered(op.id, f.Request().Term, f.Response().Success, appendedThrough(f.Request()))
+			}
+			select {
+			case op.out <- f:
+			case <-op.done:
+				return
+			}
+		case <-op.done:
+			return
+		}
+	}
+}
+
+// Consumer implements raft.AppendPipeline.
+func (op *observedPipeline) Consumer() <-chan raft.AppendFuture { return op.out }
+
+// Close implements raft.AppendPipeline.
+func (op *observedPipeline) Close() error {
+	op.once.Do(func() { close(op.done) })
+	return op.AppendPipeline.Close()
+}
