@@ -72,13 +72,16 @@ func Check(h *History) Result {
 	add := func(rule, format string, args ...any) {
 		res.Violations = append(res.Violations, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
 	}
-	res.Lost = checkLoss(h, acks, add)
+	// What retention may have released is not required to be readable or
+	// delivered; everything else acknowledged is.
+	retained := retainedAcks(h, acks)
+	res.Lost = checkLoss(h, retained, add)
 	checkResume(h, add)
 	checkPayloads(h, add)
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
-	checkReceiver(h, acks, add)
-	res.Redeliveries = checkDurable(h, acks, add)
+	checkReceiver(h, retained, add)
+	res.Redeliveries = checkDurable(h, retained, add)
 	checkIntegrity(h, add)
 	checkStranger(h, add)
 	checkExits(h, add)
@@ -88,6 +91,47 @@ func Check(h *History) Result {
 	res.LongestStall, res.StallWhere = longestStall(h)
 	res.PerKind = kindStats(h)
 	return res
+}
+
+// retainedFloor is, for a schedule whose stores keep at most n messages of
+// each source (--retention-max-messages), the highest sequence number of
+// src that retention may have released by the end: High - n, where High is
+// the highest any group held (the final read's). A store releases its
+// oldest messages until it holds n, and at most n of the numbers it holds
+// lie above its own highest minus n, so it keeps every one of them; and no
+// group holds anything above High. So an acknowledged message above the
+// floor is in every group that committed it, and must be read back and
+// handed to the receivers like any other. 0 without a limit.
+func retainedFloor(h *History, src string) uint64 {
+	if h.Snapshots == nil || h.Snapshots.RetentionMaxMessages == 0 {
+		return 0
+	}
+	f := h.Final[src]
+	if f == nil || f.High <= h.Snapshots.RetentionMaxMessages {
+		return 0
+	}
+	return f.High - h.Snapshots.RetentionMaxMessages
+}
+
+// retainedAcks is acks without what retention may have released (see
+// retainedFloor); acks itself when nothing may have been.
+func retainedAcks(h *History, acks map[string]map[uint64]string) map[string]map[uint64]string {
+	out := make(map[string]map[uint64]string, len(acks))
+	for src, m := range acks {
+		floor := retainedFloor(h, src)
+		if floor == 0 {
+			out[src] = m
+			continue
+		}
+		kept := make(map[uint64]string, len(m))
+		for seq, hash := range m {
+			if seq > floor {
+				kept[seq] = hash
+			}
+		}
+		out[src] = kept
+	}
+	return out
 }
 
 // longestStall finds the longest wait between a publisher incarnation's

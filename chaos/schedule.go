@@ -80,7 +80,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist := NewHistory(index, opts.Seed, sources)
 	hist.Plan = plan
 	hist.Snapshots = snaps
-	hist.RetentionReleases = retentionCanRelease(opts)
+	hist.RetentionReleases = retentionCanRelease(opts, snaps)
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
@@ -342,12 +342,16 @@ const payloadSize = 100
 // read back).
 const finalPhase = 4 * time.Minute
 
-// retentionCanRelease says whether the stores' retention limits (umstored
-// run's defaults: the harness sets none) could release any message a
-// schedule publishes: the most a source can publish is --rate messages of
-// payloadSize bytes a second for the schedule and its final phase.
-func retentionCanRelease(opts options) bool {
+// retentionCanRelease says whether the stores' retention limits (the
+// schedule's --retention-max-messages, else umstored run's defaults) could
+// release any message a schedule publishes: the most a source can publish
+// is --rate messages of payloadSize bytes a second for the schedule and its
+// final phase.
+func retentionCanRelease(opts options, snaps *SnapshotSettings) bool {
 	def := storehost.DefaultOptions()
+	if snaps != nil && snaps.RetentionMaxMessages > 0 {
+		def.RetentionMaxMessages = snaps.RetentionMaxMessages
+	}
 	span := opts.ScheduleTimeout + finalPhase
 	most := uint64(float64(opts.Rate) * span.Seconds())
 	return def.RetentionMaxMessages > 0 && most > def.RetentionMaxMessages ||
