@@ -187,7 +187,10 @@ func (h *host) resume() error {
 }
 
 // wipe moves the (stopped) host's data directory aside, as if its disk
-// had been replaced; the old contents stay beside it as evidence.
+// had been replaced; the old contents stay beside it as evidence, those of
+// the latest wipe only: a host's disk (1 GiB) holds its data directory and
+// one more (raft-wal preallocates 64 MiB segments, about 200 MiB a host),
+// and a schedule may wipe a host four times.
 func (h *host) wipe() error {
 	if h.running() {
 		return fmt.Errorf("host %s must be stopped before its data is wiped", h.name)
@@ -195,7 +198,11 @@ func (h *host) wipe() error {
 	h.mu.Lock()
 	h.wipes++
 	aside := fmt.Sprintf("%s.wiped-%d", h.dataDir, h.wipes)
+	previous := fmt.Sprintf("%s.wiped-%d", h.dataDir, h.wipes-1)
 	h.mu.Unlock()
+	if err := os.RemoveAll(previous); err != nil {
+		return fmt.Errorf("wipe host %s: remove the evidence of its previous wipe: %w", h.name, err)
+	}
 	if err := os.Rename(h.dataDir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("wipe host %s: %w", h.name, err)
 	}
