@@ -11,7 +11,10 @@ import (
 // Violation is one broken invariant, with the evidence that shows it.
 type Violation struct {
 	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "receiver"
-	// for what a following receiver must see, "integrity" for payloads
+	// for what a following receiver must see, "durable" for what a durable
+	// receiver killed and restarted under its name must see, "redelivery"
+	// for a restart that delivered again more than the documented
+	// redelivery window, "integrity" for payloads
 	// handed to a receiver that are not what the publisher sent, "stranger"
 	// for anything a non-member sent that took effect, "liveness" for
 	// problems the harness saw (a deployment that did not come back, a
@@ -38,6 +41,11 @@ type Result struct {
 	// stalls no fault explains), how many there were, the longest publish
 	// stall attributed to them and their restore times (see KindStats).
 	PerKind map[string]*KindStats `json:"per_kind"`
+	// DurableHanded counts what the durable receivers were handed (every
+	// incarnation's, redeliveries included); Redeliveries says, for each
+	// restart of one, what it delivered again (see checkDurable).
+	DurableHanded int          `json:"durable_handed"`
+	Redeliveries  []Redelivery `json:"redeliveries,omitempty"`
 }
 
 // maxExamples bounds how many examples one violation lists.
@@ -56,15 +64,24 @@ func Check(h *History) Result {
 	for _, ds := range h.Deliveries {
 		res.Delivered += len(ds)
 	}
+	for _, incs := range h.Durable {
+		for _, d := range incs {
+			res.DurableHanded += len(d.Handed)
+		}
+	}
 	add := func(rule, format string, args ...any) {
 		res.Violations = append(res.Violations, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
 	}
-	res.Lost = checkLoss(h, acks, add)
+	// What retention may have released is not required to be readable or
+	// delivered; everything else acknowledged is.
+	retained := retainedAcks(h, acks)
+	res.Lost = checkLoss(h, retained, add)
 	checkResume(h, add)
 	checkPayloads(h, add)
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
-	checkReceiver(h, acks, add)
+	checkReceiver(h, retained, add)
+	res.Redeliveries = checkDurable(h, retained, add)
 	checkIntegrity(h, add)
 	checkStranger(h, add)
 	checkExits(h, add)
@@ -74,6 +91,47 @@ func Check(h *History) Result {
 	res.LongestStall, res.StallWhere = longestStall(h)
 	res.PerKind = kindStats(h)
 	return res
+}
+
+// retainedFloor is, for a schedule whose stores keep at most n messages of
+// each source (--retention-max-messages), the highest sequence number of
+// src that retention may have released by the end: High - n, where High is
+// the highest any group held (the final read's). A store releases its
+// oldest messages until it holds n, and at most n of the numbers it holds
+// lie above its own highest minus n, so it keeps every one of them; and no
+// group holds anything above High. So an acknowledged message above the
+// floor is in every group that committed it, and must be read back and
+// handed to the receivers like any other. 0 without a limit.
+func retainedFloor(h *History, src string) uint64 {
+	if h.Snapshots == nil || h.Snapshots.RetentionMaxMessages == 0 {
+		return 0
+	}
+	f := h.Final[src]
+	if f == nil || f.High <= h.Snapshots.RetentionMaxMessages {
+		return 0
+	}
+	return f.High - h.Snapshots.RetentionMaxMessages
+}
+
+// retainedAcks is acks without what retention may have released (see
+// retainedFloor); acks itself when nothing may have been.
+func retainedAcks(h *History, acks map[string]map[uint64]string) map[string]map[uint64]string {
+	out := make(map[string]map[uint64]string, len(acks))
+	for src, m := range acks {
+		floor := retainedFloor(h, src)
+		if floor == 0 {
+			out[src] = m
+			continue
+		}
+		kept := make(map[uint64]string, len(m))
+		for seq, hash := range m {
+			if seq > floor {
+				kept[seq] = hash
+			}
+		}
+		out[src] = kept
+	}
+	return out
 }
 
 // longestStall finds the longest wait between a publisher incarnation's
@@ -218,7 +276,7 @@ func checkResume(h *History, add addFunc) {
 
 // checkPayloads is rule 2's other half: no sequence number ever carried
 // two payloads, whoever saw them (the publisher's acknowledgements, the
-// follower's deliveries, the final read).
+// follower's deliveries, the durable receivers', the final read).
 func checkPayloads(h *History, add addFunc) {
 	type seen struct {
 		hash, where string
@@ -243,6 +301,15 @@ func checkPayloads(h *History, add addFunc) {
 	for _, src := range sortedSources(h.Deliveries) {
 		for _, d := range h.Deliveries[src] {
 			note(src, d.Seq, d.Hash, fmt.Sprintf("delivered to the follower (payload of incarnation %d)", d.Incarnation))
+		}
+	}
+	for _, src := range sortedSources(h.Durable) {
+		for _, d := range h.Durable[src] {
+			for _, x := range d.Handed {
+				if !x.Missing {
+					note(src, x.Seq, x.Hash, fmt.Sprintf("handed to durable receiver incarnation %d (payload of incarnation %d)", d.Incarnation, x.PubInc))
+				}
+			}
 		}
 	}
 	for _, src := range sortedSources(h.Final) {

@@ -6,14 +6,14 @@ import (
 )
 
 // checkIntegrity is the rule of damaged files: no receiver (the follower,
-// or the final read-back) is ever given a payload other than the one its
-// publisher sent for that sequence number. Every payload a chaos publisher
-// sends verifies itself (makePayload: source, sequence number, incarnation
-// and a checksum of them and of its length), so a damaged or misplaced
-// payload is caught whether or not it was ever acknowledged; a payload that
-// is intact but differs from the acknowledged one is a reused sequence
-// number, which checkPayloads reports (rule 2). The stranger's payloads are
-// checkStranger's.
+// the durable receiver, or the final read-back) is ever given a payload
+// other than the one its publisher sent for that sequence number. Every
+// payload a chaos publisher sends verifies itself (makePayload: source,
+// sequence number, incarnation and a checksum of them and of its length),
+// so a damaged or misplaced payload is caught whether or not it was ever
+// acknowledged; a payload that is intact but differs from the acknowledged
+// one is a reused sequence number, which checkPayloads reports (rule 2).
+// The stranger's payloads are checkStranger's.
 func checkIntegrity(h *History, add addFunc) {
 	for _, src := range h.Sources {
 		var bad []string
@@ -28,6 +28,20 @@ func checkIntegrity(h *History, add addFunc) {
 		}
 		if n > 0 {
 			add("integrity", "source %s: the follower was handed %d payloads that are not what the publisher sent, e.g. %s", src, n, strings.Join(bad, ", "))
+		}
+		bad, n = nil, 0
+		for _, d := range h.Durable[src] {
+			for _, x := range d.Handed {
+				if x.Damage != "" && !strings.HasPrefix(x.Damage, damageStranger) {
+					n++
+					if len(bad) < maxExamples {
+						bad = append(bad, fmt.Sprintf("seq %d to incarnation %d (%s)", x.Seq, d.Incarnation, x.Damage))
+					}
+				}
+			}
+		}
+		if n > 0 {
+			add("integrity", "source %s: the durable receiver was handed %d payloads that are not what the publisher sent, e.g. %s", src, n, strings.Join(bad, ", "))
 		}
 		f := h.Final[src]
 		if f == nil {

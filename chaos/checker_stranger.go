@@ -30,6 +30,20 @@ func checkStranger(h *History, add addFunc) {
 		if n > 0 {
 			add("stranger", "source %s: the follower was handed %d payloads the stranger sent (the first as seq %d)", src, n, first)
 		}
+		n = 0
+		for _, d := range h.Durable[src] {
+			for _, x := range d.Handed {
+				if strings.HasPrefix(x.Damage, damageStranger) {
+					if n == 0 {
+						first = x.Seq
+					}
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			add("stranger", "source %s: the durable receiver was handed %d payloads the stranger sent (the first as seq %d)", src, n, first)
+		}
 		if f := h.Final[src]; f != nil {
 			var seqs []uint64
 			for _, seq := range sortedSeqs(f.Damaged) {

@@ -75,6 +75,24 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule:   "rule1", want: "2 acknowledged messages are not readable", lost: 2,
 		},
 		{
+			name: "retention released acknowledged messages below its floor",
+			mutate: func(h *History) {
+				h.Snapshots = &SnapshotSettings{RetentionMaxMessages: 4} // floor 10-4 = 6
+				for seq := uint64(1); seq <= 6; seq++ {
+					delete(h.Final["s1"].Hashes, seq)
+				}
+			},
+		},
+		{
+			name: "acknowledged message lost above retention's floor",
+			mutate: func(h *History) {
+				h.Snapshots = &SnapshotSettings{RetentionMaxMessages: 4}
+				delete(h.Final["s1"].Hashes, 6)
+				delete(h.Final["s1"].Hashes, 7)
+			},
+			rule: "rule1", want: "1 acknowledged messages are not readable from any group after restoration: 7", lost: 1,
+		},
+		{
 			name:   "final read missing entirely",
 			mutate: func(h *History) { delete(h.Final, "s1") },
 			rule:   "rule1", want: "no final read", lost: 10,
@@ -441,10 +459,7 @@ func finalRecord(h *History, source string, seq uint64, payload []byte) {
 func statusWithSources(store string, pairs ...any) storeStatus {
 	st := storeStatus{Name: store, State: "Follower"}
 	for i := 0; i+1 < len(pairs); i += 2 {
-		st.Sources = append(st.Sources, struct {
-			Name           string `json:"name"`
-			TrimmedThrough uint64 `json:"trimmed_through"`
-		}{pairs[i].(string), uint64(pairs[i+1].(int))})
+		st.Sources = append(st.Sources, sourceStatus{Name: pairs[i].(string), TrimmedThrough: uint64(pairs[i+1].(int))})
 	}
 	return st
 }

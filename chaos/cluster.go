@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -63,8 +64,10 @@ func (h *host) start(why string) error {
 		return fmt.Errorf("open host %s log: %w", h.name, err)
 	}
 	fmt.Fprintf(lf, "%s incarnation=%d %s\n", incarnationMarker, h.incarnation, why)
+	// --pprof: when the deployment does not come back, the harness keeps
+	// every goroutine's stack (dumpStacks).
 	args := append([]string{"run", "--deployment", h.deploy, "--host", h.name,
-		"--data-dir", h.dataDir, "--admin-addr", h.admin}, h.runArgs...)
+		"--data-dir", h.dataDir, "--admin-addr", h.admin, "--pprof"}, h.runArgs...)
 	cmd := exec.Command(filepath.Join(h.bin, "umstored"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = childAttrs()
@@ -184,7 +187,10 @@ func (h *host) resume() error {
 }
 
 // wipe moves the (stopped) host's data directory aside, as if its disk
-// had been replaced; the old contents stay beside it as evidence.
+// had been replaced; the old contents stay beside it as evidence, those of
+// the latest wipe only: a host's disk (1 GiB) holds its data directory and
+// one more (raft-wal preallocates 64 MiB segments, about 200 MiB a host),
+// and a schedule may wipe a host four times.
 func (h *host) wipe() error {
 	if h.running() {
 		return fmt.Errorf("host %s must be stopped before its data is wiped", h.name)
@@ -192,7 +198,11 @@ func (h *host) wipe() error {
 	h.mu.Lock()
 	h.wipes++
 	aside := fmt.Sprintf("%s.wiped-%d", h.dataDir, h.wipes)
+	previous := fmt.Sprintf("%s.wiped-%d", h.dataDir, h.wipes-1)
 	h.mu.Unlock()
+	if err := os.RemoveAll(previous); err != nil {
+		return fmt.Errorf("wipe host %s: remove the evidence of its previous wipe: %w", h.name, err)
+	}
 	if err := os.Rename(h.dataDir, aside); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("wipe host %s: %w", h.name, err)
 	}
@@ -201,21 +211,34 @@ func (h *host) wipe() error {
 
 // storeStatus is the part of a store's /v1/status entry the harness reads.
 type storeStatus struct {
-	Name          string `json:"name"`
-	Group         int    `json:"group"`
-	GroupID       string `json:"group_id"`
-	State         string `json:"state"`
-	Leader        string `json:"leader"`
-	AppliedIndex  uint64 `json:"applied_index"`
-	SnapshotIndex uint64 `json:"snapshot_index"`
-	HasState      bool   `json:"has_state"`
-	CatchingUp    bool   `json:"catching_up"`
-	WaitingToJoin bool   `json:"waiting_to_join"`
-	Error         string `json:"error"`
-	Sources       []struct {
-		Name           string `json:"name"`
-		TrimmedThrough uint64 `json:"trimmed_through"`
-	} `json:"sources"`
+	Name          string         `json:"name"`
+	Group         int            `json:"group"`
+	GroupID       string         `json:"group_id"`
+	State         string         `json:"state"`
+	Leader        string         `json:"leader"`
+	AppliedIndex  uint64         `json:"applied_index"`
+	SnapshotIndex uint64         `json:"snapshot_index"`
+	HasState      bool           `json:"has_state"`
+	CatchingUp    bool           `json:"catching_up"`
+	WaitingToJoin bool           `json:"waiting_to_join"`
+	Error         string         `json:"error"`
+	Sources       []sourceStatus `json:"sources"`
+}
+
+// sourceStatus is the part of a source's entry in a store's /v1/status
+// the harness reads.
+type sourceStatus struct {
+	Name           string           `json:"name"`
+	TrimmedThrough uint64           `json:"trimmed_through"`
+	Receivers      []receiverStatus `json:"receivers"`
+}
+
+// receiverStatus is the part of a named receiver's entry in a store's
+// /v1/status the harness reads: the position the store recorded.
+type receiverStatus struct {
+	Name     string `json:"name"`
+	Consumed uint64 `json:"consumed"`
+	Active   bool   `json:"active"`
 }
 
 var statusClient = &http.Client{Timeout: time.Second}
@@ -401,6 +424,44 @@ func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error
 			return fmt.Errorf("waiting for restoration (%s): %w", why, err)
 		}
 	}
+}
+
+// dumpStacks saves every goroutine's stack of each running host daemon
+// (its /debug/pprof/goroutine?debug=2) into the schedule's directory, as
+// goroutines-<host>-<label>.txt, and returns the files written: the
+// evidence of a deployment that did not come back (a wedged replication,
+// a lock held), which its logs alone do not show.
+func (c *cluster) dumpStacks(ctx context.Context, label string) []string {
+	var files []string
+	for _, h := range c.hosts {
+		if !h.running() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.admin+"/debug/pprof/goroutine?debug=2", nil)
+		if err != nil {
+			cancel()
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			c.log.Warn("could not dump the daemon's stacks", "host", h.name, "err", err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			c.log.Warn("could not dump the daemon's stacks", "host", h.name, "status", resp.Status, "err", err)
+			continue
+		}
+		path := filepath.Join(c.dir, fmt.Sprintf("goroutines-%s-%s.txt", h.name, label))
+		if err := os.WriteFile(path, body, 0o644); err == nil {
+			files = append(files, path)
+		}
+	}
+	return files
 }
 
 // waitSnapshotted waits, at most timeout, until every store reports a

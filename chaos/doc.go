@@ -8,8 +8,12 @@
 // 2+1/1+2), runs one `umstored run` process per host, starts one publisher
 // child process per source (this program re-executed, publishing through
 // the publisher SDK, with a state file kept across its incarnations unless
-// --publisher-state=false) and one following receiver per source (the
-// receiver SDK), then injects faults one at a time:
+// --publisher-state=false), one following receiver per source (the
+// receiver SDK, in the harness's process, never restarted: the reference
+// reader, which must see every message exactly once) and one durable
+// receiver child per source (this program re-executed again, a named
+// receiver following from receiver.Resume, killed and restarted by
+// kill-receiver), then injects faults one at a time:
 //
 //   - kill-host: kill -9 a host's daemon, restart it with its state;
 //   - wipe-host: kill -9 it, move its data directory aside, restart it
@@ -42,7 +46,12 @@
 //   - lost-writes: a power cut of one host: its daemon is frozen, its
 //     disk's ext4 filesystem shut down without flushing the journal or
 //     dirty pages (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), the daemon killed, the
-//     filesystem mounted again; its stores restart on what was synced.
+//     filesystem mounted again; its stores restart on what was synced;
+//   - kill-receiver: kill -9 a source's durable receiver child and start
+//     its next incarnation under the same name (alone, or in the middle of
+//     a host fault), with the killed one's session (let in at once) or,
+//     one time in three, a new one (let in once the stores expired the
+//     killed session after receiver-activity-timeout, 30 s).
 //
 // Each kind is one file (kind_*.go) registering a kindSpec: what it hits,
 // what it needs of the machine, how a plan draws its parameters, how it is
@@ -71,7 +80,12 @@
 // The history records every message a publisher reported stable (source,
 // sequence number, payload hash), every registration's resume point, every
 // message the followers were handed and every range they were told no group
-// holds, every store's group identity as /v1/status reports it, stores
+// holds, every durable receiver incarnation's registration (where it
+// resumed, what each group and store answered), what it was handed and
+// when (its handler writes each message down before it returns it, so
+// whatever it consumed is known after kill -9), how it ended, and the
+// receivers' positions the stores recorded (status samples, changes only),
+// every store's group identity as /v1/status reports it, stores
 // catching up together (from /v1/status samples and the daemons' logs), and
 // every bootstrap the daemons logged. After the final heal and restoration
 // the publishers flush and exit, the followers catch up, every source is
@@ -89,6 +103,18 @@
 //     one host;
 //   - the followers were handed every acknowledged message exactly once, in
 //     order;
+//   - durable: each durable receiver was handed every acknowledged message
+//     at least once and none reported as held by no group; each
+//     incarnation in order, each message once, no gap it was not told
+//     about; each restart began where its registration said, at or below
+//     one past the highest message earlier incarnations were handed (no
+//     gap after a restart); no store recorded a position past what the
+//     receiver had been handed; a clean Close left its last position
+//     recorded in every group;
+//   - redelivery: a restart delivers again only what was consumed within
+//     the documented window before the kill (one AckInterval plus one
+//     acknowledgement call, 2.1 s; 5 s more while a host or link fault is
+//     in force); each restart's redelivery is reported;
 //   - integrity: no receiver (follower or final read) was given a payload
 //     other than the one published for that sequence number: every payload
 //     verifies itself (source, sequence number, incarnation and a checksum
@@ -107,9 +133,11 @@
 // publish stall attributed to it and its restore times (see KindStats for
 // the exact definitions).
 //
-// A schedule with a violation keeps its directory (host and publisher logs,
-// data directories, wiped directories, history.json, verdict.txt) and
-// prints the command that replays it.
+// A schedule with a violation keeps its directory (host, publisher and
+// durable receiver logs, data directories, wiped directories,
+// history.json, verdict.txt) and prints the command that replays it. The
+// daemons run with --pprof: when the deployment does not come back after a
+// fault, both daemons' goroutine stacks are kept there too.
 //
 // The short variant runs inside the normal test command (go test ./...):
 // TestChaosShort runs a few schedules with a fixed seed in a few minutes,

@@ -221,21 +221,33 @@ type History struct {
 	// release any message in this schedule; when they cannot, a store that
 	// released messages applied a Trim no leader of its group decided.
 	RetentionReleases bool `json:"retention_releases"`
+	// Durable is every incarnation of each source's durable receiver
+	// child, in incarnation order.
+	Durable map[string][]*DurableIncarnation `json:"durable"`
+	// ReceiverPositions are the named receivers' positions the status
+	// samples showed on each store (changes only).
+	ReceiverPositions []ReceiverPos `json:"receiver_positions,omitempty"`
+	lastReceiverPos   map[string]ReceiverPos
+	// LastSample is when each store's status was last sampled.
+	LastSample map[string]time.Time `json:"last_sample"`
 }
 
 // NewHistory returns an empty history for one schedule.
 func NewHistory(schedule int, seed int64, sources []string) *History {
 	return &History{
-		Schedule:      schedule,
-		Seed:          seed,
-		Sources:       sources,
-		Deliveries:    map[string][]Delivery{},
-		FollowMissing: map[string][]Range{},
-		Final:         map[string]*FinalRead{},
-		lastGroupID:   map[string]string{},
-		StopAsked:     map[string]time.Time{},
-		lastFailure:   map[string]string{},
-		Seen:          map[string]map[string]*SourceSeen{},
+		Schedule:        schedule,
+		Seed:            seed,
+		Sources:         sources,
+		Deliveries:      map[string][]Delivery{},
+		FollowMissing:   map[string][]Range{},
+		Final:           map[string]*FinalRead{},
+		lastGroupID:     map[string]string{},
+		StopAsked:       map[string]time.Time{},
+		lastFailure:     map[string]string{},
+		Seen:            map[string]map[string]*SourceSeen{},
+		Durable:         map[string][]*DurableIncarnation{},
+		lastReceiverPos: map[string]ReceiverPos{},
+		LastSample:      map[string]time.Time{},
 	}
 }
 
@@ -402,6 +414,7 @@ func (h *History) ObserveStore(host string, st storeStatus) {
 		}
 		ss.TrimmedThrough = max(ss.TrimmedThrough, src.TrimmedThrough)
 	}
+	h.observeReceivers(host, st, time.Now())
 }
 
 // Problemf records a problem the harness saw.

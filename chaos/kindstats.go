@@ -21,16 +21,19 @@ const noFault = "none"
 // became stable for that source. A fault is in force from its start until
 // the deployment was restored after it (host and link faults: when the
 // harness saw every store up and publishing possible again; a publisher
-// kill: when the new incarnation registered). A stall is attributed to a
-// fault in force at some moment of it: the kill of the source's own
-// publisher if there was one (its publisher was down: that explains the
-// stall whatever else was going on, as when the kill comes inside a host
-// fault), otherwise the earliest-starting host or link fault; to "none"
-// when no fault was in force. The whole stall counts, including the time
+// kill: when the new incarnation registered; a receiver kill stalls no
+// publisher). A stall is attributed to a fault in force at some moment of
+// it: the kill of the source's own publisher if there was one (its
+// publisher was down: that explains the stall whatever else was going on,
+// as when the kill comes inside a host fault), otherwise the
+// earliest-starting host or link fault; to "none" when no fault was in
+// force. The whole stall counts, including the time
 // after the fault was healed until the source made progress again.
 //
 // The restore time of a fault runs from its heal (host started again,
-// link healed, publisher restarted, stranger gone) to the restoration.
+// link healed, publisher or receiver restarted, stranger gone) to the
+// restoration (for a publisher or receiver kill: the new incarnation's
+// registration).
 type KindStats struct {
 	Count int `json:"count"`
 	// LongestStall is the longest stall attributed to a fault of the kind;
@@ -70,6 +73,9 @@ func (k *KindStats) add(o *KindStats, where string) {
 // it cannot stall that source).
 func faultWindow(h *History, f FaultRecord, source string) (window, bool) {
 	w := window{from: f.Start, to: f.End, what: string(f.Kind)}
+	if f.Kind == KillReceiver {
+		return w, false // a receiver that paces no source holds no publisher back
+	}
 	if f.Kind == KillPublisher {
 		if f.Target != source {
 			return w, false
@@ -109,9 +115,12 @@ func kindStats(h *History) map[string]*KindStats {
 		ks := get(string(f.Kind))
 		ks.Count++
 		var restored time.Time
-		if f.Kind == KillPublisher {
+		switch f.Kind {
+		case KillPublisher:
 			restored, _ = registeredAfter(h, f.Target, f.End)
-		} else {
+		case KillReceiver:
+			restored, _ = h.durableRegisteredAfter(f.Target, f.End)
+		default:
 			restored = f.Restored
 		}
 		if restored.IsZero() {

@@ -49,8 +49,10 @@ following receivers, and checks after each schedule that no acknowledged
 message was lost, no sequence number was reused, no group was bootstrapped
 over existing state, no two empty stores of a group caught up together, and
 every receiver saw every stable message once, in order, and only payloads
-exactly as published, nothing a non-member sent took effect, and no daemon
-exited by itself. Exit status 0 when every schedule passed, 1 on a
+exactly as published, every durable receiver killed and restarted under
+its name saw every stable message at least once, in order, with no gap
+and a bounded redelivery, nothing a non-member sent took effect, and no
+daemon exited by itself. Exit status 0 when every schedule passed, 1 on a
 violation or a lost message, 2 on bad usage or when the harness itself
 failed.
 
@@ -65,14 +67,18 @@ func main() {
 }
 
 // runChild runs this program as one of the harness's children when the
-// environment says so (a publisher incarnation, the stranger) and returns
-// its exit status; ok is false for the harness itself.
+// environment says so (a publisher or durable receiver incarnation, the
+// stranger) and returns its exit status; ok is false for the harness
+// itself.
 func runChild() (code int, ok bool) {
 	if cfg := os.Getenv(childEnv); cfg != "" {
 		return childMain(cfg), true
 	}
 	if cfg := os.Getenv(strangerEnv); cfg != "" {
 		return strangerMain(cfg), true
+	}
+	if cfg := os.Getenv(receiverEnv); cfg != "" {
+		return receiverChildMain(cfg), true
 	}
 	return 0, false
 }
@@ -89,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.FaultsPerSchedule, "faults-per-schedule", 4, "faults drawn for each schedule")
 	fs.IntVar(&o.Messages, "messages", 100000, "most messages one publisher incarnation sends")
 	fs.IntVar(&o.Rate, "rate", 200, "messages per second each publisher sends")
-	fs.IntVar(&o.Sources, "sources", 2, "sources published (one publisher child and one follower each)")
+	fs.IntVar(&o.Sources, "sources", 2, "sources published (one publisher child, one follower and one durable receiver child each)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep every schedule's logs and data directories (they are always kept on a violation)")
 	fs.BoolVar(&o.Partitions, "partitions", true, "cut the link between the hosts with iptables (needs iptables and root)")
 	fs.BoolVar(&o.SlowDisks, "slow-disks", true, "give each host a loop-mounted disk, to slow its writes with a blkio cgroup and to cut its power (lost-writes) (needs root, loop devices, mkfs.ext4, cgroup v1 blkio)")

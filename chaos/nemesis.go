@@ -23,7 +23,8 @@ type Fault struct {
 	Kind FaultKind `json:"kind"`
 	// Host is the host a host fault hits.
 	Host string `json:"host,omitempty"`
-	// Source is the publisher a KillPublisher fault hits.
+	// Source is the publisher a KillPublisher fault hits, or the durable
+	// receiver a KillReceiver fault hits.
 	Source string `json:"source,omitempty"`
 	// Hold is how long the fault lasts before it is healed.
 	Hold time.Duration `json:"hold"`
@@ -34,6 +35,16 @@ type Fault struct {
 	// killed with -9 and restarted PublisherAt into the fault.
 	AlsoKillPublisher string        `json:"also_kill_publisher,omitempty"`
 	PublisherAt       time.Duration `json:"publisher_at,omitempty"`
+	// AlsoKillReceiver, for a host fault, names a source whose durable
+	// receiver is also killed with -9 and restarted ReceiverAt into the
+	// fault.
+	AlsoKillReceiver string        `json:"also_kill_receiver,omitempty"`
+	ReceiverAt       time.Duration `json:"receiver_at,omitempty"`
+	// Takeover says the durable receiver a KillReceiver fault (or the one
+	// killed inside a host fault) restarts with a session of its own,
+	// rather than the killed one's: it is let in only once the stores
+	// expired the killed session (receiver-activity-timeout).
+	Takeover bool `json:"receiver_takeover,omitempty"`
 	// IOPS is the write operations per second a SlowDisk fault allows.
 	IOPS int `json:"iops,omitempty"`
 	// Stores is how many of the host's stores a CorruptStore fault damages.
@@ -59,8 +70,18 @@ func (f Fault) String() string {
 		b.WriteString(" source " + f.Source)
 	}
 	fmt.Fprintf(&b, " for %v", f.Hold)
+	if f.Takeover && f.AlsoKillReceiver == "" {
+		b.WriteString(", new session")
+	}
 	if f.AlsoKillPublisher != "" {
 		fmt.Fprintf(&b, " (+ kill-publisher %s at %v)", f.AlsoKillPublisher, f.PublisherAt)
+	}
+	if f.AlsoKillReceiver != "" {
+		fmt.Fprintf(&b, " (+ kill-receiver %s at %v", f.AlsoKillReceiver, f.ReceiverAt)
+		if f.Takeover {
+			b.WriteString(", new session")
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }
@@ -74,10 +95,14 @@ func (f Fault) hostFault() bool {
 
 // injected is how many faults f counts for.
 func (f Fault) injected() int {
+	n := 1
 	if f.AlsoKillPublisher != "" {
-		return 2
+		n++
 	}
-	return 1
+	if f.AlsoKillReceiver != "" {
+		n++
+	}
+	return n
 }
 
 // planConfig is what the planner needs to know.
@@ -99,10 +124,12 @@ type planConfig struct {
 func planSchedule(rng *rand.Rand, cfg planConfig) []Fault {
 	var kinds []*kindSpec
 	total := 0
+	receiverKills := false
 	for _, s := range kindRegistry {
 		if s.available(cfg) && (len(cfg.Only) == 0 || slices.Contains(cfg.Only, s.Kind)) {
 			kinds = append(kinds, s)
 			total += s.Weight
+			receiverKills = receiverKills || s.Kind == KillReceiver
 		}
 	}
 	if len(kinds) == 0 {
@@ -135,6 +162,9 @@ func planSchedule(rng *rand.Rand, cfg planConfig) []Fault {
 				f.AlsoKillPublisher = cfg.Sources[rng.IntN(len(cfg.Sources))]
 				f.PublisherAt = between(rng, 0, f.Hold)
 			}
+			if receiverKills {
+				drawNestedReceiverKill(rng, &f, cfg)
+			}
 		}
 		plan = append(plan, f)
 	}
@@ -145,7 +175,8 @@ func planSchedule(rng *rand.Rand, cfg planConfig) []Fault {
 type nemesis struct {
 	c    *cluster
 	pubs map[string]*pubProc
-	part *partitioner // nil when partitions are off
+	rcvs map[string]*rcvProc // each source's durable receiver
+	part *partitioner        // nil when partitions are off
 	hist *History
 	log  *slog.Logger
 	// exe and dir are this program (run again as a stranger) and the
@@ -165,8 +196,8 @@ func (n *nemesis) inject(ctx context.Context, f Fault) (int, error) {
 		rec.Target = hostAddrs[0].name + "|" + hostAddrs[1].name
 	}
 	n.log.Info("fault", "fault", f.String())
-	// The publisher kill inside a host fault happens in the background, at
-	// its offset; the fault's heal waits for it.
+	// The publisher and receiver kills inside a host fault happen in the
+	// background, at their offsets; the fault's heal waits for them.
 	var pubDone chan error
 	if f.AlsoKillPublisher != "" {
 		pubDone = make(chan error, 1)
@@ -181,6 +212,24 @@ func (n *nemesis) inject(ctx context.Context, f Fault) (int, error) {
 			pubDone <- err
 		}()
 	}
+	var rcvDone chan error
+	if f.AlsoKillReceiver != "" {
+		rcvDone = make(chan error, 1)
+		go func() {
+			if err := sleepCtx(ctx, f.ReceiverAt); err != nil {
+				rcvDone <- err
+				return
+			}
+			start := time.Now()
+			err := n.restartReceiver(ctx, f.AlsoKillReceiver, 300*time.Millisecond, f.Takeover)
+			note := "during " + string(f.Kind)
+			if f.Takeover {
+				note += ", new session"
+			}
+			n.hist.Fault(FaultRecord{Kind: KillReceiver, Target: f.AlsoKillReceiver, Start: start, End: time.Now(), Note: note})
+			rcvDone <- err
+		}()
+	}
 	var err error
 	if spec == nil {
 		err = fmt.Errorf("unknown fault %q", f.Kind)
@@ -189,6 +238,9 @@ func (n *nemesis) inject(ctx context.Context, f Fault) (int, error) {
 	}
 	if pubDone != nil {
 		err = errors.Join(err, <-pubDone)
+	}
+	if rcvDone != nil {
+		err = errors.Join(err, <-rcvDone)
 	}
 	rec.End = time.Now()
 	return n.hist.Fault(rec), err

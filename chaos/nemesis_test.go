@@ -40,6 +40,12 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
 				case f.Kind == KillPublisher && (f.Source == "" || f.Host != ""):
 					t.Fatalf("seed %d: publisher fault %+v", seed, f)
+				case f.Kind == KillReceiver && (f.Source == "" || f.Host != "" || f.AlsoKillReceiver != ""):
+					t.Fatalf("seed %d: receiver fault %+v", seed, f)
+				case f.AlsoKillReceiver != "" && (!f.hostFault() || f.ReceiverAt > f.Hold):
+					t.Fatalf("seed %d: nested receiver kill out of its host fault: %+v", seed, f)
+				case f.Takeover && f.Kind != KillReceiver && f.AlsoKillReceiver == "":
+					t.Fatalf("seed %d: a new receiver session without a receiver kill: %+v", seed, f)
 				case f.hostFault() && f.Kind != Partition && f.Host != "A" && f.Host != "B":
 					t.Fatalf("seed %d: host fault without one host: %+v", seed, f)
 				case f.AlsoKillPublisher != "" && (!f.hostFault() || f.PublisherAt > f.Hold):
@@ -93,7 +99,22 @@ func TestPlanOnlyKinds(t *testing.T) {
 			if f.Kind != PauseHost && f.Kind != KillPublisher {
 				t.Fatalf("seed %d: drew %s outside %v", seed, f.Kind, only)
 			}
+			if f.AlsoKillReceiver != "" {
+				t.Fatalf("seed %d: a receiver kill inside %v without kill-receiver among the kinds", seed, f)
+			}
 		}
+	}
+	// With kill-receiver, some host faults kill a receiver too.
+	nested := 0
+	for seed := int64(0); seed < 50; seed++ {
+		for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Sources: []string{"s1", "s2"}, Only: []FaultKind{KillHost, KillReceiver}}) {
+			if f.AlsoKillReceiver != "" {
+				nested++
+			}
+		}
+	}
+	if nested == 0 {
+		t.Fatal("no receiver kill inside a host fault in 50 schedules")
 	}
 }
 
@@ -131,23 +152,23 @@ func TestTagPid(t *testing.T) {
 }
 
 // TestShortVariantPlan pins the short variant's plan: its seed is the
-// first whose schedules draw every kind in shortKinds (see
-// shortVariantSeed). A change to the planner or to shortKinds that changes
+// first whose schedules draw every kind in shortKinds within the time
+// budget (see shortVariantSeed). A change to the planner or to shortKinds that changes
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"wipe-host host A for 3.5s",
+		"partition A|B for 3.4s",
+		"partition A|B for 6.1s (+ kill-publisher s1 at 3.3s)",
 		"kill-host host A for 2s",
-		"pause-host host B for 5.7s",
-		"lost-writes host A for 1.7s",
-		"partition A|B for 3.1s",
-		"slow-disk host B to 20 writes/s for 7.2s (+ kill-publisher s2 at 700ms)",
-		"wipe-crash host A for 4.1s",
-		"kill-publisher source s2 for 900ms",
-		"wipe-host host A for 4s (+ kill-publisher s1 at 3.8s)",
-		"lost-writes host B for 1.7s",
-		"slow-disk host B to 12 writes/s for 5.5s",
-		"stranger host B for 5s",
+		"wipe-crash host A for 2s",
+		"kill-publisher source s1 for 600ms",
+		"stranger host A for 3.5s",
+		"kill-receiver source s2 for 200ms, new session",
+		"slow-disk host B to 29 writes/s for 3.4s (+ kill-publisher s1 at 1s) (+ kill-receiver s1 at 600ms)",
+		"kill-receiver source s1 for 1.3s",
+		"lost-writes host B for 900ms",
+		"pause-host host B for 2.6s",
+		"wipe-host host B for 2s",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)

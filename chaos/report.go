@@ -48,6 +48,17 @@ type Totals struct {
 	// PerKind is, for each kind of fault (and "none"), the run's count,
 	// longest publish stall and restore times (see KindStats).
 	PerKind map[string]*KindTotals `json:"per_kind"`
+	// DurableHanded counts what the durable receivers were handed;
+	// ReceiverRestarts their restarts (after a kill), Redelivered the
+	// messages those restarts delivered again, and MaxRedelivery the
+	// restart that delivered the most again.
+	DurableHanded    int         `json:"durable_handed"`
+	ReceiverRestarts int         `json:"receiver_restarts"`
+	Redelivered      uint64      `json:"redelivered"`
+	MaxRedelivery    *Redelivery `json:"max_redelivery,omitempty"`
+	// MaxRedeliveryWindowS is the longest a message handed again had been
+	// handed before its receiver was killed, in seconds.
+	MaxRedeliveryWindowS float64 `json:"max_redelivery_window_s"`
 }
 
 // KindTotals is KindStats over a run, in seconds.
@@ -115,6 +126,15 @@ func (t *Totals) add(r scheduleResult) {
 		Wipes: r.Kinds[string(WipeHost)] + r.Kinds[string(WipeCrash)]})
 	t.Acknowledged += r.Acknowledged
 	t.Delivered += r.Delivered
+	t.DurableHanded += r.DurableHanded
+	for _, rd := range r.Redeliveries {
+		t.ReceiverRestarts++
+		t.Redelivered += rd.Count
+		if t.MaxRedelivery == nil || rd.Count > t.MaxRedelivery.Count {
+			t.MaxRedelivery = &rd
+		}
+		t.MaxRedeliveryWindowS = max(t.MaxRedeliveryWindowS, rd.Window.Seconds())
+	}
 	t.Lost += r.Lost
 	t.Violations += len(r.Violations)
 	if len(r.Violations) > 0 || r.Lost > 0 {
@@ -188,6 +208,13 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 	if line := perKindLine(r.PerKind); line != "" {
 		fmt.Fprintf(w, "  per kind: %s\n", line)
 	}
+	if len(r.Redeliveries) > 0 {
+		var parts []string
+		for _, rd := range r.Redeliveries {
+			parts = append(parts, rd.String())
+		}
+		fmt.Fprintf(w, "  durable receivers: handed %d, restarts: %s\n", r.DurableHanded, strings.Join(parts, "; "))
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  violation %s\n", v)
 	}
@@ -203,6 +230,10 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 func printTotals(w io.Writer, opts options, t *Totals) {
 	fmt.Fprintf(w, "chaos: seed %d: %d schedules, %d faults, %d acknowledged, %d lost, %d violations, %d snapshot installs in %.0fs\n",
 		t.Seed, t.Schedules, t.Faults, t.Acknowledged, t.Lost, t.Violations, t.SnapshotInstalls, t.Seconds)
+	if t.ReceiverRestarts > 0 {
+		fmt.Fprintf(w, "durable receivers: %d restarts, %d messages delivered again (most in one restart: %s), longest redelivery window %.3fs\n",
+			t.ReceiverRestarts, t.Redelivered, t.MaxRedelivery, t.MaxRedeliveryWindowS)
+	}
 	if len(t.PerKind) > 0 {
 		fmt.Fprintf(w, "%-15s %6s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "restore max", "restore mean", "unrestored")
 		for _, k := range sortedKinds(t.PerKind) {

@@ -60,8 +60,8 @@ func sourceNames(n int) []string {
 	return out
 }
 
-// runSchedule runs one schedule: a fresh deployment, publishers and
-// followers, the planned faults (each healed, and the deployment restored
+// runSchedule runs one schedule: a fresh deployment, publishers,
+// followers and durable receivers, the planned faults (each healed, and the deployment restored
 // after each host fault), a final heal and restoration, the final reads,
 // the checks, and the teardown. Whatever happens, every process it started
 // is stopped and every rule it added removed before it returns.
@@ -80,7 +80,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist := NewHistory(index, opts.Seed, sources)
 	hist.Plan = plan
 	hist.Snapshots = snaps
-	hist.RetentionReleases = retentionCanRelease(opts)
+	hist.RetentionReleases = retentionCanRelease(opts, snaps)
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
@@ -141,7 +141,15 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
 		}
 	}
-	nem := &nemesis{c: c, pubs: pubs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
+	rcvs := map[string]*rcvProc{}
+	for _, s := range sources {
+		rcvs[s] = &rcvProc{
+			exe: env.exe, hist: hist, log: log,
+			logPath: filepath.Join(dir, "receiver-"+s+".log"),
+			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s)},
+		}
+	}
+	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
 
 	// Background work (monitor, followers) ends with watchCancel.
 	watchCtx, watchCancel := context.WithCancel(parent)
@@ -149,6 +157,9 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	stopAll := func() {
 		for _, p := range pubs {
 			p.kill9()
+		}
+		for _, r := range rcvs {
+			r.kill9()
 		}
 		watchCancel()
 		bg.Wait()
@@ -184,6 +195,10 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 					hist.Problemf("receiver", "%v", err)
 				}
 			}()
+			if err := rcvs[s].start(false); err != nil {
+				hist.Problemf("harness", "%v", err)
+				return
+			}
 			if err := pubs[s].start(); err != nil {
 				hist.Problemf("harness", "%v", err)
 				return
@@ -224,7 +239,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			if f.hostFault() {
 				t0 := time.Now()
 				if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-					hist.Problemf("not-restored", "after fault %d (%s): %v", i+1, f, err)
+					hist.Problemf("not-restored", "after fault %d (%s): %v%s", i+1, f, err, stacksNote(c.dumpStacks(parent, fmt.Sprintf("fault-%d", i+1))))
 					return
 				}
 				hist.FaultRestored(rec, time.Now())
@@ -243,7 +258,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.Problemf("harness", "heal: %v", err)
 	}
 	if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-		hist.Problemf("not-restored", "after the final heal: %v", err)
+		hist.Problemf("not-restored", "after the final heal: %v%s", err, stacksNote(c.dumpStacks(parent, "final")))
 	}
 	// Publishers finish: register if a restarted one has not yet (the
 	// stores free a killed publisher's source after source-activity-timeout),
@@ -267,9 +282,25 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			hist.Problemf("receiver", "%v", err)
 		}
 	}
+	// The durable receivers catch up too (one restarted with a new session
+	// registers only once the stores expired the killed one's, after
+	// receiver-activity-timeout), then close, which records their
+	// positions: the status sample after the final reads shows them.
+	var rw sync.WaitGroup
+	for _, r := range rcvs {
+		rw.Add(1)
+		go func() {
+			defer rw.Done()
+			if err := r.waitCaughtUp(75 * time.Second); err != nil {
+				hist.Problemf("receiver", "%v", err)
+			}
+			r.stop(20 * time.Second)
+		}()
+	}
+	rw.Wait()
 	watchCancel()
 	bg.Wait()
-	log.Info("followers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
+	log.Info("followers and durable receivers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
 	for _, s := range sources {
 		hist.SetFinal(s, finalRead(ctx, c.groups, s, hist.MaxAcked(s), quietLogger(log)))
 	}
@@ -292,6 +323,18 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	return finish(parent, env, hist, res, start, log)
 }
 
+// stacksNote names the goroutine dumps kept, for a problem's detail.
+func stacksNote(files []string) string {
+	if len(files) == 0 {
+		return ""
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	return " (the daemons' goroutine stacks are in " + strings.Join(names, ", ") + ")"
+}
+
 // payloadSize is the size of every payload a publisher child sends.
 const payloadSize = 100
 
@@ -299,12 +342,16 @@ const payloadSize = 100
 // read back).
 const finalPhase = 4 * time.Minute
 
-// retentionCanRelease says whether the stores' retention limits (umstored
-// run's defaults: the harness sets none) could release any message a
-// schedule publishes: the most a source can publish is --rate messages of
-// payloadSize bytes a second for the schedule and its final phase.
-func retentionCanRelease(opts options) bool {
+// retentionCanRelease says whether the stores' retention limits (the
+// schedule's --retention-max-messages, else umstored run's defaults) could
+// release any message a schedule publishes: the most a source can publish
+// is --rate messages of payloadSize bytes a second for the schedule and its
+// final phase.
+func retentionCanRelease(opts options, snaps *SnapshotSettings) bool {
 	def := storehost.DefaultOptions()
+	if snaps != nil && snaps.RetentionMaxMessages > 0 {
+		def.RetentionMaxMessages = snaps.RetentionMaxMessages
+	}
 	span := opts.ScheduleTimeout + finalPhase
 	most := uint64(float64(opts.Rate) * span.Seconds())
 	return def.RetentionMaxMessages > 0 && most > def.RetentionMaxMessages ||

@@ -16,6 +16,15 @@ import (
 // stores snapshot every second or two and keep only a few dozen entries,
 // so most wipes, and some long crashes, pauses and partitions, end in a
 // snapshot install.
+//
+// Over raft-wal the repository is an index over the raft log, and the log
+// is compacted only below the oldest entry a retained message refers to:
+// retention, not the snapshot settings, bounds it. So the even-numbered
+// schedules also set a small --retention-max-messages: their stores
+// release old messages as they go, the log is compacted behind them, and a
+// wipe ends in a snapshot install. The odd-numbered ones retain everything,
+// so the checker verifies every acknowledged message there (see
+// retainedFloor for what it verifies under a limit).
 type SnapshotSettings struct {
 	// Threshold is --snapshot-threshold: entries written between snapshots.
 	Threshold uint64 `json:"threshold"`
@@ -23,13 +32,20 @@ type SnapshotSettings struct {
 	Interval time.Duration `json:"interval"`
 	// TrailingLogs is --trailing-logs: entries kept after a snapshot.
 	TrailingLogs uint64 `json:"trailing_logs"`
+	// RetentionMaxMessages is --retention-max-messages: messages each
+	// store keeps of each source (0: no limit, not passed).
+	RetentionMaxMessages uint64 `json:"retention_max_messages,omitempty"`
 }
 
 func (s *SnapshotSettings) String() string {
 	if s == nil {
 		return "umstored's defaults"
 	}
-	return fmt.Sprintf("threshold %d, interval %v, trailing logs %d", s.Threshold, s.Interval, s.TrailingLogs)
+	out := fmt.Sprintf("threshold %d, interval %v, trailing logs %d", s.Threshold, s.Interval, s.TrailingLogs)
+	if s.RetentionMaxMessages > 0 {
+		out += fmt.Sprintf(", retention %d messages per source", s.RetentionMaxMessages)
+	}
+	return out
 }
 
 // args are the `umstored run` flags for s; none for the defaults (nil).
@@ -37,11 +53,15 @@ func (s *SnapshotSettings) args() []string {
 	if s == nil {
 		return nil
 	}
-	return []string{
+	args := []string{
 		"--snapshot-threshold", strconv.FormatUint(s.Threshold, 10),
 		"--snapshot-interval", s.Interval.String(),
 		"--trailing-logs", strconv.FormatUint(s.TrailingLogs, 10),
 	}
+	if s.RetentionMaxMessages > 0 {
+		args = append(args, "--retention-max-messages", strconv.FormatUint(s.RetentionMaxMessages, 10))
+	}
+	return args
 }
 
 // snapshotStream tells the snapshot settings' random source from the
@@ -53,12 +73,27 @@ const snapshotStream = 0x736e6170 // "snap"
 // a run with seed: the same seed and index always give the same settings.
 func pickSnapshotSettings(seed int64, index int) *SnapshotSettings {
 	rng := rand.New(rand.NewPCG(uint64(seed)^snapshotStream, uint64(index)))
-	return &SnapshotSettings{
+	s := &SnapshotSettings{
 		Threshold:    64 + uint64(rng.IntN(256-64+1)),
 		Interval:     time.Second + time.Duration(rng.IntN(11))*100*time.Millisecond,
 		TrailingLogs: 16 + uint64(rng.IntN(64-16+1)),
 	}
+	// Drawn last, so the three above are what they were before it.
+	n := uint64(minRetention + rng.IntN(maxRetention-minRetention+1))
+	if index%2 == 0 {
+		s.RetentionMaxMessages = n
+	}
+	return s
 }
+
+// The retention limits the even-numbered schedules draw from: at the
+// default --rate (200 a second per source) a store starts releasing a few
+// seconds into the schedule, before most faults, and the checker still
+// verifies the newest few hundred acknowledged messages of every source.
+const (
+	minRetention = 400
+	maxRetention = 1500
+)
 
 // SnapshotLog counts what the daemons' logs (raft's lines, routed into
 // them) say about snapshots over a schedule.

@@ -19,6 +19,12 @@ func TestSnapshotSettingsAreReproducible(t *testing.T) {
 			if s.Threshold < 64 || s.Threshold > 256 || s.Interval < time.Second || s.Interval > 2*time.Second || s.TrailingLogs < 16 || s.TrailingLogs > 64 {
 				t.Fatalf("seed %d schedule %d: %v out of range", seed, index, s)
 			}
+			switch {
+			case index%2 == 0 && (s.RetentionMaxMessages < minRetention || s.RetentionMaxMessages > maxRetention):
+				t.Fatalf("seed %d schedule %d: retention %d out of range", seed, index, s.RetentionMaxMessages)
+			case index%2 == 1 && s.RetentionMaxMessages != 0:
+				t.Fatalf("seed %d schedule %d: odd schedules retain everything, not %d", seed, index, s.RetentionMaxMessages)
+			}
 			seen[*s] = true
 		}
 	}
@@ -34,6 +40,11 @@ func TestSnapshotSettingsArgs(t *testing.T) {
 	}
 	s := &SnapshotSettings{Threshold: 128, Interval: 1500 * time.Millisecond, TrailingLogs: 32}
 	want := []string{"--snapshot-threshold", "128", "--snapshot-interval", "1.5s", "--trailing-logs", "32"}
+	if got := s.args(); !slices.Equal(got, want) {
+		t.Fatalf("args = %q, want %q", got, want)
+	}
+	s.RetentionMaxMessages = 900
+	want = append(want, "--retention-max-messages", "900")
 	if got := s.args(); !slices.Equal(got, want) {
 		t.Fatalf("args = %q, want %q", got, want)
 	}

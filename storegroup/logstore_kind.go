@@ -229,9 +229,18 @@ func (l *walLog) LastIndex() (uint64, error) {
 	return l.w.LastIndex()
 }
 
+// GetLog reads the entry at index. An entry below the first index is not
+// found, as with raft.db: raft-wal v0.4.0 cuts its head only in its
+// bookkeeping, and still returns a cut entry from its tail segment (up to
+// 64 MiB of them), so a leader would send a member far behind the entries
+// retention released (and a snapshot never), whatever the log said its
+// first index was.
 func (l *walLog) GetLog(index uint64, log *raft.Log) error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if first, err := l.w.FirstIndex(); err == nil && index < first {
+		return raft.ErrLogNotFound
+	}
 	return l.w.GetLog(index, log)
 }
 

@@ -123,3 +123,39 @@ func TestWALReopensAfterRotation(t *testing.T) {
 		t.Fatalf("last index %d, want 300", last)
 	}
 }
+
+// Entries cut from the head of a raft-wal log are not found, though they
+// are still in its tail segment: a leader whose log retention compacted
+// sends a member far behind a snapshot, not the released entries.
+func TestWALHeadCutIsNotFound(t *testing.T) {
+	raw, err := openWALLog(t.TempDir(), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	var logs []*raft.Log
+	for i := uint64(1); i <= 100; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprint(i))})
+	}
+	if err := raw.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.DeleteRange(1, 60); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := raw.FirstIndex(); err != nil || first != 61 {
+		t.Fatalf("FirstIndex = %d, %v; want 61", first, err)
+	}
+	for _, tc := range []struct {
+		index uint64
+		want  error
+	}{{1, raft.ErrLogNotFound}, {60, raft.ErrLogNotFound}, {61, nil}, {100, nil}, {101, raft.ErrLogNotFound}} {
+		var l raft.Log
+		// raft compares with ==, not errors.Is.
+		if err := raw.GetLog(tc.index, &l); err != tc.want {
+			t.Errorf("GetLog(%d) = %v, want %v", tc.index, err, tc.want)
+		} else if err == nil && string(l.Data) != fmt.Sprint(tc.index) {
+			t.Errorf("GetLog(%d) read %q", tc.index, l.Data)
+		}
+	}
+}
