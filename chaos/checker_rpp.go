@@ -276,9 +276,14 @@ func checkRPP(h *History, add addFunc) *RPPReport {
 				rep.Excused++
 				continue
 			}
-			why := fmt.Sprintf("its receiver's hold cannot have lapsed (no incarnation had been gone %v, the receiver activity timeout less %v, by then)", s.ActivityTimeout, expirySlack)
-			if lapsed != "" {
+			var why string
+			switch {
+			case lapsed == "":
+				why = fmt.Sprintf("its receiver's hold cannot have lapsed (it was registered throughout: no incarnation gone for the receiver activity timeout, %v, less %v)", s.ActivityTimeout, expirySlack)
+			case limit > 0:
 				why = fmt.Sprintf("its hold may have lapsed (%s), but retention's limits alone release less (the store held up to %d, a limit of %d messages)", lapsed, o.HighSeq, limit)
+			default:
+				why = fmt.Sprintf("its hold may have lapsed (%s), but no retention limit could release anything in this schedule", lapsed)
 			}
 			bad = append(bad, fmt.Sprintf("store %s (group %d, host %s) showed it released through %d at %s (its group had shown %d), when the receiver had been handed up to %d: %d messages released before it consumed them; %s",
 				o.Store, g, o.Host, o.TrimmedThrough, o.At.Format("15:04:05.000"), before, by, o.TrimmedThrough-by, why))

@@ -406,6 +406,11 @@ func (h *History) DaemonExited(host string, inc int, err error) {
 func (h *History) ObserveStore(host string, st storeStatus) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.observeStoreAt(host, st, time.Now())
+}
+
+// observeStoreAt is ObserveStore for a sample taken at now (h.mu held).
+func (h *History) observeStoreAt(host string, st storeStatus, now time.Time) {
 	failure := st.Error
 	if failure == "" && st.State == "failed" {
 		failure = "state failed"
@@ -413,10 +418,9 @@ func (h *History) ObserveStore(host string, st storeStatus) {
 	if failure != h.lastFailure[st.Name] {
 		h.lastFailure[st.Name] = failure
 		if failure != "" {
-			h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: host, Store: st.Name, At: time.Now(), Error: failure})
+			h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: host, Store: st.Name, At: now, Error: failure})
 		}
 	}
-	now := time.Now()
 	seen := h.Seen[st.Name]
 	if seen == nil {
 		seen = map[string]*SourceSeen{}
