@@ -52,7 +52,9 @@ over existing state, no two empty stores of a group caught up together, and
 every receiver saw every stable message once, in order, and only payloads
 exactly as published, every durable receiver killed and restarted under
 its name saw every stable message at least once, in order, with no gap
-and a bounded redelivery, nothing a non-member sent took effect, and no
+and a bounded redelivery, no store released a receiver-paced message
+before its paced receiver consumed it, nothing a non-member sent took
+effect, and no
 daemon exited by itself. Exit status 0 when every schedule passed, 1 on a
 violation or a lost message, 2 on bad usage or when the harness itself
 failed.
