@@ -171,6 +171,7 @@ func TestChaosShort(t *testing.T) {
 		Partitions:        partitions,
 		SlowDisks:         slowDisks,
 		PublisherState:    true,
+		PacedSource:       true,
 		Kinds:             shortKinds,
 		Timeout:           6 * time.Minute,
 		ScheduleTimeout:   150 * time.Second,

@@ -14,7 +14,8 @@ type Violation struct {
 	// for what a following receiver must see, "durable" for what a durable
 	// receiver killed and restarted under its name must see, "redelivery"
 	// for a restart that delivered again more than the documented
-	// redelivery window, "integrity" for payloads
+	// redelivery window, "rpp" for a receiver-paced source released
+	// before its paced receiver consumed it, "integrity" for payloads
 	// handed to a receiver that are not what the publisher sent, "stranger"
 	// for anything a non-member sent that took effect, "liveness" for
 	// problems the harness saw (a deployment that did not come back, a
@@ -46,6 +47,8 @@ type Result struct {
 	// restart of one, what it delivered again (see checkDurable).
 	DurableHanded int          `json:"durable_handed"`
 	Redeliveries  []Redelivery `json:"redeliveries,omitempty"`
+	// RPP is what the rpp rule saw of the paced source (nil: none).
+	RPP *RPPReport `json:"rpp,omitempty"`
 }
 
 // maxExamples bounds how many examples one violation lists.
@@ -73,15 +76,21 @@ func Check(h *History) Result {
 		res.Violations = append(res.Violations, Violation{Rule: rule, Detail: fmt.Sprintf(format, args...)})
 	}
 	// What retention may have released is not required to be readable or
-	// delivered; everything else acknowledged is.
+	// delivered; everything else acknowledged is. A paced source's
+	// durable receiver is owed everything its limits keep (it paces the
+	// source); the final read and the unnamed follower, which pace
+	// nothing, may also find released what a store released after that
+	// receiver consumed it (the rpp rule checks each release).
 	retained := retainedAcks(h, acks)
-	res.Lost = checkLoss(h, retained, add)
+	readable := releasedAcks(h, retained)
+	res.Lost = checkLoss(h, readable, add)
 	checkResume(h, add)
 	checkPayloads(h, add)
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
-	checkReceiver(h, retained, add)
+	checkReceiver(h, readable, add)
 	res.Redeliveries = checkDurable(h, retained, add)
+	res.RPP = checkRPP(h, add)
 	checkIntegrity(h, add)
 	checkStranger(h, add)
 	checkExits(h, add)
@@ -131,6 +140,28 @@ func retainedAcks(h *History, acks map[string]map[uint64]string) map[string]map[
 		}
 		out[src] = kept
 	}
+	return out
+}
+
+// releasedAcks is retained without, for the paced source, what a store
+// showed released (pacedFloor): retained itself without a paced source.
+func releasedAcks(h *History, retained map[string]map[uint64]string) map[string]map[uint64]string {
+	src := h.RPP.pacedSource()
+	floor := pacedFloor(h, src)
+	if src == "" || floor == 0 || retained[src] == nil {
+		return retained
+	}
+	out := make(map[string]map[uint64]string, len(retained))
+	for s, m := range retained {
+		out[s] = m
+	}
+	kept := make(map[uint64]string, len(retained[src]))
+	for seq, hash := range retained[src] {
+		if seq > floor {
+			kept[seq] = hash
+		}
+	}
+	out[src] = kept
 	return out
 }
 

@@ -72,7 +72,9 @@ func checkStranger(h *History, add addFunc) {
 			switch {
 			case strings.HasPrefix(src, strangerSourcePrefix):
 				add("stranger", "store %s (host %s) holds source %s, which only the stranger published (seen from %s)", store, ss.Host, src, ss.First.Format("15:04:05.000"))
-			case real[src] && ss.TrimmedThrough > 0 && !h.RetentionReleases:
+			case real[src] && ss.TrimmedThrough > 0 && !h.RetentionReleases && !h.RPP.paced(src):
+				// A paced source is released as its paced receiver
+				// consumes, limits or not: the rpp rule judges those.
 				add(trimRule, "store %s (host %s) released source %s through %d, but no retention limit could release anything in this schedule: it applied a Trim no leader of its group decided", store, ss.Host, src, ss.TrimmedThrough)
 			}
 		}

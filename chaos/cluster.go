@@ -229,16 +229,23 @@ type storeStatus struct {
 // the harness reads.
 type sourceStatus struct {
 	Name           string           `json:"name"`
+	HighSeq        uint64           `json:"high_seq"`
+	Count          uint64           `json:"count"`
 	TrimmedThrough uint64           `json:"trimmed_through"`
+	Pacing         string           `json:"pacing"`
 	Receivers      []receiverStatus `json:"receivers"`
 }
 
 // receiverStatus is the part of a named receiver's entry in a store's
-// /v1/status the harness reads: the position the store recorded.
+// /v1/status the harness reads: the position the store recorded, how far
+// the source's newest message is beyond it, and whether it is active and
+// paced.
 type receiverStatus struct {
 	Name     string `json:"name"`
 	Consumed uint64 `json:"consumed"`
+	Lag      uint64 `json:"lag"`
 	Active   bool   `json:"active"`
+	Paced    bool   `json:"paced"`
 }
 
 var statusClient = &http.Client{Timeout: time.Second}

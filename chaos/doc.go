@@ -13,7 +13,8 @@
 // reader, which must see every message exactly once) and one durable
 // receiver child per source (this program re-executed again, a named
 // receiver following from receiver.Resume, killed and restarted by
-// kill-receiver), then injects faults one at a time:
+// kill-receiver; the last source's is a paced receiver, see below), then
+// injects faults one at a time:
 //
 //   - kill-host: kill -9 a host's daemon, restart it with its state;
 //   - wipe-host: kill -9 it, move its data directory aside, restart it
@@ -71,6 +72,21 @@
 // for each schedule; snapshot_installs in the totals says whether the
 // install path ran at all.
 //
+// The last source of a schedule (s2 with the default two sources; none
+// with --sources 1, or with --paced-source=false) publishes with blocking
+// receiver-paced persistence: its publisher children register it as such
+// (publisher.Config.ReceiverPaced), every `umstored run` allows it
+// (--allow-receiver-paced-persistence) with an explicit
+// --receiver-activity-timeout 30s, and its durable receiver child
+// registers as a paced receiver (receiver.Config.Paced), once its
+// publisher registered (a group records a receiver only for a source it
+// holds). Its messages are then released as that receiver consumes them,
+// and, in the even-numbered schedules, at the retention limit its
+// publisher is held back rather than its unconsumed messages released: a
+// kill of that receiver stalls it (until the next incarnation registers;
+// with a new session, some 30 s). Its in-process follower stays unnamed,
+// pacing nothing. The other sources keep source-paced retention.
+//
 // Only one host is ever down, paused, wiped or cut off at a time, and after
 // each host fault the harness waits until every store is up, every group
 // has a leader and `umstored status` says publishing is possible: the
@@ -85,6 +101,9 @@
 // when (its handler writes each message down before it returns it, so
 // whatever it consumed is known after kill -9), how it ended, and the
 // receivers' positions the stores recorded (status samples, changes only),
+// every source's release point on every store with the highest sequence
+// number it held (status samples, changes only), what the leaders logged
+// about retention (releases by reason, publishers held back),
 // every store's group identity as /v1/status reports it, stores
 // catching up together (from /v1/status samples and the daemons' logs), and
 // every bootstrap the daemons logged. After the final heal and restoration
@@ -93,7 +112,8 @@
 // see Check) verifies:
 //
 //   - rule 1: every acknowledged message is readable, with the
-//     acknowledged payload;
+//     acknowledged payload (above what retention's limit may have
+//     released, and for the paced source above what a store released);
 //   - rule 2: no sequence number carried two payloads, and no publisher
 //     incarnation resumed at or below a sequence number an earlier one had
 //     been told was stable;
@@ -102,7 +122,8 @@
 //   - rule 4: never two empty stores of one group catching up together on
 //     one host;
 //   - the followers were handed every acknowledged message exactly once, in
-//     order;
+//     order (the paced source's may be told that what a store released
+//     after its paced receiver consumed it is held by no group);
 //   - durable: each durable receiver was handed every acknowledged message
 //     at least once and none reported as held by no group; each
 //     incarnation in order, each message once, no gap it was not told
@@ -111,6 +132,14 @@
 //     gap after a restart); no store recorded a position past what the
 //     receiver had been handed; a clean Close left its last position
 //     recorded in every group;
+//   - rpp: no store released a message of the paced source before its
+//     paced receiver consumed it: wherever a group's release point first
+//     rose to T (a status sample of one of its stores), the receiver had
+//     been handed every message up to T by then, unless its hold may
+//     have lapsed (no incarnation registered for the activity timeout,
+//     less a keep-alive and a call; before its first registration) and
+//     the limit alone releases T (T ≤ the store's newest − the limit);
+//     see checkRPP;
 //   - redelivery: a restart delivers again only what was consumed within
 //     the documented window before the kill (one AckInterval plus one
 //     acknowledgement call, 2.1 s; 5 s more while a host or link fault is

@@ -160,11 +160,17 @@ type StoreFailure struct {
 
 // SourceSeen is what the status samples showed of one source on one store:
 // it was there, and retention had released it up to TrimmedThrough (the
-// highest seen).
+// highest seen); MaxCount is the most messages the store held of it at
+// once, Pacing the last pacing mode it showed ("" none), and PacedLag the
+// longest way an active paced receiver's recorded position was behind the
+// source's newest message.
 type SourceSeen struct {
 	Host           string    `json:"host"`
 	First          time.Time `json:"first"`
 	TrimmedThrough uint64    `json:"trimmed_through,omitempty"`
+	MaxCount       uint64    `json:"max_count,omitempty"`
+	Pacing         string    `json:"pacing,omitempty"`
+	PacedLag       uint64    `json:"paced_lag,omitempty"`
 }
 
 // Problem is something the harness saw go wrong that is not one of the
@@ -188,6 +194,10 @@ type History struct {
 	// defaults), SnapshotLog what the daemons logged about snapshots.
 	Snapshots   *SnapshotSettings `json:"snapshots"`
 	SnapshotLog SnapshotLog       `json:"snapshot_log"`
+	// RPP says which source is receiver-paced (nil: none), RetentionLog
+	// what the daemons logged about retention.
+	RPP          *RPPSettings `json:"rpp,omitempty"`
+	RetentionLog RetentionLog `json:"retention_log"`
 
 	event         int
 	Faults        []FaultRecord         `json:"faults"`
@@ -230,6 +240,10 @@ type History struct {
 	lastReceiverPos   map[string]ReceiverPos
 	// LastSample is when each store's status was last sampled.
 	LastSample map[string]time.Time `json:"last_sample"`
+	// Trims are the release points the status samples showed on each
+	// store, per source (changes only, see TrimObs).
+	Trims    []TrimObs `json:"trims,omitempty"`
+	lastTrim map[string]TrimObs
 }
 
 // NewHistory returns an empty history for one schedule.
@@ -248,6 +262,7 @@ func NewHistory(schedule int, seed int64, sources []string) *History {
 		Durable:         map[string][]*DurableIncarnation{},
 		lastReceiverPos: map[string]ReceiverPos{},
 		LastSample:      map[string]time.Time{},
+		lastTrim:        map[string]TrimObs{},
 	}
 }
 
@@ -391,6 +406,11 @@ func (h *History) DaemonExited(host string, inc int, err error) {
 func (h *History) ObserveStore(host string, st storeStatus) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.observeStoreAt(host, st, time.Now())
+}
+
+// observeStoreAt is ObserveStore for a sample taken at now (h.mu held).
+func (h *History) observeStoreAt(host string, st storeStatus, now time.Time) {
 	failure := st.Error
 	if failure == "" && st.State == "failed" {
 		failure = "state failed"
@@ -398,7 +418,7 @@ func (h *History) ObserveStore(host string, st storeStatus) {
 	if failure != h.lastFailure[st.Name] {
 		h.lastFailure[st.Name] = failure
 		if failure != "" {
-			h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: host, Store: st.Name, At: time.Now(), Error: failure})
+			h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: host, Store: st.Name, At: now, Error: failure})
 		}
 	}
 	seen := h.Seen[st.Name]
@@ -409,12 +429,20 @@ func (h *History) ObserveStore(host string, st storeStatus) {
 	for _, src := range st.Sources {
 		ss := seen[src.Name]
 		if ss == nil {
-			ss = &SourceSeen{Host: host, First: time.Now()}
+			ss = &SourceSeen{Host: host, First: now}
 			seen[src.Name] = ss
 		}
 		ss.TrimmedThrough = max(ss.TrimmedThrough, src.TrimmedThrough)
+		ss.MaxCount = max(ss.MaxCount, src.Count)
+		ss.Pacing = src.Pacing
+		for _, r := range src.Receivers {
+			if r.Paced && r.Active {
+				ss.PacedLag = max(ss.PacedLag, r.Lag)
+			}
+		}
 	}
-	h.observeReceivers(host, st, time.Now())
+	h.observeReceivers(host, st, now)
+	h.observeTrims(host, st, now)
 }
 
 // Problemf records a problem the harness saw.

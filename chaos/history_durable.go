@@ -69,6 +69,7 @@ type ReceiverPos struct {
 	Name     string    `json:"name"`
 	Consumed uint64    `json:"consumed"`
 	Active   bool      `json:"active"`
+	Paced    bool      `json:"paced,omitempty"`
 	At       time.Time `json:"at"`
 }
 
@@ -163,10 +164,10 @@ func (h *History) observeReceivers(host string, st storeStatus, at time.Time) {
 		for _, r := range src.Receivers {
 			key := st.Name + "\x00" + src.Name + "\x00" + r.Name
 			last, ok := h.lastReceiverPos[key]
-			if ok && last.Consumed == r.Consumed && last.Active == r.Active {
+			if ok && last.Consumed == r.Consumed && last.Active == r.Active && last.Paced == r.Paced {
 				continue
 			}
-			p := ReceiverPos{Store: st.Name, Group: st.Group, Host: host, Source: src.Name, Name: r.Name, Consumed: r.Consumed, Active: r.Active, At: at}
+			p := ReceiverPos{Store: st.Name, Group: st.Group, Host: host, Source: src.Name, Name: r.Name, Consumed: r.Consumed, Active: r.Active, Paced: r.Paced, At: at}
 			h.lastReceiverPos[key] = p
 			h.ReceiverPositions = append(h.ReceiverPositions, p)
 		}

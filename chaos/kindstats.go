@@ -21,11 +21,12 @@ const noFault = "none"
 // became stable for that source. A fault is in force from its start until
 // the deployment was restored after it (host and link faults: when the
 // harness saw every store up and publishing possible again; a publisher
-// kill: when the new incarnation registered; a receiver kill stalls no
-// publisher). A stall is attributed to a fault in force at some moment of
-// it: the kill of the source's own publisher if there was one (its
-// publisher was down: that explains the stall whatever else was going on,
-// as when the kill comes inside a host fault), otherwise the
+// kill: when the new incarnation registered; a receiver kill stalls only
+// the paced source's publisher, until the receiver's next incarnation
+// registered). A stall is attributed to a fault in force at some moment of
+// it: the kill of the source's own publisher or paced receiver if there
+// was one (that explains the stall whatever else was going on, as when
+// the kill comes inside a host fault), otherwise the
 // earliest-starting host or link fault; to "none" when no fault was in
 // force. The whole stall counts, including the time
 // after the fault was healed until the source made progress again.
@@ -74,7 +75,16 @@ func (k *KindStats) add(o *KindStats, where string) {
 func faultWindow(h *History, f FaultRecord, source string) (window, bool) {
 	w := window{from: f.Start, to: f.End, what: string(f.Kind)}
 	if f.Kind == KillReceiver {
-		return w, false // a receiver that paces no source holds no publisher back
+		// A receiver that paces no source holds no publisher back; the
+		// paced source's receiver does (at the retention limit, blocking
+		// RPP), until its next incarnation registers.
+		if f.Target != source || !h.RPP.paced(source) {
+			return w, false
+		}
+		if at, ok := h.durableRegisteredAfter(source, f.End); ok {
+			w.to = at
+		}
+		return w, true
 	}
 	if f.Kind == KillPublisher {
 		if f.Target != source {
@@ -142,7 +152,7 @@ func kindStats(h *History) map[string]*KindStats {
 				if !ok || !w.from.Before(st.to) || !w.to.After(st.from) {
 					continue
 				}
-				mine := f.Kind == KillPublisher
+				mine := f.Kind == KillPublisher || f.Kind == KillReceiver // faultWindow keeps only the source's own
 				if from.IsZero() || mine && !own || mine == own && w.from.Before(from) {
 					key, from, own = string(f.Kind), w.from, mine
 					cause = fmt.Sprintf(" (%s %s from %s)", f.Kind, f.Target, f.Start.Format("15:04:05.000"))

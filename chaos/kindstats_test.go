@@ -59,6 +59,16 @@ func TestKindStats(t *testing.T) {
 	got = kindStats(h)
 	check(string(KillPublisher), 1, 12*time.Second, 10*time.Second, 0, "(kill-publisher s2 from 10:00:20.000)")
 	check(string(PauseHost), 1, 19*time.Second, 500*time.Millisecond, 0, "source s1: nothing newly stable from 10:00:11.000")
+	// A kill of s1's durable receiver: no publisher's stall while s1 is
+	// not paced; s1's own stall (before the pause's) once it is, until
+	// the receiver's next incarnation registered.
+	h.Faults = append(h.Faults, FaultRecord{Kind: KillReceiver, Target: "s1", Start: at(12), End: at(12.5)})
+	h.DurableRegistered("s1", 2, 0, 0, "", at(29))
+	got = kindStats(h)
+	check(string(KillReceiver), 1, 0, 16500*time.Millisecond, 0, "")
+	h.RPP = &RPPSettings{Source: "s1", Mode: "blocking", ActivityTimeout: 30 * time.Second}
+	got = kindStats(h)
+	check(string(KillReceiver), 1, 19*time.Second, 16500*time.Millisecond, 0, "source s1: nothing newly stable from 10:00:11.000 to 10:00:30.000 (kill-receiver s1")
 }
 
 func TestKindTotals(t *testing.T) {

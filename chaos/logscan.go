@@ -24,6 +24,14 @@ const (
 	logCaughtUp  = "caught up with the group"
 )
 
+// The leader's messages about retention (storegroup/retention.go,
+// pacing.go): a Trim that took effect (with its source and reason), and a
+// paced source's publisher held back at the limit.
+const (
+	logReleased = "retention released the oldest messages"
+	logHeldBack = "holding a publisher back: receiver-paced persistence"
+)
+
 // Raft's messages about snapshots (hashicorp/raft v1.7: snapshot.go,
 // replication.go, raft.go), and the store's own when it restores a
 // received snapshot at start (storegroup/open.go).
@@ -52,6 +60,7 @@ type hostLog struct {
 	// together.
 	Overlaps  []CatchUpObs
 	Snapshots SnapshotLog
+	Retention RetentionLog
 }
 
 var logField = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
@@ -77,7 +86,8 @@ func logFields(line string) map[string]string {
 // every bootstrap and identity creation, every moment at which two empty
 // stores of a group were catching up together (between a store's "joining
 // the group empty" and its "caught up with the group" lines, within one
-// incarnation of the daemon), and what raft logged about snapshots.
+// incarnation of the daemon), what raft logged about snapshots, and what
+// the leaders logged about retention.
 func scanHostLog(host string, r io.Reader) (hostLog, error) {
 	var out hostLog
 	inc := 0
@@ -132,6 +142,10 @@ func scanHostLog(host string, r io.Reader) (hostLog, error) {
 			out.Snapshots.ReceiveFailed++
 		case strings.HasPrefix(msg, logSnapshotRestoring):
 			out.Snapshots.RestoredAtStart++
+		case strings.HasPrefix(msg, logReleased):
+			out.Retention.release(f["source"], f["reason"], 1)
+		case strings.HasPrefix(msg, logHeldBack):
+			out.Retention.heldBack(f["source"], 1)
 		}
 	}
 	if err := sc.Err(); err != nil {

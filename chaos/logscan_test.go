@@ -81,3 +81,20 @@ func TestScanHostLogSnapshots(t *testing.T) {
 		t.Fatalf("bootstraps %+v, overlaps %+v", scan.Bootstraps, scan.Overlaps)
 	}
 }
+
+func TestScanHostLogCountsRetention(t *testing.T) {
+	log := strings.Join([]string{
+		`time=2026-01-01T10:00:01Z level=INFO msg="retention released the oldest messages" store=G1S1 group=1 source=s1 through=400 dropped=400 reason=messages`,
+		`time=2026-01-01T10:00:02Z level=INFO msg="retention released the oldest messages" store=G1S1 group=1 source=s2 through=380 dropped=380 reason=consumed`,
+		`time=2026-01-01T10:00:03Z level=INFO msg="retention released the oldest messages" store=G2S2 group=2 source=s2 through=900 dropped=520 reason=consumed`,
+		`time=2026-01-01T10:00:04Z level=INFO msg="holding a publisher back: receiver-paced persistence" store=G2S2 group=2 source=s2 why="source \"s2\" is at its retention limit"`,
+	}, "\n")
+	scan, err := scanHostLog("A", strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RetentionLog{Releases: map[string]map[string]int{"s1": {"messages": 1}, "s2": {"consumed": 2}}, HeldBack: map[string]int{"s2": 1}}
+	if !reflect.DeepEqual(scan.Retention, want) {
+		t.Fatalf("retention = %+v, want %+v", scan.Retention, want)
+	}
+}

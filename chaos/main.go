@@ -32,6 +32,7 @@ type options struct {
 	PublisherState    bool
 	LongOutages       bool
 	DefaultSnapshots  bool
+	PacedSource       bool
 	Bin               string
 	WorkDir           string
 	Timeout           time.Duration
@@ -51,7 +52,9 @@ over existing state, no two empty stores of a group caught up together, and
 every receiver saw every stable message once, in order, and only payloads
 exactly as published, every durable receiver killed and restarted under
 its name saw every stable message at least once, in order, with no gap
-and a bounded redelivery, nothing a non-member sent took effect, and no
+and a bounded redelivery, no store released a receiver-paced message
+before its paced receiver consumed it, nothing a non-member sent took
+effect, and no
 daemon exited by itself. Exit status 0 when every schedule passed, 1 on a
 violation or a lost message, 2 on bad usage or when the harness itself
 failed.
@@ -102,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.PublisherState, "publisher-state", true, "give each publisher a state file kept across its incarnations (publisher.Config.StateFile); without it a publisher restarted while the group that acknowledged its last messages is unreachable may reuse their sequence numbers (the README's known window of intergroup any)")
 	fs.BoolVar(&o.LongOutages, "long-outages", false, "make half of the host crashes and pauses last 35-45s, beyond source-activity-timeout (slower schedules)")
 	fs.BoolVar(&o.DefaultSnapshots, "default-snapshots", false, "run the stores with umstored's default snapshot settings (a snapshot every 8192 entries: never, in a schedule) instead of small ones drawn for each schedule (a snapshot every 64-256 entries, checked every 1-2s, 16-64 entries kept after it), which make wiped and far-behind members catch up by snapshot install")
+	fs.BoolVar(&o.PacedSource, "paced-source", true, "publish the last source (of two or more) with blocking receiver-paced persistence, its durable receiver a paced receiver, and the stores allowing it (--allow-receiver-paced-persistence, an explicit --receiver-activity-timeout 30s); the checker then verifies no store released a paced message before the receiver consumed it")
 	fs.StringVar(&o.Bin, "bin", "", "directory with a prebuilt umstored (default: build it)")
 	fs.StringVar(&o.WorkDir, "workdir", "", "where schedules keep their files (default: a new temporary directory)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "bound on the whole run (default: 6m per schedule)")

@@ -35,6 +35,9 @@ type childConfig struct {
 	// StateFile is the publisher's state file (the last sequence number it
 	// was told was stable), kept across incarnations; "" for none.
 	StateFile string `json:"state_file,omitempty"`
+	// Paced is the receiver-paced persistence the publisher registers the
+	// source with ("": none; see RPPSettings).
+	Paced publisher.Pacing `json:"paced,omitempty"`
 }
 
 // childEvent is one line the child prints on stdout. The harness records
@@ -94,6 +97,7 @@ func childMain(config string) int {
 	pcfg.Source = cfg.Source
 	pcfg.Groups = cli.DeploymentGroups(d)
 	pcfg.StateFile = cfg.StateFile
+	pcfg.ReceiverPaced = cfg.Paced
 	pcfg.Logger = log
 	pcfg.OnStable = func(first, last uint64) {
 		hashes := make([]string, 0, last-first+1)

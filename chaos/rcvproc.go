@@ -209,3 +209,20 @@ func (p *rcvProc) waitCaughtUp(timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// waitRegistered waits, at most timeout, until the current incarnation has
+// registered (a paced source's publisher is held back at the retention
+// limit while its receiver is away: it can flush only once it is back).
+func (p *rcvProc) waitRegistered(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		inc, registered, _ := p.hist.DurableProgress(p.base.Source)
+		if registered {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the durable receiver of %s (incarnation %d) had not registered after %v", p.base.Source, inc, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -30,6 +30,9 @@ type receiverChildConfig struct {
 	Name        string `json:"name"`
 	Session     string `json:"session"`
 	Incarnation int    `json:"incarnation"`
+	// Paced registers the receiver as a paced receiver (its source is the
+	// paced one, see RPPSettings).
+	Paced bool `json:"paced,omitempty"`
 }
 
 // receiverEvent is one line a durable receiver child prints on stdout.
@@ -90,7 +93,7 @@ func receiverChildMain(config string) int {
 
 	rcfg := receiver.DefaultConfig()
 	rcfg.Source, rcfg.Groups = cfg.Source, cli.DeploymentGroups(d)
-	rcfg.Name, rcfg.Session = cfg.Name, cfg.Session
+	rcfg.Name, rcfg.Session, rcfg.Paced = cfg.Name, cfg.Session, cfg.Paced
 	rcfg.Logger = log
 	r, err := receiver.New(rcfg)
 	if err != nil {

@@ -59,6 +59,12 @@ type Totals struct {
 	// MaxRedeliveryWindowS is the longest a message handed again had been
 	// handed before its receiver was killed, in seconds.
 	MaxRedeliveryWindowS float64 `json:"max_redelivery_window_s"`
+	// RPPReleases counts the paced sources' releases the rpp rule judged,
+	// RPPExcused those made while the paced receiver's hold may have
+	// lapsed, RPPHeldBack the times a leader held a paced publisher back.
+	RPPReleases int `json:"rpp_releases"`
+	RPPExcused  int `json:"rpp_excused"`
+	RPPHeldBack int `json:"rpp_held_back"`
 }
 
 // KindTotals is KindStats over a run, in seconds.
@@ -135,6 +141,11 @@ func (t *Totals) add(r scheduleResult) {
 		}
 		t.MaxRedeliveryWindowS = max(t.MaxRedeliveryWindowS, rd.Window.Seconds())
 	}
+	if r.RPP != nil {
+		t.RPPReleases += r.RPP.Releases
+		t.RPPExcused += r.RPP.Excused
+		t.RPPHeldBack += r.RPP.HeldBack
+	}
 	t.Lost += r.Lost
 	t.Violations += len(r.Violations)
 	if len(r.Violations) > 0 || r.Lost > 0 {
@@ -168,6 +179,9 @@ func reproduceCommand(opts options, index int) string {
 	}
 	if opts.DefaultSnapshots {
 		args = append(args, "--default-snapshots")
+	}
+	if !opts.PacedSource {
+		args = append(args, "--paced-source=false")
 	}
 	if opts.Rate != 200 {
 		args = append(args, fmt.Sprintf("--rate %d", opts.Rate))
@@ -215,6 +229,9 @@ func printSchedule(w io.Writer, opts options, r scheduleResult) {
 		}
 		fmt.Fprintf(w, "  durable receivers: handed %d, restarts: %s\n", r.DurableHanded, strings.Join(parts, "; "))
 	}
+	if r.RPP != nil {
+		fmt.Fprintf(w, "  rpp: %s\n", r.RPP)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  violation %s\n", v)
 	}
@@ -233,6 +250,9 @@ func printTotals(w io.Writer, opts options, t *Totals) {
 	if t.ReceiverRestarts > 0 {
 		fmt.Fprintf(w, "durable receivers: %d restarts, %d messages delivered again (most in one restart: %s), longest redelivery window %.3fs\n",
 			t.ReceiverRestarts, t.Redelivered, t.MaxRedelivery, t.MaxRedeliveryWindowS)
+	}
+	if t.RPPReleases > 0 || t.RPPHeldBack > 0 {
+		fmt.Fprintf(w, "receiver-paced sources: %d releases checked (%d while the paced receiver's hold may have lapsed), publishers held back %d times\n", t.RPPReleases, t.RPPExcused, t.RPPHeldBack)
 	}
 	if len(t.PerKind) > 0 {
 		fmt.Fprintf(w, "%-15s %6s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "restore max", "restore mean", "unrestored")

@@ -81,6 +81,8 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist.Plan = plan
 	hist.Snapshots = snaps
 	hist.RetentionReleases = retentionCanRelease(opts, snaps)
+	rpp := pickRPP(sources, opts.PacedSource)
+	hist.RPP = rpp
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
@@ -114,14 +116,14 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	for _, f := range plan {
 		planText = append(planText, f.String())
 	}
-	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "dir", dir)
+	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "rpp", rpp.String(), "dir", dir)
 
 	base, err := freeBasePort(rng.IntN(1000) + index*3)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
-	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, snaps.args(), log)
+	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, append(snaps.args(), rpp.args()...), log)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
@@ -140,13 +142,16 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		if opts.PublisherState {
 			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
 		}
+		if rpp.paced(s) {
+			pubs[s].base.Paced = rpp.Mode
+		}
 	}
 	rcvs := map[string]*rcvProc{}
 	for _, s := range sources {
 		rcvs[s] = &rcvProc{
 			exe: env.exe, hist: hist, log: log,
 			logPath: filepath.Join(dir, "receiver-"+s+".log"),
-			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s)},
+			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s), Paced: rpp.paced(s)},
 		}
 	}
 	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
@@ -195,6 +200,30 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 					hist.Problemf("receiver", "%v", err)
 				}
 			}()
+			if rpp.paced(s) {
+				// A group records a receiver's registration only once it
+				// holds the source: the paced source's publisher registers
+				// first, then its durable receiver, so that the receiver's
+				// hold is on record before retention could release
+				// anything.
+				if err := pubs[s].start(); err != nil {
+					hist.Problemf("harness", "%v", err)
+					return
+				}
+				if err := pubs[s].waitRegistered(60 * time.Second); err != nil {
+					hist.Problemf("publisher", "%v", err)
+					return
+				}
+				if err := rcvs[s].start(false); err != nil {
+					hist.Problemf("harness", "%v", err)
+					return
+				}
+				if err := rcvs[s].waitRegistered(30 * time.Second); err != nil {
+					hist.Problemf("receiver", "%v", err)
+					return
+				}
+				continue
+			}
 			if err := rcvs[s].start(false); err != nil {
 				hist.Problemf("harness", "%v", err)
 				return
@@ -271,6 +300,14 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			if err := p.waitRegistered(75 * time.Second); err != nil {
 				hist.Problemf("publisher", "%v", err)
 			}
+			// A paced publisher held back at the retention limit flushes
+			// only once its receiver (restarted with a new session, some
+			// 30 s after the kill) consumes again.
+			if rpp.paced(p.base.Source) {
+				if err := rcvs[p.base.Source].waitRegistered(75 * time.Second); err != nil {
+					hist.Problemf("receiver", "%v", err)
+				}
+			}
 			hist.Stopping(p.base.Source)
 			p.stop(45 * time.Second)
 		}()
@@ -319,6 +356,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			hist.ObserveCatchUp(o)
 		}
 		hist.AddSnapshotLog(scan.Snapshots)
+		hist.AddRetentionLog(scan.Retention)
 	}
 	return finish(parent, env, hist, res, start, log)
 }
@@ -407,7 +445,7 @@ func writeEvidence(hist *History, res scheduleResult, opts options) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\nsnapshots: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index), res.Snapshots)
+	fmt.Fprintf(&b, "schedule %d of seed %d\nreproduce: %s\nsnapshots: %s\nrpp: %s\n\nplan:\n", res.Index, opts.Seed, reproduceCommand(opts, res.Index), res.Snapshots, hist.RPP)
 	for i, f := range res.Plan {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, f)
 	}
@@ -423,6 +461,9 @@ func writeEvidence(hist *History, res scheduleResult, opts options) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nacknowledged %d, lost %d, delivered %d, violations %d\n", res.Acknowledged, res.Lost, res.Delivered, len(res.Violations))
+	if res.RPP != nil {
+		fmt.Fprintf(&b, "rpp: %s\n", res.RPP)
+	}
 	sl := res.SnapshotLog
 	fmt.Fprintf(&b, "snapshots taken %d, sent %d (failed %d), installed %d (failed %d), restored at start %d\n", sl.Taken, sl.Sent, sl.SendFailed, sl.Installed, sl.ReceiveFailed, sl.RestoredAtStart)
 	for _, in := range sl.Installs {

@@ -97,6 +97,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	opts := storehost.PolicyOptions(d.Policy)
 	overridePolicy(fs, flagOpts, &opts, log)
+	applyReceiverFlags(flagOpts, &opts)
 	if fs.Changed("lock") {
 		mode, err := dirlock.ParseMode(*lockMode)
 		if err != nil {

@@ -93,3 +93,25 @@ func TestPolicyFlagsOverrideTheFileWithAWarning(t *testing.T) {
 		t.Fatal("the overridden policy has the file's digest: the group's leader would not notice")
 	}
 }
+
+// The receiver flags are no part of the policy: run applies them as given
+// (they were parsed and then dropped, so `umstored run
+// --allow-receiver-paced-persistence` refused every paced publisher).
+func TestRunAppliesTheReceiverFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var flags storehost.Options
+	addRetentionFlags(fs, &flags)
+	if err := fs.Parse([]string{"--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	p := placement.DefaultPolicy()
+	opts := storehost.PolicyOptions(p)
+	applyReceiverFlags(flags, &opts)
+	if !opts.AllowReceiverPacedPersistence || opts.ReceiverActivityTimeout != 7*time.Second || opts.ReceiverStateLifetime != time.Minute {
+		t.Fatalf("options %+v", opts)
+	}
+	if opts.Policy().Digest() != p.Digest() {
+		t.Fatal("the receiver flags changed the policy's digest: they are no part of it")
+	}
+}

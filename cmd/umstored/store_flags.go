@@ -26,6 +26,16 @@ func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
 	fs.BoolVar(&o.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", false, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
 }
 
+// applyReceiverFlags copies into opts the receiver flags, which are not
+// part of the deployment's policy (so a daemon's value is its own and no
+// leader compares it): --receiver-activity-timeout,
+// --receiver-state-lifetime and --allow-receiver-paced-persistence.
+func applyReceiverFlags(flags storehost.Options, opts *storehost.Options) {
+	opts.ReceiverActivityTimeout = flags.ReceiverActivityTimeout
+	opts.ReceiverStateLifetime = flags.ReceiverStateLifetime
+	opts.AllowReceiverPacedPersistence = flags.AllowReceiverPacedPersistence
+}
+
 // policyFlags are the flags that override a value of the deployment's
 // policy, and how each is copied from the parsed flags into the options.
 var policyFlags = []struct {
