@@ -31,20 +31,26 @@ type Limits struct {
 	SkipSources bool
 }
 
-// probeFunc asks the store at a client address for its state, and for its
-// Pong (nil from a store that does not know Ping).
-type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error)
+// probeFunc asks the store at a client address for its state, for its
+// Pong (nil from a store that does not know Ping) and for where its
+// group's members listen (nil from a store older than moves).
+type probeFunc func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, *wire.MemberList, error)
 
 // sourcesFunc asks a group's leader, at a client address, what it holds of
 // each source and, when it tells, of their receivers.
 type sourcesFunc func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error)
 
 // ProbeResult is one store's answer to a probe, or why there was none.
-// Pong, when the store knows Ping, says which policy it runs.
+// Pong, when the store knows Ping, says which policy it runs; Members,
+// where the members of its group listen (moved.go).
 type ProbeResult struct {
-	Reply *wire.ProbeReply
-	Pong  *wire.Pong
-	Err   error
+	Reply   *wire.ProbeReply
+	Pong    *wire.Pong
+	Members *wire.MemberList
+	Err     error
+	// At is where the store answered when that is not the deployment
+	// file's address: its group says it moved there (a replaced host).
+	At string
 }
 
 // LeaderSources is what a group's leader holds of each source.
@@ -82,7 +88,7 @@ type Prober struct {
 func NewProber(targets []placement.StoreRef, dialer *wire.Dialer, limits Limits) *Prober {
 	return &Prober{
 		targets: targets,
-		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error) {
+		probe: func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, *wire.MemberList, error) {
 			return probeStore(ctx, addr, dialer)
 		},
 		sources: func(ctx context.Context, group int, addr string) ([]wire.SourceState, []wire.SourceReceivers, error) {
@@ -151,20 +157,23 @@ func (p *Prober) round() Round {
 			defer func() { <-sem }()
 			pctx, pcancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
 			defer pcancel()
-			rep, pong, err := p.probe(pctx, ref.ClientAddr())
+			rep, pong, members, err := p.probe(pctx, ref.ClientAddr())
 			if err != nil {
 				err = fmt.Errorf("probe %s at %s: %w", ref.Store.Name, ref.ClientAddr(), err)
 			}
-			results[i] = ProbeResult{Reply: rep, Pong: pong, Err: err}
+			results[i] = ProbeResult{Reply: rep, Pong: pong, Members: members, Err: err}
 		}()
 	}
 	wg.Wait()
 
 	r := Round{Stores: map[string]ProbeResult{}, Sources: map[int]LeaderSources{}}
-	var leaders []placement.StoreRef
 	for i, ref := range p.targets {
 		r.Stores[ref.Store.Name] = results[i]
-		if rep := results[i].Reply; rep != nil && rep.State == "Leader" {
+	}
+	p.findMoved(ctx, r) // moved.go
+	var leaders []placement.StoreRef
+	for _, ref := range p.targets {
+		if rep := r.Stores[ref.Store.Name].Reply; rep != nil && rep.State == "Leader" {
 			leaders = append(leaders, ref)
 		}
 	}
@@ -180,7 +189,7 @@ func (p *Prober) round() Round {
 			defer func() { <-sem }()
 			sctx, scancel := context.WithTimeout(ctx, p.limits.ProbeTimeout)
 			defer scancel()
-			list, receivers, err := p.sources(sctx, ref.Group, ref.ClientAddr())
+			list, receivers, err := p.sources(sctx, ref.Group, r.Stores[ref.Store.Name].addr(ref))
 			if err != nil {
 				return // the group is shown without sources
 			}
@@ -194,12 +203,13 @@ func (p *Prober) round() Round {
 }
 
 // probeStore asks one store for its state (Probe) and, on the same
-// connection, for its Pong (the policy it runs). A store that does not
-// know Ping answers the Probe alone.
-func probeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeReply, *wire.Pong, error) {
+// connection, for its Pong (the policy it runs) and its group's members'
+// addresses. A store that does not know Ping or Members answers the Probe
+// alone.
+func probeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeReply, *wire.Pong, *wire.MemberList, error) {
 	c, _, err := d.Dial(ctx, addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
@@ -207,33 +217,44 @@ func probeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeRe
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.NetConn().SetDeadline(dl)
 	}
-	if err := c.Write(&wire.Probe{ReqID: 1}); err != nil {
-		return nil, nil, err
-	}
-	if err := c.Write(&wire.Ping{ReqID: 2}); err != nil {
-		return nil, nil, err
+	for _, m := range []wire.Message{&wire.Probe{ReqID: 1}, &wire.Ping{ReqID: 2}, &wire.Members{ReqID: 3}} {
+		if err := c.Write(m); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if err := c.Flush(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	m, err := c.Read()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var rep *wire.ProbeReply
 	switch m := m.(type) {
 	case *wire.ProbeReply:
 		rep = m
 	case *wire.Error:
-		return nil, nil, m
+		return nil, nil, nil, m
 	default:
-		return nil, nil, fmt.Errorf("%w: probe answered with frame type %d", wire.ErrMalformed, m.Type())
+		return nil, nil, nil, fmt.Errorf("%w: probe answered with frame type %d", wire.ErrMalformed, m.Type())
 	}
-	m, err = c.Read()
-	if pong, ok := m.(*wire.Pong); err == nil && ok {
-		return rep, pong, nil
+	// The other two answers, in order; an older store answers an Error
+	// for what it does not know.
+	var pong *wire.Pong
+	var members *wire.MemberList
+	for range 2 {
+		m, err := c.Read()
+		if err != nil {
+			break
+		}
+		switch m := m.(type) {
+		case *wire.Pong:
+			pong = m
+		case *wire.MemberList:
+			members = m
+		}
 	}
-	return rep, nil, nil
+	return rep, pong, members, nil
 }
 
 // Dialer is how an operator's command reaches the stores of d: with the

@@ -52,9 +52,9 @@ func (f *fakeStores) probe(ctx context.Context, addr string) (*wire.ProbeReply, 
 // probeFunc adapts probe to the prober's probe, which also returns the
 // store's Pong: the fake stores answer no Ping, as a store from before it.
 func (f *fakeStores) probeFunc() probeFunc {
-	return func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, error) {
+	return func(ctx context.Context, addr string) (*wire.ProbeReply, *wire.Pong, *wire.MemberList, error) {
 		rep, err := f.probe(ctx, addr)
-		return rep, nil, err
+		return rep, nil, nil, err
 	}
 }
 
@@ -132,9 +132,9 @@ func TestRemoteProberTimesOut(t *testing.T) {
 // With every store in this process there is nothing to probe.
 func TestRemoteProberNothingToProbe(t *testing.T) {
 	p := NewProber(nil, &wire.Dialer{}, testLimits)
-	p.probe = func(context.Context, string) (*wire.ProbeReply, *wire.Pong, error) {
+	p.probe = func(context.Context, string) (*wire.ProbeReply, *wire.Pong, *wire.MemberList, error) {
 		t.Fatal("probed although every store is local")
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if r := p.Round(); len(r.Stores) != 0 {
 		t.Fatalf("round: %+v", r)

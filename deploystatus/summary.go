@@ -46,6 +46,7 @@ type SummaryStore struct {
 	Name         string `json:"name"`
 	Host         string `json:"host"`
 	Address      string `json:"address"`
+	MovedFrom    string `json:"moved_from,omitempty"` // the file's address of a store found where its group says it moved
 	State        string `json:"state"`
 	AppliedIndex uint64 `json:"applied_index"`
 	GroupID      string `json:"group_id,omitempty"`
@@ -66,7 +67,7 @@ func (v View) Summary() Summary {
 			Stores: make([]SummaryStore, 0, len(g.Stores)), Confirms: g.Confirms}
 		for _, name := range g.Stores {
 			st := byName[name]
-			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, State: st.State,
+			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, MovedFrom: st.MovedFrom, State: st.State,
 				AppliedIndex: st.AppliedIndex, GroupID: st.GroupID, Error: st.Error})
 		}
 		if g.SourcesFrom != "" {

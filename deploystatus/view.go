@@ -103,6 +103,10 @@ type Store struct {
 	Group   int    `json:"group"`
 	Host    string `json:"host"`
 	Address string `json:"address"`
+	// MovedFrom is the deployment file's address of a store that answered
+	// elsewhere, where its group says it moved (a replaced host): Address
+	// is then where it answered (moved.go).
+	MovedFrom string `json:"moved_from,omitempty"`
 	// Local is true when the observer runs the store.
 	Local bool `json:"local"`
 	// State is one of the State constants (see the package documentation).
@@ -153,6 +157,7 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 	for _, ref := range d.Stores() {
 		nameByAddr[ref.ClientAddr()] = ref.Store.Name
 	}
+	movedNames(nameByAddr, remote)
 	index := map[string]int{} // store name -> position in v.Stores
 	for _, ref := range d.Stores() {
 		sv := Store{Name: ref.Store.Name, Group: ref.Group, Host: ref.Host.Name, Address: ref.ClientAddr()}
@@ -317,6 +322,9 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 			sv.Error = res.Err.Error()
 		}
 		return
+	}
+	if res.At != "" {
+		sv.MovedFrom, sv.Address = sv.Address, res.At
 	}
 	sv.RaftState = rep.State
 	sv.Leader = nameByAddr[rep.Leader]

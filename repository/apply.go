@@ -314,6 +314,9 @@ func (a *applier) apply(e *Entry, res *Result) error {
 	if ok, err := a.applyReceiverCommand(cmd, res); ok {
 		return err
 	}
+	if ok, err := a.applyMemberCommand(cmd, res); ok {
+		return err
+	}
 	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
 }
 

@@ -69,7 +69,7 @@ func (t CommandType) String() string {
 	case CmdPublishAsChecksums:
 		name = "PublishAsChecksums"
 	default:
-		name = receiverCommandName(t &^ IgnorableFlag)
+		name = receiverCommandName(t&^IgnorableFlag) + memberCommandName(t&^IgnorableFlag)
 		if name == "" {
 			name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
 		}
@@ -403,6 +403,9 @@ func DecodeCommand(data []byte) (any, error) {
 	default:
 		var ok bool
 		if cmd, ok = decodeReceiverCommand(t&^IgnorableFlag, &r); ok {
+			break
+		}
+		if cmd, ok = decodeMemberCommand(t&^IgnorableFlag, &r); ok {
 			break
 		}
 		hint := "this store must be upgraded to apply it"

@@ -24,7 +24,8 @@ import (
 // without messages, through 0) and publishes below the point trimmed, session
 // expiries (of the session recorded, of a stale one, repeated, of a source
 // the group does not hold, with an empty session) and registrations after
-// them, publishes reaching above the sequence-number ceiling, malformed and
+// them, publishes reaching above the sequence-number ceiling, member
+// addresses (recorded, the same again, moved again, refused), malformed and
 // ignorable entries, entries without a command, and holes in the raft
 // indexes (raft does not hand no-op entries to the FSM).
 func randomLog(seed uint64, n int) []Entry {
@@ -42,6 +43,8 @@ func randomLog(seed uint64, n int) []Entry {
 	// from their own generator too.
 	vrng := rand.New(rand.NewPCG(seed, seed^0x61c8864680b583eb))
 	receiverSessions := map[string]string{}
+	// Member addresses, from their own generator as well.
+	mrng := rand.New(rand.NewPCG(seed, seed^0x94d049bb133111eb))
 	var log []Entry
 	index := uint64(0)
 	for len(log) < n {
@@ -65,6 +68,11 @@ func randomLog(seed uint64, n int) []Entry {
 		if vrng.IntN(100) < 6 {
 			index++
 			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: receiverEntry(vrng, registered, session, receiverSessions, int64(index))})
+			continue
+		}
+		if mrng.IntN(100) < 2 {
+			index++
+			log = append(log, Entry{Index: index, Term: 1 + index/100, Data: memberEntry(mrng, int64(index))})
 			continue
 		}
 		if xrng.IntN(100) < 3 {
@@ -164,6 +172,7 @@ type model struct {
 	session   map[string]string        // the current session: the last registered, "" once expired
 	expired   map[string]ExpireSession // the last expiry that took effect
 	pacing    map[string]Pacing        // the last RegisterPaced's mode
+	members   map[string]MemberAddressRecord
 }
 
 func newModel() *model {
@@ -171,6 +180,7 @@ func newModel() *model {
 		msgs: map[string]map[uint64][]byte{}, regs: map[string]Register{}, created: map[string]int64{},
 		receivers: map[string]map[string]ReceiverPosition{}, high: map[string]uint64{}, trimmed: map[string]uint64{},
 		session: map[string]string{}, expired: map[string]ExpireSession{}, pacing: map[string]Pacing{},
+		members: map[string]MemberAddressRecord{},
 	}
 }
 
@@ -182,7 +192,7 @@ func (m *model) apply(e Entry) {
 	if err != nil {
 		return
 	}
-	if m.applyReceiver(cmd) {
+	if m.applyReceiver(cmd) || m.applyMember(cmd) {
 		return
 	}
 	switch c := cmd.(type) {
@@ -242,10 +252,11 @@ func (m *model) apply(e Entry) {
 }
 
 // check compares the repository with the model: every message, the
-// bookkeeping derived from the set of held sequence numbers, and every
-// receiver position.
+// bookkeeping derived from the set of held sequence numbers, every
+// receiver position, and the member records.
 func (m *model) check(t *testing.T, r *Repo) {
 	t.Helper()
+	m.checkMembers(t, r)
 	infos, err := r.Sources()
 	if err != nil {
 		t.Fatal(err)
@@ -444,6 +455,7 @@ func TestDigestDetectsDifferences(t *testing.T) {
 		"registration":  {base[0], base[1], base[2], RegisterReceiver{Source: "a", Receiver: "r", Session: "x"}},
 		"pacing":        {base[0], RegisterPaced{Register: base[1].(Register), Pacing: PacingBlocking}, base[2]},
 		"expiry":        {base[0], base[1], base[2], ExpireSession{Source: "a", Session: "s", UnixNano: 1}},
+		"member":        {base[0], base[1], base[2], MemberAddress{Name: "G1S1", RaftAddr: "h:1", ClientAddr: "h:2", UnixNano: 1}},
 	}
 	r := openTest(t)
 	mustApply(t, r, logOf(1, base...))
@@ -473,7 +485,11 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 			e[x.Index] = CommandType(x.Data[0])
 		}
 	}
-	for _, x := range mustApply(t, r, log) {
+	results := mustApply(t, r, log)
+	for _, o := range memberOutcomes(log, results) {
+		seen[o]++
+	}
+	for _, x := range results {
 		if x.Register != nil && e[x.Index] == CmdRegisterPaced {
 			seen["register-paced"]++
 		}
@@ -533,7 +549,8 @@ func TestRandomLogCoversEveryOutcome(t *testing.T) {
 		"trim-dropped", "trim-advanced-nothing-dropped", "trim-no-op", "below-retention", "expire-expired", "expire-stale",
 		"register-new", "register-existing", "gap", "duplicates", "fill", "no-command", "seq-ceiling",
 		"receiver-registered-new", "receiver-registered-again", "receiver-expired", "receiver-expire-no-op",
-		"receiver-forgotten", "receiver-forget-no-op", "register-paced"} {
+		"receiver-forgotten", "receiver-forget-no-op", "register-paced",
+		"member-recorded", "member-same", "member-moved-again", "member-refused"} {
 		if seen[k] == 0 {
 			t.Errorf("random log never produces outcome %q: %v", k, seen)
 		}

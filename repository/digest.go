@@ -118,13 +118,17 @@ func (r *Repo) Digest() (string, error) {
 
 		// Last, and only when there are any, so that a repository without
 		// peer records digests as it did before they existed.
-		return readPeers(tx.Bucket(bucketMeta), func(p PeerGroupRecord) {
+		err := readPeers(tx.Bucket(bucketMeta), func(p PeerGroupRecord) {
 			d.str("peer-group")
 			d.u64(uint64(int64(p.Index)))
 			d.str(p.GroupID)
 			d.u64(uint64(p.SinceUnixNano))
 			d.str(p.Previous)
 		})
+		if err != nil {
+			return err
+		}
+		return digestMembers(&d, tx.Bucket(bucketMeta)) // members.go
 	})
 	if err != nil {
 		return "", fmt.Errorf("digest %s: %w", r.path, err)

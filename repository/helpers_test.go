@@ -64,6 +64,8 @@ func encode(cmd any) []byte {
 		return EncodeForgetReceiver(c)
 	case RegisterPaced:
 		return EncodeRegisterPaced(c)
+	case MemberAddress:
+		return EncodeMemberAddress(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

@@ -143,6 +143,9 @@ func (o Options) bolt(readOnly bool) *bolt.Options {
 //	meta/peer-groups/<index>    msgpack peerRecord: another group's identity,
 //	                            index as uint64 big-endian (so in index order);
 //	                            the bucket exists once a PeerGroup took effect
+//	meta/members/<name>         msgpack memberRecord: where a member of the
+//	                            group listens now (members.go); the bucket
+//	                            exists once a MemberAddress took effect
 //	sources/<name>/state        msgpack sourceState (a map with short keys;
 //	                            "t", TrimmedThrough, only once trimmed; "es"
 //	                            and "et", ExpiredSession and ExpiredUnixNano,

@@ -22,6 +22,7 @@ import (
 //	records: kind byte | uvarint body length | body
 //	  'g' group:  uvarint len + id | index u64 | created u64
 //	  'p' peer:   uvarint len + key | uvarint len + value   (meta/peer-groups)
+//	  'm' member: uvarint len + name | uvarint len + record (meta/members)
 //	  's' source: uvarint len + name | uvarint len + state | uvarint receivers,
 //	              then per receiver uvarint len + name | uvarint len + record,
 //	              then uvarint len + pacing record (length 0: not paced);
@@ -96,6 +97,16 @@ func (lw *logicalWriter) write(tx *bolt.Tx, index, term uint64) error {
 	if pb := meta.Bucket(bucketPeerGroups); pb != nil {
 		err := pb.ForEach(func(k, v []byte) error {
 			return lw.record('p', appendField(appendField(nil, k), v))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// The member address book (MemberAddress, members.go), only when a
+	// member ever moved: a stream without one is read by every version.
+	if mb := meta.Bucket(bucketMembers); mb != nil {
+		err := mb.ForEach(func(k, v []byte) error {
+			return lw.record('m', appendField(appendField(nil, k), v))
 		})
 		if err != nil {
 			return err
@@ -334,6 +345,8 @@ func (b *builder) build(index, term uint64) error {
 			err = b.groupRecord(body)
 		case 'p':
 			err = b.peerRecord(body)
+		case 'm':
+			err = b.memberRecord(body)
 		case 's':
 			err = b.sourceRecord(body)
 		default:
@@ -427,6 +440,30 @@ func (b *builder) peerRecord(body []byte) error {
 			return err
 		}
 		return pb.Put(k, v)
+	})
+}
+
+// memberRecord writes one member's addresses, refusing a record that apply
+// would not have written (no name, an address missing).
+func (b *builder) memberRecord(body []byte) error {
+	f := fields{b: body}
+	k, v := f.next(), f.next()
+	if err := f.done(); err != nil {
+		return err
+	}
+	m, err := decodeMember(k, v)
+	if err == nil && (m.RaftAddr == "" || m.ClientAddr == "") {
+		err = fmt.Errorf("member %q without an address", m.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: snapshot stream: %v", ErrFormat, err)
+	}
+	return b.db.Update(func(tx *bolt.Tx) error {
+		mb, err := tx.Bucket(bucketMeta).CreateBucketIfNotExists(bucketMembers)
+		if err != nil {
+			return err
+		}
+		return mb.Put(k, v)
 	})
 }
 

@@ -103,18 +103,21 @@ func (s *Store) memberNames() []string {
 	return out
 }
 
-// otherGroupsStores returns every store of the other groups.
+// otherGroupsStores returns every store of the other groups, where they
+// listen now (members_book.go).
 func (s *Store) otherGroupsStores() []Member {
 	var out []Member
-	for _, g := range s.cfg.OtherGroups {
+	for _, g := range s.currentOtherGroups() {
 		out = append(out, g.Members...)
 	}
 	return out
 }
 
+// otherMembers returns the other members of the group, where they listen
+// now (members_book.go).
 func (s *Store) otherMembers() []Member {
 	out := make([]Member, 0, len(s.cfg.Members)-1)
-	for _, m := range s.cfg.Members {
+	for _, m := range s.addressBook().members() {
 		if m.Name != s.cfg.Name {
 			out = append(out, m)
 		}

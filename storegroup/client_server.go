@@ -67,6 +67,7 @@ type clientDeps struct {
 	expire      func(source, session, why string) // frees a source through the log
 	stop        func() error                      // stops the store (an operator's Shutdown)
 	pong        func(reqID uint64) *wire.Pong     // answers a Ping (leadership.go)
+	members     *memberDesk                       // Members and MemberMove (members_move.go); nil: refused
 }
 
 // clientServer accepts wire-protocol connections for one store.
@@ -267,6 +268,8 @@ func (cs *clientServer) serveConn(ctx context.Context, nc net.Conn, rd *frameRea
 			}
 		case *wire.Shutdown:
 			replies <- cs.shutdown(m, nc)
+		case *wire.MemberMove:
+			replies <- cs.memberMove(connCtx, m, nc, conn) // members_move.go
 		case *wire.Subscribe:
 			if rep, ok := cs.checkSubscribe(m); !ok {
 				replies <- rep
@@ -323,6 +326,8 @@ type connState struct {
 	// delivery: the sources whose receivers' positions are pushed on this
 	// connection (receiver_server.go).
 	delivery map[string]bool
+	// move: the challenge a MemberMove was answered with (members_move.go).
+	move *moveChallenge
 	// intragroup: the intragroup behaviour each source registered on this
 	// connection gets (intragroup.go).
 	intragroup map[string]quorum.Intragroup
@@ -403,6 +408,11 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		}
 		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: time.Now().UnixNano()})
 		return reply{req: m, future: cs.proposer.propose(cmd)}
+	case *wire.Members:
+		if cs.members == nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store does not tell its members' addresses"}}
+		}
+		return reply{msg: cs.members.members(m.ReqID)}
 	case *wire.RegisterReceiver:
 		return cs.registerReceiver(m)
 	case *wire.ConsumedAs:

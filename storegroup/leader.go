@@ -74,7 +74,7 @@ func (s *Store) learnPeerGroups() bool {
 		return false
 	}
 	all := true
-	for _, g := range s.cfg.OtherGroups {
+	for _, g := range s.currentOtherGroups() {
 		var id string
 		for _, a := range s.probe(s.ctx, g.Members) {
 			if a.err == nil && a.reply.GroupID != "" && a.reply.Group == g.Index {

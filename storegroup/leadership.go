@@ -94,6 +94,9 @@ func (s *Store) watchMembers() {
 			continue
 		}
 		leading = true
+		for _, m := range s.otherMembers() {
+			links[m.Name].follow(m) // a replaced host's member where it listens now
+		}
 		pongs := pingAll(s.ctx, links)
 		s.noteMembers(pongs, time.Now())
 		s.checkPolicies(pongs)
@@ -164,7 +167,7 @@ func (s *Store) placeLeadership(now time.Time) {
 	if d.target == "" {
 		return
 	}
-	m, ok := s.cfg.member(d.target)
+	m, ok := s.currentMember(d.target)
 	r := s.raftNode()
 	if !ok || r == nil {
 		return
@@ -259,6 +262,15 @@ func (l *memberLink) ping(ctx context.Context) (*wire.Pong, error) {
 		return nil, fmt.Errorf("%w: member %s answered a ping with frame type %d", wire.ErrMalformed, l.member.Name, m.Type())
 	}
 	return p, nil
+}
+
+// follow points the link at the member's current address, closing a
+// connection to the one it had.
+func (l *memberLink) follow(m Member) {
+	if l.member.ClientAddr != m.ClientAddr {
+		l.close()
+	}
+	l.member = m
 }
 
 func (l *memberLink) close() {

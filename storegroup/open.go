@@ -307,7 +307,7 @@ func (s *Store) openTransport() error {
 		localIP:          cfg.LocalIP,
 		security:         cfg.Security,
 		dial:             cfg.Dial,
-		auth:             newMemberCheck(cfg),
+		auth:             s.memberCheck(), // against where the members listen now (members_book.go)
 		log:              s.log,
 		refused:          func(r peerRefusal) { s.metrics.refusedPeers[r].Add(1) },
 		handshakeTimeout: cmp.Or(cfg.RaftHandshakeTimeout, def.RaftHandshakeTimeout),
@@ -321,6 +321,8 @@ func (s *Store) openTransport() error {
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  s.hlog.Named("transport"),
+
+		ServerAddressProvider: s.addressBook(), // members_book.go: where the members listen now
 	})
 	s.gate = &voteGate{}
 	s.rtrans = newGatedTransport(s.trans, s.gate, raft.ServerID(cfg.Name), func(cand string, pos logPosition) {
@@ -344,6 +346,7 @@ func (s *Store) wireHelpers() error {
 		metrics:    s.metrics,
 		isLeader:   s.IsLeader,
 		groups:     cfg.OtherGroups,
+		addrs:      s.addressBook().clientAddrs, // members_book.go
 		dialer:     repairDialer,
 		name:       cfg.Name,
 		group:      cfg.Group,
@@ -391,6 +394,7 @@ func (s *Store) wireHelpers() error {
 		allowPaced:      cfg.AllowReceiverPacedPersistence,
 		pacer:           s.pacer,
 		pong:            s.pong,
+		members:         s.memberDesk(), // members_move.go
 		intragroup:      s.intragroupDeps(),
 	})
 	if err != nil {

@@ -28,34 +28,69 @@ const (
 type memberCheck struct {
 	self   string
 	group  int
-	secret []byte            // nil: no member handshake
-	hosts  map[string]string // other members of the group: name -> host address
-	byAddr map[string]string // other members: raft address -> name
+	secret []byte   // nil: no member handshake
+	fixed  []Member // the group as configured
+	// current, if set, returns the group's members where they listen now
+	// (the store's address book, members_book.go): a member whose host was
+	// replaced is checked against its new host, and connections claiming
+	// it from any other address are refused.
+	current func() []Member
 	// lookup resolves a host name (net.DefaultResolver's in production).
 	lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
 func newMemberCheck(cfg Config) memberCheck {
-	m := memberCheck{
+	return memberCheck{
 		self:   cfg.Name,
 		group:  cfg.Group,
 		secret: cfg.Security.MemberSecret,
-		hosts:  map[string]string{},
-		byAddr: map[string]string{},
+		fixed:  cfg.Members,
 		lookup: net.DefaultResolver.LookupIPAddr,
 	}
-	for _, mem := range cfg.Members {
-		if mem.Name == cfg.Name {
+}
+
+// peerView is the other members as one connection's checks see them.
+type peerView struct {
+	hosts  map[string]string // name -> host address
+	byAddr map[string]string // raft address -> name
+	// moved are the members whose host is no longer the configured one:
+	// only their new host may speak for them.
+	moved map[string]bool
+}
+
+// view returns the other members where they listen now.
+func (m memberCheck) view() peerView {
+	v := peerView{hosts: map[string]string{}, byAddr: map[string]string{}, moved: map[string]bool{}}
+	configured := map[string]string{}
+	for _, mem := range m.fixed {
+		configured[mem.Name] = hostOf(mem.RaftAddr)
+	}
+	members := m.fixed
+	if m.current != nil {
+		members = m.current()
+	}
+	for _, mem := range members {
+		if mem.Name == m.self {
 			continue
 		}
-		host, _, err := net.SplitHostPort(mem.RaftAddr)
-		if err != nil {
-			host = mem.RaftAddr
+		host := hostOf(mem.RaftAddr)
+		v.hosts[mem.Name] = host
+		v.byAddr[mem.RaftAddr] = mem.Name
+		if host != configured[mem.Name] {
+			v.moved[mem.Name] = true
 		}
-		m.hosts[mem.Name] = host
-		m.byAddr[mem.RaftAddr] = mem.Name
 	}
-	return m
+	return v
+}
+
+// hostOf is the host part of a host:port address (the address itself if
+// it has no port).
+func hostOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return host
 }
 
 // accept runs the acceptor's side on a connection to the raft port whose
@@ -68,6 +103,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 	conn := raw
 	var binding []byte
 	var id peerIdentity
+	v := m.view()
 	if serverTLS != nil {
 		tc := tls.Server(raw, serverTLS)
 		if err := tc.Handshake(); err != nil {
@@ -78,7 +114,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			var why peerRefusal
 			var err error
-			id, why, err = m.identify(ctx, st, serverTLS.ClientCAs, raw.RemoteAddr())
+			id, why, err = m.identify(ctx, v, st, serverTLS.ClientCAs, raw.RemoteAddr())
 			cancel()
 			if err != nil {
 				return nil, why, err
@@ -103,7 +139,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		Self:    m.self,
 		Binding: binding,
 		Allowed: func(name string) bool {
-			why, claimErr = m.claim(name, id)
+			why, claimErr = m.claim(v, name, id, raw.RemoteAddr(), deadline)
 			claimed = claimErr == nil
 			return claimed
 		},
@@ -125,19 +161,30 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 
 // claim checks the store name a peer claims in its hello: another member
 // of the group and, with TLS, one whose host the connection comes from and
-// whose host the certificate is valid for.
-func (m memberCheck) claim(name string, id peerIdentity) (peerRefusal, error) {
-	if _, ok := m.hosts[name]; !ok {
-		return refusedNotMember, fmt.Errorf("the peer claims to be %q, which is not another member of group %d (%s)", name, m.group, m.describeMembers())
+// whose host the certificate is valid for. A member whose host was
+// replaced (it moved to another address) is also refused from anywhere
+// but its new host, TLS or not: its old incarnation, should it come back,
+// never reaches the group's raft again.
+func (m memberCheck) claim(v peerView, name string, id peerIdentity, remote net.Addr, deadline time.Time) (peerRefusal, error) {
+	if _, ok := v.hosts[name]; !ok {
+		return refusedNotMember, fmt.Errorf("the peer claims to be %q, which is not another member of group %d (%s)", name, m.group, v.describe())
+	}
+	if v.moved[name] {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		from := m.hostHas(ctx, v.hosts[name], net.ParseIP(remoteIP(remote)))
+		cancel()
+		if !from {
+			return refusedAddress, fmt.Errorf("the peer claims to be %s, which moved to host %s, but connects from %s (its old incarnation? it must stay stopped)", name, v.hosts[name], remoteIP(remote))
+		}
 	}
 	if !id.checked {
 		return 0, nil
 	}
 	if !slices.Contains(id.fromHostOf, name) {
-		return refusedAddress, fmt.Errorf("the peer claims to be %s, whose host is %s, but connects from %s", name, m.hosts[name], id.ip)
+		return refusedAddress, fmt.Errorf("the peer claims to be %s, whose host is %s, but connects from %s", name, v.hosts[name], id.ip)
 	}
 	if !slices.Contains(id.certifiedFor, name) {
-		return refusedCertificate, fmt.Errorf("the peer claims to be %s, but its certificate is not valid for %s's host %s", name, name, m.hosts[name])
+		return refusedCertificate, fmt.Errorf("the peer claims to be %s, but its certificate is not valid for %s's host %s", name, name, v.hosts[name])
 	}
 	return 0, nil
 }
@@ -155,7 +202,7 @@ type peerIdentity struct {
 // the deployment's CA that is valid as a server certificate for that
 // host's address. A client's certificate (client use only, or issued for a
 // name that is no store host) fails, wherever it connects from.
-func (m memberCheck) identify(ctx context.Context, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
+func (m memberCheck) identify(ctx context.Context, v peerView, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
 	id := peerIdentity{checked: true, ip: remoteIP(remote)}
 	ip := net.ParseIP(id.ip)
 	if len(st.PeerCertificates) == 0 {
@@ -168,8 +215,8 @@ func (m memberCheck) identify(ctx context.Context, st tls.ConnectionState, roots
 	}
 	var certErr error
 	verified := map[string]error{} // host -> result, each host checked once
-	for _, name := range m.memberNames() {
-		host := m.hosts[name]
+	for _, name := range v.names() {
+		host := v.hosts[name]
 		if !m.hostHas(ctx, host, ip) {
 			continue
 		}
@@ -191,7 +238,7 @@ func (m memberCheck) identify(ctx context.Context, st tls.ConnectionState, roots
 		id.certifiedFor = append(id.certifiedFor, name)
 	}
 	if len(id.fromHostOf) == 0 {
-		return id, refusedAddress, fmt.Errorf("the connection comes from %s, which is the host of no other member of group %d (%s)", id.ip, m.group, m.describeMembers())
+		return id, refusedAddress, fmt.Errorf("the connection comes from %s, which is the host of no other member of group %d (%s)", id.ip, m.group, v.describe())
 	}
 	if len(id.certifiedFor) == 0 {
 		return id, refusedCertificate, fmt.Errorf("the certificate presented (subject %q) is not a store certificate for this address: %w", leaf.Subject.String(), certErr)
@@ -243,7 +290,8 @@ func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (
 	if m.secret == nil {
 		return conn, nil
 	}
-	want, known := m.byAddr[address]
+	v := m.view()
+	want, known := v.byAddr[address]
 	_, err := memberauth.Dial(conn, memberauth.Config{
 		Secret:  m.secret,
 		Self:    m.self,
@@ -252,7 +300,7 @@ func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (
 			if known {
 				return name == want
 			}
-			_, ok := m.hosts[name]
+			_, ok := v.hosts[name]
 			return ok
 		},
 	})
@@ -262,21 +310,21 @@ func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (
 	return conn, nil
 }
 
-// memberNames lists the other members, sorted.
-func (m memberCheck) memberNames() []string {
-	names := make([]string, 0, len(m.hosts))
-	for n := range m.hosts {
+// names lists the other members, sorted.
+func (v peerView) names() []string {
+	names := make([]string, 0, len(v.hosts))
+	for n := range v.hosts {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// describeMembers is "G1S2 on 10.0.0.1, G1S3 on 10.0.0.2", for messages.
-func (m memberCheck) describeMembers() string {
+// describe is "G1S2 on 10.0.0.1, G1S3 on 10.0.0.2", for messages.
+func (v peerView) describe() string {
 	var parts []string
-	for _, n := range m.memberNames() {
-		parts = append(parts, n+" on "+m.hosts[n])
+	for _, n := range v.names() {
+		parts = append(parts, n+" on "+v.hosts[n])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -68,6 +68,10 @@ type repairDeps struct {
 	interval               time.Duration // RepairInterval; 0 disables repair
 	rate                   int           // RepairBytesPerSecond; 0 means no limit
 	batchCount, batchBytes int           // RepairBatchCount, RepairBatchBytes: one fetch
+
+	// addrs, if set, gives a group's client addresses where its stores
+	// listen now (members_book.go), taken before each pass; nil keeps groups'.
+	addrs func(group int) []string
 }
 
 func newRepairer(d repairDeps) *repairer {
@@ -140,6 +144,9 @@ func (rp *repairer) pass(ctx context.Context) error {
 	var errs []error
 	var pending uint64
 	for idx, c := range rp.clients {
+		if rp.addrs != nil {
+			c.Addrs = rp.addrs(idx) // a replaced host's stores where they listen now
+		}
 		budget := verifyBudget
 		list, err := c.Sources(ctx)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 // that joins an existing group waits for its turn (admission) and catches
 // up before it votes freely.
 func (s *Store) start() {
+	s.startMemberDuties() // members_duties.go: where the members listen now
 	marker, err := readRejoin(s.cfg.DataDir)
 	if err != nil {
 		s.fail(err)

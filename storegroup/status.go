@@ -50,6 +50,12 @@ type Status struct {
 	Policy         string   `json:"policy,omitempty"`
 	PolicyMismatch []string `json:"policy_mismatch,omitempty"`
 	Error          string   `json:"error,omitempty"`
+	// Moved lists the members of the group that listen elsewhere than
+	// this store's deployment file says (a replaced host); MoveRefused
+	// says which members refuse this store's own address, and why, while
+	// they do (members_book.go).
+	Moved       []MovedMember `json:"moved,omitempty"`
+	MoveRefused string        `json:"move_refused,omitempty"`
 }
 
 // SourceStatus is what a store holds of one source.
@@ -99,6 +105,7 @@ func (s *Store) Status() Status {
 		st.Placement, st.PolicyMismatch = s.members.snapshot()
 	}
 	st.Repair = s.repair.Status()
+	st.Moved, st.MoveRefused = s.addressBook().moved(), s.moveRefusals.text()
 	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
 		st.KnownGroups = peers
 	}

@@ -56,6 +56,14 @@ type Store struct {
 	receiverDuties receiverDuties
 	pacer          *pacer
 
+	// book is where every store of the deployment listens now, which may
+	// differ from the configuration once a host was replaced (members_book.go);
+	// moveRefusals what the members say when they refuse this store's
+	// address (members_duties.go).
+	book         *memberBook
+	bookOnce     sync.Once
+	moveRefusals moveRefusals
+
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
 
@@ -130,5 +138,5 @@ func (s *Store) leader() (Member, bool) {
 	if id == "" {
 		return Member{}, false
 	}
-	return s.cfg.member(string(id))
+	return s.currentMember(string(id))
 }

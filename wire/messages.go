@@ -430,5 +430,8 @@ func newMessage(t Type) Message {
 	case TypeRangeDigestReply:
 		return &RangeDigestReply{}
 	}
+	if m := newMemberMessage(t); m != nil {
+		return m
+	}
 	return newReceiverMessage(t)
 }

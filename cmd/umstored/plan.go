@@ -73,6 +73,11 @@ Examples:
   umstored plan --host A=10.0.0.1 --host B=10.0.0.2 --host C=10.0.0.3 --out /etc/umstore/deployment.yaml
   umstored plan --host A=127.0.0.2 --host B=127.0.0.3 --groups 3 --base-port 20000 --json
 
+A host replaced by a server at another address: over the running
+deployment, print what changes and write the new file with
+  umstored plan --deployment FILE --host NAME=NEW_ADDRESS --out NEW_FILE
+("umstored plan --deployment FILE --help" says what to do next).
+
 An existing deployment file or unit is never replaced without --force:
 plan refuses and writes nothing.
 
@@ -102,6 +107,9 @@ const (
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if wantsAddMemberSecret(args) {
 		return cmdPlanAddMemberSecret(args, stdout, stderr)
+	}
+	if wantsReaddress(args) {
+		return cmdPlanReaddress(args, stdout, stderr) // plan_readdress.go
 	}
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	fs.SetOutput(stderr)

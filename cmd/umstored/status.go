@@ -97,7 +97,11 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\n")
 	for _, g := range st.Groups {
 		for _, s := range g.Stores {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\n", g.Index, s.Name, s.Host, s.Address, s.State, s.AppliedIndex)
+			addr := s.Address
+			if s.MovedFrom != "" {
+				addr += " (moved from " + s.MovedFrom + ")"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\n", g.Index, s.Name, s.Host, cli.Printable(addr), s.State, s.AppliedIndex)
 		}
 	}
 	tw.Flush()

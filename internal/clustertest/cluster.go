@@ -71,6 +71,9 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	stores map[string]*storegroup.Store
+	// moved holds the new addresses of the stores Move gave new ones
+	// (move.go).
+	moved map[string]storegroup.Member
 }
 
 // Start starts `groups` groups of three stores on 127.0.0.1 and waits until
@@ -165,10 +168,7 @@ func freeAddr(t testing.TB) string {
 // timeouts, raft's connections carried by the cluster's network (so that
 // Partition can cut them), then Options.Tune.
 func (c *Cluster) Config(name string) storegroup.Config {
-	var topo storegroup.Topology
-	for g, ms := range c.members {
-		topo = append(topo, storegroup.PeerGroup{Index: g + 1, Members: ms})
-	}
+	topo := c.topology(name)
 	cfg := storegroup.DefaultConfig()
 	if !topo.Place(&cfg, name) {
 		c.t.Fatalf("no store named %s", name)
@@ -265,12 +265,13 @@ func (c *Cluster) DataDir(name string) string { return filepath.Join(c.dir, name
 // Members returns the members of a group (1-based).
 func (c *Cluster) Members(group int) []storegroup.Member { return c.members[group-1] }
 
-// Addrs returns the client addresses of every group, as SDK configs take them.
+// Addrs returns the client addresses of every group, as SDK configs take
+// them: where each store listens now (Move).
 func (c *Cluster) Addrs() [][]string {
 	out := make([][]string, len(c.members))
 	for g, ms := range c.members {
 		for _, m := range ms {
-			out[g] = append(out[g], m.ClientAddr)
+			out[g] = append(out[g], c.Moved(m.Name).ClientAddr)
 		}
 	}
 	return out

@@ -104,6 +104,15 @@ func (n *network) setMembers(members [][]storegroup.Member) {
 	}
 }
 
+// add records a store's new addresses (clustertest.Move); the old ones
+// still name it.
+func (n *network) add(m storegroup.Member) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.names[m.RaftAddr] = m.Name
+	n.names[m.ClientAddr] = m.Name
+}
+
 func (n *network) known(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

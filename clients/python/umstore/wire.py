@@ -183,13 +183,24 @@ Pong = _frame(31, "Pong", [("ReqID", U64), ("Store", STR), ("Group", INT), ("Gro
 RangeDigest = _frame(32, "RangeDigest", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT)])
 RangeDigestReply = _frame(33, "RangeDigestReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("Through", U64), ("Count", U64), ("Sum", BIN)])
 
+# Member addresses: where a group's stores listen now, and a member's move
+# to a replaced host (docs/protocol.md, frames 40-44). A client only needs
+# Members; the move is between stores, proved with the member secret.
+MemberAddr = Struct("MemberAddr", [("Name", STR), ("RaftAddr", STR), ("ClientAddr", STR), ("Moved", BOOL), ("Recorded", BOOL)])
+
+Members = _frame(40, "Members", [("ReqID", U64)])
+MemberList = _frame(41, "MemberList", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("Members", [MemberAddr])])
+MemberMove = _frame(42, "MemberMove", [("ReqID", U64), ("Store", STR), ("RaftAddr", STR), ("ClientAddr", STR), ("Nonce", BIN), ("AcceptorNonce", BIN), ("Proof", BIN)])
+MemberChallenge = _frame(43, "MemberChallenge", [("ReqID", U64), ("Store", STR), ("Nonce", BIN)])
+MemberMoved = _frame(44, "MemberMoved", [("ReqID", U64), ("Store", STR), ("Verdict", STR), ("Reason", STR), ("Recorded", BOOL), ("Proof", BIN)])
+
 # Pacing modes (RegisterSource.Pacing, ReceiverRegistered.Pacing) and
 # intragroup behaviours (RegisterSource.Intragroup, Registered.Intragroup).
 PACING_NONE, PACING_BLOCKING, PACING_NON_BLOCKING = "", "blocking", "non-blocking"
 INTRAGROUP = ("quorum", "all-active", "all")
 
 BY_NAME = {st.name: st for st in FRAMES.values()}
-for _st in (Msg, Range, GroupIdentity, SourceState, ReceiverState, SourceReceivers):
+for _st in (Msg, Range, GroupIdentity, SourceState, ReceiverState, SourceReceivers, MemberAddr):
     BY_NAME[_st.name] = _st
 
 
