@@ -25,3 +25,11 @@ func (s *Store) LogBounds() (first, last uint64, kind string, err error) {
 	last, err = s.logStore.LastIndex()
 	return first, last, s.logKind, err
 }
+
+// SetRetentionStep makes one Trim drop at most n messages, for tests of a
+// backlog larger than a step; the returned function restores the default.
+func SetRetentionStep(n uint64) (restore func()) {
+	old := retentionStep
+	retentionStep = n
+	return func() { retentionStep = old }
+}

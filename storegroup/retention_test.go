@@ -11,6 +11,28 @@ import (
 	"umstore/storegroup"
 )
 
+// A backlog of many retention steps is released in one pass, not a step
+// per pass: with one step per RetentionInterval a source published faster
+// than a step per interval grew without bound (the 30-minute soak of
+// BENCH.md filled the disk).
+func TestRetentionReleasesABacklogInOnePass(t *testing.T) {
+	defer storegroup.SetRetentionStep(50)()
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
+		cfg.RetentionMaxMessages = 100
+		cfg.RetentionInterval = 3 * time.Second
+	})
+	publishRange(t, c, "backlog", 1000, 50)
+	// 900 to release at 50 a step: 18 passes, 54 s, if a pass took one.
+	c.Eventually(10*time.Second, "the leader keeps exactly the newest 100", func() bool {
+		l := c.Leader(1)
+		if l == nil {
+			return false
+		}
+		info, ok, err := l.Repository().Source("backlog")
+		return err == nil && ok && info.TrimmedThrough == 900 && info.Count == 100
+	})
+}
+
 // Retention drops the oldest messages on every member of every group alike
 // (through each group's log), repair does not copy them back, and a reader
 // is told exactly which range was released.
