@@ -120,6 +120,10 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// LogBytes bounds the raft log by bytes too: a snapshot every LogBytes
+	// written, and no more trailing entries than hold about LogBytes
+	// (compactor.go). 0 leaves compaction to the entry counts above.
+	LogBytes uint64
 	// ApplyTimeout bounds how long a client request waits to enter the log.
 	ApplyTimeout time.Duration
 	// ProbeInterval is how often an empty store re-asks its group's members
@@ -219,6 +223,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   120 * time.Second,
 		TrailingLogs:       4096,
+		LogBytes:           256 << 20,
 		ApplyTimeout:       10 * time.Second,
 		ProbeInterval:      500 * time.Millisecond,
 		MaxFrame:           16 << 20,

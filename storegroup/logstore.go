@@ -42,6 +42,10 @@ type guardedLogStore struct {
 	// deletes that entry or a later one.
 	retained func() (uint64, bool)
 	applied  func() uint64 // the repository's applied index, with retained
+
+	// written counts the entries and bytes stored, for the log compactor
+	// (compactor.go).
+	written logWritten
 }
 
 func (g *guardedLogStore) failed(err error) error {
@@ -102,12 +106,22 @@ func (g *guardedLogStore) GetLog(index uint64, l *raft.Log) error {
 
 // StoreLog implements raft.LogStore.
 func (g *guardedLogStore) StoreLog(l *raft.Log) error {
-	return g.write("write the raft log", func() error { return g.log.StoreLog(l) })
+	err := g.write("write the raft log", func() error { return g.log.StoreLog(l) })
+	if err == nil {
+		g.written.add(l)
+	}
+	return err
 }
 
 // StoreLogs implements raft.LogStore.
 func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
-	return g.write("write the raft log", func() error { return g.log.StoreLogs(logs) })
+	err := g.write("write the raft log", func() error { return g.log.StoreLogs(logs) })
+	if err == nil {
+		for _, l := range logs {
+			g.written.add(l)
+		}
+	}
+	return err
 }
 
 // DeleteRange implements raft.LogStore. When the repository indexes the

@@ -72,10 +72,11 @@ func (s *Store) start() {
 	if err := os.Remove(filepath.Join(s.cfg.DataDir, acceptLossFile)); err == nil {
 		s.log.Warn("the accepted loss is done: the group started again; its old messages are gone")
 	}
-	s.bg.Add(3)
+	s.bg.Add(4)
 	go func() { defer s.bg.Done(); s.watchLeadership() }()
 	go func() { defer s.bg.Done(); s.repair.run(s.ctx) }()
 	go func() { defer s.bg.Done(); s.retain.run(s.ctx) }()
+	go func() { defer s.bg.Done(); s.compactLog(s.ctx) }()
 	if d.kind == startJoinExisting {
 		turn := release
 		release = func() {}
