@@ -10,9 +10,11 @@ import (
 
 // Violation is one broken invariant, with the evidence that shows it.
 type Violation struct {
-	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "receiver"
-	// for what a following receiver must see, "durable" for what a durable
-	// receiver killed and restarted under its name must see, "redelivery"
+	// Rule names the invariant: "rule1" .. "rule4" for SPEC §4, "moved"
+	// for a store whose view of its group after a host's replacement is not
+	// where its members listen, "receiver" for what a following receiver
+	// must see, "durable" for what a durable receiver killed and restarted
+	// under its name must see, "redelivery"
 	// for a restart that delivered again more than the documented
 	// redelivery window, "rpp" for a receiver-paced source released
 	// before its paced receiver consumed it, "integrity" for payloads
@@ -88,6 +90,7 @@ func Check(h *History) Result {
 	checkPayloads(h, add)
 	checkGroupIDs(h, add)
 	checkCatchUp(h, add)
+	checkMoved(h, add)
 	checkReceiver(h, readable, add)
 	res.Redeliveries = checkDurable(h, retained, add)
 	res.RPP = checkRPP(h, add)
@@ -382,7 +385,7 @@ func checkGroupIDs(h *History, add addFunc) {
 			continue // a wiped store reports no identity until it catches up
 		}
 		if prev, ok := perStore[o.Store]; ok && prev != o.GroupID {
-			add("rule3", "store %s (host %s) changed its group identity from %s to %s at %s: group %d was bootstrapped over existing state", o.Store, o.Host, prev, o.GroupID, o.At.Format("15:04:05.000"), o.Group)
+			add("rule3", "store %s (%s) changed its group identity from %s to %s at %s: group %d was bootstrapped over existing state", o.Store, h.hostWhere(o.Host, o.At), prev, o.GroupID, o.At.Format("15:04:05.000"), o.Group)
 		}
 		perStore[o.Store] = o.GroupID
 		if prev, ok := perGroup[o.Group]; ok && prev != o.GroupID {
@@ -436,7 +439,7 @@ func checkCatchUp(h *History, add addFunc) {
 			continue
 		}
 		reported[key] = true
-		add("rule4", "host %s: %d empty stores of group %d were catching up together (%s), seen in the %s at %s", o.Host, len(o.Stores), o.Group, strings.Join(o.Stores, ", "), o.Via, o.At.Format("15:04:05.000"))
+		add("rule4", "%s: %d empty stores of group %d were catching up together (%s), seen in the %s at %s", h.hostWhere(o.Host, o.At), len(o.Stores), o.Group, strings.Join(o.Stores, ", "), o.Via, o.At.Format("15:04:05.000"))
 	}
 }
 

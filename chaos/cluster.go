@@ -27,23 +27,29 @@ var hostAddrs = []struct{ name, addr string }{{"A", "127.0.0.2"}, {"B", "127.0.0
 
 // host is one `umstored run` process standing in for a machine. Its log
 // (stdout and stderr of every incarnation, with a marker line before each)
-// is one file beside its data directory.
+// is one file beside its data directory. Its address, admin address and
+// deployment file change when it is replaced (moveTo); read them through
+// address, adminAddr and deployFile.
 type host struct {
-	name, addr string
-	bin        string
-	deploy     string
-	dataDir    string
-	admin      string
-	logPath    string
-	disk       *disk // nil when slow disks are off
-	log        *slog.Logger
+	name    string
+	bin     string
+	dataDir string
+	logPath string
+	disk    *disk // nil when slow disks are off
+	log     *slog.Logger
 	// runArgs are extra flags for every `umstored run` of the host (the
 	// schedule's snapshot settings).
 	runArgs []string
 	// onExit, if set, is told about a daemon that exited by itself.
 	onExit func(incarnation int, err error)
+	// onStart, if set, is told about every incarnation started: where it
+	// listens and the deployment file it was given.
+	onStart func(incarnation int, addr, deploy string)
 
 	mu          sync.Mutex
+	addr        string // where its stores listen (the deployment file's address of the host)
+	admin       string // its admin server
+	deploy      string // the deployment file its daemon is started with
 	cmd         *exec.Cmd
 	done        chan struct{}
 	paused      bool
@@ -75,6 +81,9 @@ func (h *host) start(why string) error {
 		lf.Close()
 		return fmt.Errorf("start host %s: %w", h.name, err)
 	}
+	if h.onStart != nil {
+		h.onStart(h.incarnation, h.addr, h.deploy)
+	}
 	h.cmd, h.done, h.paused = cmd, make(chan struct{}), false
 	done, inc := h.done, h.incarnation
 	go func() {
@@ -96,8 +105,47 @@ func (h *host) start(why string) error {
 		}
 		close(done)
 	}()
-	h.log.Info("host started", "host", h.name, "incarnation", h.incarnation, "why", why, "pid", cmd.Process.Pid)
+	h.log.Info("host started", "host", h.name, "address", h.addr, "incarnation", h.incarnation, "why", why, "pid", cmd.Process.Pid)
 	return nil
+}
+
+// address is where the host's stores listen now.
+func (h *host) address() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.addr
+}
+
+// adminAddr is the host daemon's admin server (its /v1/status).
+func (h *host) adminAddr() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.admin
+}
+
+// deployFile is the deployment file the host's daemon is started with.
+func (h *host) deployFile() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deploy
+}
+
+// moveTo makes the (stopped) host a server at addr, started from now on
+// with the deployment file deploy (which places it there); the admin
+// server keeps its port. It returns the address it had.
+func (h *host) moveTo(addr, deploy string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		return "", fmt.Errorf("host %s must be stopped before it moves", h.name)
+	}
+	_, port, err := net.SplitHostPort(h.admin)
+	if err != nil {
+		return "", fmt.Errorf("host %s admin address %q: %w", h.name, h.admin, err)
+	}
+	from := h.addr
+	h.addr, h.admin, h.deploy = addr, net.JoinHostPort(addr, port), deploy
+	return from, nil
 }
 
 // pid is the daemon's process id, 0 when it is not running.
@@ -209,79 +257,28 @@ func (h *host) wipe() error {
 	return nil
 }
 
-// storeStatus is the part of a store's /v1/status entry the harness reads.
-type storeStatus struct {
-	Name          string         `json:"name"`
-	Group         int            `json:"group"`
-	GroupID       string         `json:"group_id"`
-	State         string         `json:"state"`
-	Leader        string         `json:"leader"`
-	AppliedIndex  uint64         `json:"applied_index"`
-	SnapshotIndex uint64         `json:"snapshot_index"`
-	HasState      bool           `json:"has_state"`
-	CatchingUp    bool           `json:"catching_up"`
-	WaitingToJoin bool           `json:"waiting_to_join"`
-	Error         string         `json:"error"`
-	Sources       []sourceStatus `json:"sources"`
-}
-
-// sourceStatus is the part of a source's entry in a store's /v1/status
-// the harness reads.
-type sourceStatus struct {
-	Name           string           `json:"name"`
-	HighSeq        uint64           `json:"high_seq"`
-	Count          uint64           `json:"count"`
-	TrimmedThrough uint64           `json:"trimmed_through"`
-	Pacing         string           `json:"pacing"`
-	Receivers      []receiverStatus `json:"receivers"`
-}
-
-// receiverStatus is the part of a named receiver's entry in a store's
-// /v1/status the harness reads: the position the store recorded, how far
-// the source's newest message is beyond it, and whether it is active and
-// paced.
-type receiverStatus struct {
-	Name     string `json:"name"`
-	Consumed uint64 `json:"consumed"`
-	Lag      uint64 `json:"lag"`
-	Active   bool   `json:"active"`
-	Paced    bool   `json:"paced"`
-}
-
-var statusClient = &http.Client{Timeout: time.Second}
-
-// status reads the host daemon's /v1/status.
-func (h *host) status(ctx context.Context) ([]storeStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.admin+"/v1/status", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := statusClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("host %s status: %w", h.name, err)
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Stores []storeStatus `json:"stores"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("host %s status: %w", h.name, err)
-	}
-	return st.Stores, nil
-}
-
-// cluster is one schedule's deployment: its file, its two hosts, and the
+// cluster is one schedule's deployment: its files, its two hosts, and the
 // client addresses of each group.
 type cluster struct {
 	dir    string
 	bin    string
-	deploy string
+	deploy string // the planned deployment file (the first of files)
 	base   int
 	hosts  []*host
-	groups [][]string
-	ports  []int // every store's raft and client port, from the deployment file
+	groups [][]string // each group's client addresses in the planned file
+	ports  []int      // every store's raft and client port, from the deployment file
 	log    *slog.Logger
+
+	stores []StoreLayout // the deployment's stores
+
+	mu sync.Mutex
+	// files are the deployment files of the schedule: the planned one,
+	// then one per replaced host (see addresses.go).
+	files []*deployFile
 }
+
+// layout lists the deployment's stores.
+func (c *cluster) layout() []StoreLayout { return c.stores }
 
 // newCluster plans a two-host deployment in dir on free ports; with
 // slowDisks each host gets a disk of its own (see disk). runArgs are added
@@ -300,6 +297,8 @@ func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, 
 		return nil, fmt.Errorf("read the planned deployment: %w", err)
 	}
 	c.groups = cli.DeploymentGroups(d)
+	c.files = []*deployFile{newDeployFile(c.deploy, d)}
+	c.stores = layoutOf(d)
 	for _, s := range d.Stores() {
 		c.ports = append(c.ports, s.Store.RaftPort, s.Store.ClientPort)
 	}
@@ -360,9 +359,11 @@ type groupState struct {
 	} `json:"stores"`
 }
 
-// deploymentStatus runs `umstored status --json`: the operator's view.
+// deploymentStatus runs `umstored status --json`: the operator's view,
+// with the oldest deployment file that still places a host where it is
+// (statusFile): the planned one until both hosts were replaced.
 func (c *cluster) deploymentStatus(ctx context.Context) ([]groupState, bool, error) {
-	out, errOut, err := runTool(ctx, filepath.Join(c.bin, "umstored"), "status", "--deployment", c.deploy, "--json")
+	out, errOut, err := runTool(ctx, filepath.Join(c.bin, "umstored"), "status", "--deployment", c.statusFile(), "--json")
 	var st struct {
 		Groups     []groupState `json:"groups"`
 		Publishing bool         `json:"publishing"`
@@ -445,7 +446,7 @@ func (c *cluster) dumpStacks(ctx context.Context, label string) []string {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.admin+"/debug/pprof/goroutine?debug=2", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h.adminAddr()+"/debug/pprof/goroutine?debug=2", nil)
 		if err != nil {
 			cancel()
 			continue

@@ -244,6 +244,13 @@ type History struct {
 	// store, per source (changes only, see TrimObs).
 	Trims    []TrimObs `json:"trims,omitempty"`
 	lastTrim map[string]TrimObs
+	// Layout is the deployment's stores; HostRuns every host daemon
+	// incarnation the harness started, where it listened and the file it
+	// was given; Books the latest sample of each store's address book
+	// (history_hosts.go).
+	Layout   []StoreLayout         `json:"layout,omitempty"`
+	HostRuns []HostRun             `json:"host_runs,omitempty"`
+	Books    map[string]*StoreBook `json:"books,omitempty"`
 }
 
 // NewHistory returns an empty history for one schedule.
@@ -443,6 +450,7 @@ func (h *History) observeStoreAt(host string, st storeStatus, now time.Time) {
 	}
 	h.observeReceivers(host, st, now)
 	h.observeTrims(host, st, now)
+	h.observeBook(host, st, now)
 }
 
 // Problemf records a problem the harness saw.

@@ -44,7 +44,7 @@ func init() {
 			} else {
 				h.kill9()
 			}
-			note, err := corruptStores(h, n.c.deploy, f)
+			note, err := corruptStores(h, h.deployFile(), f)
 			rec.Note = note
 			if err != nil {
 				return err

@@ -20,14 +20,16 @@ const Partition FaultKind = "partition"
 func init() {
 	registerKind(&kindSpec{
 		Kind: Partition, Order: 60, Weight: 2, Target: targetLink, Needs: needPartitions,
-		Help:     "drop every packet between 127.0.0.2 and 127.0.0.3 on the deployment's ports (iptables), then heal",
+		Help:     "drop every packet between the two hosts' addresses (127.0.0.2 and 127.0.0.3, or where replace-host moved them) on the deployment's ports (iptables), then heal",
 		Plan:     holdBetween(2*time.Second, 8*time.Second),
 		Describe: func(Fault) string { return " " + hostAddrs[0].name + "|" + hostAddrs[1].name },
 		Inject: func(ctx context.Context, n *nemesis, f Fault, _ *FaultRecord) error {
 			if n.part == nil {
 				return errors.New("a partition was planned but partitions are off")
 			}
-			if err := n.part.cut(hostAddrs[0].addr, hostAddrs[1].addr, n.c.storePorts()); err != nil {
+			// The rules match source and destination addresses: the hosts'
+			// current ones (a replaced host is elsewhere than it started).
+			if err := n.part.cut(n.c.hosts[0].address(), n.c.hosts[1].address(), n.c.storePorts()); err != nil {
 				return err
 			}
 			_ = sleepCtx(ctx, f.Hold)

@@ -37,7 +37,9 @@ func init() {
 // runStranger runs the stranger for the fault's hold and records what it
 // sent and what came back.
 func (n *nemesis) runStranger(ctx context.Context, f Fault, rec *FaultRecord) error {
-	cfg := strangerConfig{Deployment: n.c.deploy, Host: f.Host, Highs: map[string]uint64{}, Seed: f.Seed, For: f.Hold}
+	// The host's own file places its stores where they listen, also after
+	// a replace-host.
+	cfg := strangerConfig{Deployment: n.c.host(f.Host).deployFile(), Host: f.Host, Highs: map[string]uint64{}, Seed: f.Seed, For: f.Hold}
 	for s := range n.pubs {
 		cfg.Highs[s] = n.hist.MaxAcked(s)
 	}

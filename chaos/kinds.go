@@ -39,6 +39,10 @@ type kindSpec struct {
 	// Describe returns the kind's parameters for Fault.String (with a
 	// leading space), or "".
 	Describe func(f Fault) string
+	// Prepare, if set, runs first, before the clock of a nested publisher
+	// or receiver kill starts (replace-host writes the new deployment file
+	// and hands it to the clients that need it, which restarts them).
+	Prepare func(ctx context.Context, n *nemesis, f Fault, rec *FaultRecord) error
 	// Inject runs one fault from start to heal (rec.Note may say what it
 	// did); waiting for the deployment to be restored is the caller's job.
 	Inject func(ctx context.Context, n *nemesis, f Fault, rec *FaultRecord) error

@@ -173,10 +173,13 @@ func planSchedule(rng *rand.Rand, cfg planConfig) []Fault {
 
 // nemesis injects faults into one schedule's deployment.
 type nemesis struct {
-	c    *cluster
-	pubs map[string]*pubProc
-	rcvs map[string]*rcvProc // each source's durable receiver
-	part *partitioner        // nil when partitions are off
+	c         *cluster
+	pubs      map[string]*pubProc
+	rcvs      map[string]*rcvProc  // each source's durable receiver
+	followers map[string]*follower // each source's in-process follower
+	part      *partitioner         // nil when partitions are off
+	// move is the replace-host fault being injected, once prepared.
+	move *replacement
 	hist *History
 	log  *slog.Logger
 	// exe and dir are this program (run again as a stranger) and the
@@ -196,6 +199,13 @@ func (n *nemesis) inject(ctx context.Context, f Fault) (int, error) {
 		rec.Target = hostAddrs[0].name + "|" + hostAddrs[1].name
 	}
 	n.log.Info("fault", "fault", f.String())
+	if spec != nil && spec.Prepare != nil {
+		if err := spec.Prepare(ctx, n, f, &rec); err != nil {
+			n.move = nil
+			rec.End = time.Now()
+			return n.hist.Fault(rec), err
+		}
+	}
 	// The publisher and receiver kills inside a host fault happen in the
 	// background, at their offsets; the fault's heal waits for them.
 	var pubDone chan error

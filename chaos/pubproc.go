@@ -177,3 +177,37 @@ func (p *pubProc) stop(timeout time.Duration) {
 		p.kill9()
 	}
 }
+
+// deployment is the deployment file the publisher's incarnations are
+// started with.
+func (p *pubProc) deployment() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.base.Deployment
+}
+
+// handOut gives the publisher another deployment file, as an operator
+// hands out a new one: a running incarnation finishes (stops sending,
+// flushes, exits, as at the end of a schedule, within timeout) and the
+// next one starts with the file. One still registering (a restarted
+// publisher waits for the stores to free its source) has sent nothing and
+// is killed instead. A publisher not running gets the file at its next
+// start.
+func (p *pubProc) handOut(file string, timeout time.Duration) error {
+	p.mu.Lock()
+	running, registering := p.cmd != nil, p.state == "registering"
+	p.mu.Unlock()
+	switch {
+	case running && registering:
+		p.kill9()
+	case running:
+		p.stop(timeout)
+	}
+	p.mu.Lock()
+	p.base.Deployment = file
+	p.mu.Unlock()
+	if !running {
+		return nil
+	}
+	return p.start()
+}

@@ -226,3 +226,31 @@ func (p *rcvProc) waitRegistered(timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// deployment is the deployment file the receiver's incarnations are
+// started with.
+func (p *rcvProc) deployment() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.base.Deployment
+}
+
+// handOut gives the durable receiver another deployment file: a running
+// incarnation closes (recording its position, within timeout) and the
+// next one starts with the file and the same session, so it is let in at
+// once and resumes one past what the closed one consumed.
+func (p *rcvProc) handOut(file string, timeout time.Duration) error {
+	p.mu.Lock()
+	running := p.cmd != nil
+	p.mu.Unlock()
+	if running {
+		p.stop(timeout)
+	}
+	p.mu.Lock()
+	p.base.Deployment = file
+	p.mu.Unlock()
+	if !running {
+		return nil
+	}
+	return p.start(false)
+}

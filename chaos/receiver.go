@@ -5,15 +5,74 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"umstore/receiver"
 )
 
-// follow runs a receiver that follows source from its first message until
-// ctx ends, recording every message it is handed and every range it is
-// told no group holds.
-func follow(ctx context.Context, groups [][]string, source string, hist *History, log *slog.Logger) error {
+// follower is the in-process follower of one source: it follows from the
+// first message for the whole schedule and is never killed. It is
+// restarted only to be handed a new deployment file (handOut), and then
+// resumes one past the last message it was handed, so that what it is
+// handed stays one sequence in order.
+type follower struct {
+	source string
+	hist   *History
+	log    *slog.Logger
+	parent context.Context
+	wg     *sync.WaitGroup // the schedule's background work
+
+	mu     sync.Mutex
+	file   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start follows source with the groups of file from one past what was
+// handed so far.
+func (f *follower) start(file string, groups [][]string) {
+	ctx, cancel := context.WithCancel(f.parent)
+	done := make(chan struct{})
+	f.mu.Lock()
+	f.file, f.cancel, f.done = file, cancel, done
+	f.mu.Unlock()
+	from := f.hist.LastDelivered(f.source) + 1
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer close(done)
+		if err := follow(ctx, groups, f.source, from, f.hist, f.log); err != nil {
+			f.hist.Problemf("receiver", "%v", err)
+		}
+	}()
+}
+
+// deployment is the file the follower was started with.
+func (f *follower) deployment() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.file
+}
+
+// handOut stops the follower and starts it again with file's groups.
+func (f *follower) handOut(file string, groups [][]string) {
+	f.mu.Lock()
+	cancel, done := f.cancel, f.done
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	if f.parent.Err() == nil {
+		f.start(file, groups)
+	}
+}
+
+// follow runs a receiver that follows source from sequence number from
+// until ctx ends, recording every message it is handed and every range it
+// is told no group holds.
+func follow(ctx context.Context, groups [][]string, source string, from uint64, hist *History, log *slog.Logger) error {
 	cfg := receiver.DefaultConfig()
 	cfg.Source, cfg.Groups = source, groups
 	cfg.Logger = log.With("receiver", "follow")
@@ -22,7 +81,7 @@ func follow(ctx context.Context, groups [][]string, source string, hist *History
 		return fmt.Errorf("follower of %s: %w", source, err)
 	}
 	defer r.Close()
-	err = r.Follow(ctx, 1, func(m receiver.Message) error {
+	err = r.Follow(ctx, from, func(m receiver.Message) error {
 		hist.Delivered(source, m.Seq, m.Payload)
 		return nil
 	}, func(rg receiver.Range) {

@@ -128,8 +128,16 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
+	hist.SetLayout(c.layout())
 	for _, h := range c.hosts {
 		h.onExit = func(inc int, err error) { hist.DaemonExited(h.name, inc, err) }
+		h.onStart = func(inc int, addr, deploy string) {
+			run := HostRun{Host: h.name, Incarnation: inc, Addr: addr, File: filepath.Base(deploy), At: time.Now()}
+			if f := c.file(deploy); f != nil {
+				run.FileAddrs = f.Addrs
+			}
+			hist.HostStarted(run)
+		}
 	}
 	pubs := map[string]*pubProc{}
 	for _, s := range sources {
@@ -154,7 +162,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s), Paced: rpp.paced(s)},
 		}
 	}
-	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
+	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, followers: map[string]*follower{}, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
 
 	// Background work (monitor, followers) ends with watchCancel.
 	watchCtx, watchCancel := context.WithCancel(parent)
@@ -193,13 +201,9 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		bg.Add(1)
 		go func() { defer bg.Done(); c.monitor(watchCtx, hist) }()
 		for _, s := range sources {
-			bg.Add(1)
-			go func() {
-				defer bg.Done()
-				if err := follow(watchCtx, c.groups, s, hist, quietLogger(log)); err != nil {
-					hist.Problemf("receiver", "%v", err)
-				}
-			}()
+			fl := &follower{source: s, hist: hist, log: quietLogger(log), parent: watchCtx, wg: &bg}
+			nem.followers[s] = fl
+			fl.start(c.deploy, c.groups)
 			if rpp.paced(s) {
 				// A group records a receiver's registration only once it
 				// holds the source: the paced source's publisher registers
@@ -338,8 +342,10 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	watchCancel()
 	bg.Wait()
 	log.Info("followers and durable receivers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
+	// The final read is a new client: it is given the newest deployment
+	// file, which places every host where it is.
 	for _, s := range sources {
-		hist.SetFinal(s, finalRead(ctx, c.groups, s, hist.MaxAcked(s), quietLogger(log)))
+		hist.SetFinal(s, finalRead(ctx, c.latestFile().Groups, s, hist.MaxAcked(s), quietLogger(log)))
 	}
 	log.Info("final reads done", "took", time.Since(endStart).Round(100*time.Millisecond))
 	c.sample(ctx, hist) // what every store holds at the end
