@@ -87,8 +87,8 @@ type ScheduleSnapshots struct {
 	Taken     int               `json:"taken"`
 	Sent      int               `json:"sent"`
 	Installed int               `json:"installed"`
-	// Wipes counts the schedule's wipe-host and wipe-crash faults: each
-	// should end in snapshot installs when Settings are small.
+	// Wipes counts the schedule's wipe-host, wipe-crash and replace-host
+	// faults: each should end in snapshot installs when Settings are small.
 	Wipes int `json:"wipes"`
 }
 
@@ -129,7 +129,7 @@ func (t *Totals) add(r scheduleResult) {
 	t.SnapshotSendFailures += sl.SendFailed
 	t.SnapshotsTaken += sl.Taken
 	t.Snapshots = append(t.Snapshots, ScheduleSnapshots{Schedule: r.Index, Settings: r.Snapshots, Taken: sl.Taken, Sent: sl.Sent, Installed: sl.Installed,
-		Wipes: r.Kinds[string(WipeHost)] + r.Kinds[string(WipeCrash)]})
+		Wipes: r.Kinds[string(WipeHost)] + r.Kinds[string(WipeCrash)] + r.Kinds[string(ReplaceHost)]})
 	t.Acknowledged += r.Acknowledged
 	t.Delivered += r.Delivered
 	t.DurableHanded += r.DurableHanded
