@@ -52,7 +52,32 @@
 //     its next incarnation under the same name (alone, or in the middle of
 //     a host fault), with the killed one's session (let in at once) or,
 //     one time in three, a new one (let in once the stores expired the
-//     killed session after receiver-activity-timeout, 30 s).
+//     killed session after receiver-activity-timeout, 30 s);
+//   - replace-host: the host is replaced by a server at another address,
+//     as docs/operations.md tells an operator: kill -9 its daemon, wipe its
+//     data directory, write a deployment file placing it at the next free
+//     loopback address of 127.0.0.5 and up (`umstored plan --deployment
+//     LATEST --host NAME=ADDRESS`, beside the planned file, so it names the
+//     same member secret file) and start it there, empty, from that file;
+//     the other host keeps running, and restarting, with the file it had.
+//     A host replaced again moves back to the first address it left.
+//
+// Everything the harness does by address follows a replaced host
+// (addresses.go): its status is read at its new admin address, partitions
+// cut the link between the hosts' current addresses, the stranger is
+// given the host's current file, the operator's `umstored status` runs
+// with the oldest file that still places a host where it is (the planned
+// one until both hosts moved); its disk and its log stay its own. The
+// publishers, durable receivers and followers keep the file they were
+// started with, restarts included, and must reach the moved stores
+// through the other stores' redirects; the product promises that only
+// while one of the stores a client lists answers (docs/operations.md,
+// "Replacing a host", step 6), so before a replacement that would leave a
+// client's file placing no host where it is, that client is handed the
+// new file: a publisher flushes and exits and its next incarnation starts
+// with it, a durable receiver closes and starts again with its session, a
+// follower resumes one past what it was handed. The final read, a new
+// client, is given the newest file.
 //
 // Each kind is one file (kind_*.go) registering a kindSpec: what it hits,
 // what it needs of the machine, how a plan draws its parameters, how it is
@@ -104,7 +129,9 @@
 // every source's release point on every store with the highest sequence
 // number it held (status samples, changes only), what the leaders logged
 // about retention (releases by reason, publishers held back),
-// every store's group identity as /v1/status reports it, stores
+// every host daemon incarnation with its address and deployment file,
+// every store's view of where its group's members listen (its latest
+// status sample), every store's group identity as /v1/status reports it, stores
 // catching up together (from /v1/status samples and the daemons' logs), and
 // every bootstrap the daemons logged. After the final heal and restoration
 // the publishers flush and exit, the followers catch up, every source is
@@ -120,7 +147,12 @@
 //   - rule 3: no store's group identity ever changed, the stores of a group
 //     agree on it, and each group was bootstrapped once;
 //   - rule 4: never two empty stores of one group catching up together on
-//     one host;
+//     one host (a replaced host's stores, at its new address, too);
+//   - moved: once the deployment was restored after the last replace-host,
+//     every store reaches every other member of its group where it
+//     listens (its status lists a moved member at its new address,
+//     recorded in the group's log; a member it lists not is where its
+//     host's file says), and no member refuses a store's address;
 //   - the followers were handed every acknowledged message exactly once, in
 //     order (the paced source's may be told that what a store released
 //     after its paced receiver consumed it is held by no group);
@@ -185,8 +217,9 @@
 // --kinds pause-host,kill-publisher.
 //
 // Partitions need iptables and root; slow disks and lost writes need
-// root, loop devices, mkfs.ext4 and the cgroup v1 blkio controller. Without them run with
-// --partitions=false or --slow-disks=false. The iptables rules, mounts,
+// root, loop devices, mkfs.ext4 and the cgroup v1 blkio controller. Without
+// them run with --partitions=false or --slow-disks=false. Replace-host
+// needs nothing more: Linux answers on all of 127.0.0.0/8. The iptables rules, mounts,
 // loop devices and cgroups the harness creates carry its process id; it
 // removes them on exit and on Ctrl-C, and a later run removes those left by
 // a harness that was killed.

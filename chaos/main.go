@@ -48,7 +48,8 @@ Runs schedules of faults against a real two-host umstore deployment on
 127.0.0.2 and 127.0.0.3 (one "umstored run" per host), with publishers and
 following receivers, and checks after each schedule that no acknowledged
 message was lost, no sequence number was reused, no group was bootstrapped
-over existing state, no two empty stores of a group caught up together, and
+over existing state, no two empty stores of a group caught up together,
+every store reaches a replaced host's stores where they listen now, and
 every receiver saw every stable message once, in order, and only payloads
 exactly as published, every durable receiver killed and restarted under
 its name saw every stable message at least once, in order, with no gap
