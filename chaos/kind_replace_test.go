@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,23 @@ func TestPlacesAny(t *testing.T) {
 		if got := tc.file.placesAny(tc.now); got != tc.want {
 			t.Errorf("%s: placesAny = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A replaced host keeps its name, data directory, disk and log; its
+// address, its admin server's address (same port) and its deployment
+// file change, and only while it is stopped.
+func TestHostMoveTo(t *testing.T) {
+	h := &host{name: "A", addr: "127.0.0.2", admin: "127.0.0.2:12000", deploy: "/x/deployment.yaml", dataDir: "/x/A", logPath: "/x/A.log"}
+	from, err := h.moveTo("127.0.0.5", "/x/deployment-1-A.yaml")
+	if err != nil || from != "127.0.0.2" {
+		t.Fatalf("moveTo = %q %v", from, err)
+	}
+	if h.address() != "127.0.0.5" || h.adminAddr() != "127.0.0.5:12000" || h.deployFile() != "/x/deployment-1-A.yaml" || h.dataDir != "/x/A" || h.logPath != "/x/A.log" {
+		t.Fatalf("after the move: %s %s %s %s %s", h.address(), h.adminAddr(), h.deployFile(), h.dataDir, h.logPath)
+	}
+	h.cmd = &exec.Cmd{}
+	if _, err := h.moveTo("127.0.0.6", "/x/deployment-2-A.yaml"); err == nil || h.address() != "127.0.0.5" {
+		t.Fatalf("a running host moved: %v, at %s", err, h.address())
 	}
 }
