@@ -68,9 +68,10 @@ func replacementAddrs() []string {
 
 // nextAddress picks where host moves to: the first replacement address no
 // host is at now (so not host's own either) that usable accepts (its ports
-// are free). A host replaced again moves back to the first address it left
-// once that is free: the addresses alternate, and a store's group sees an
-// address it knew come back as that store.
+// are free). A host replaced again moves back to an address it left when
+// no host is there (A: .5, .6, .5, ... while B stays put), so a store's
+// group sees an address it knew come back as that store; an address one
+// host left may be taken by the other.
 func nextAddress(now map[string]string, host string, usable func(addr string) bool) (string, error) {
 	held := make([]string, 0, len(now))
 	for _, a := range now {

@@ -60,7 +60,8 @@
 //     LATEST --host NAME=ADDRESS`, beside the planned file, so it names the
 //     same member secret file) and start it there, empty, from that file;
 //     the other host keeps running, and restarting, with the file it had.
-//     A host replaced again moves back to the first address it left.
+//     A host replaced again moves back to an address it left when no host
+//     is there (.5, .6, .5, ...).
 //
 // Everything the harness does by address follows a replaced host
 // (addresses.go): its status is read at its new admin address, partitions

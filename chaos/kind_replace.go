@@ -25,8 +25,9 @@ import (
 // its status is read at its new admin address, partitions cut the link
 // between the hosts' current addresses, a stranger is given the host's
 // current file; its disk (slow-disk, lost-writes) and its log stay its
-// own. The replaced host gets the next free address of 127.0.0.5 and up,
-// so a host replaced twice moves back to the first address it left.
+// own. The replaced host gets the first address of 127.0.0.5 and up that
+// no host is at, so a host replaced again and again, while the other
+// stays, alternates between two addresses.
 const ReplaceHost FaultKind = "replace-host"
 
 func init() {
