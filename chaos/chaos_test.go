@@ -32,7 +32,7 @@ var shortKinds = []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, KillPubli
 // shortKindsPending are the kinds a CI machine can inject but the product
 // fails today, with the fix that lets them into the short variant.
 var shortKindsPending = map[FaultKind]string{
-	ReplaceHost:  "new with issue 19 and measured in one run only; a host that loses its disk after the other host was replaced, and restarts with the file it had, cannot find its group today (docs/reliability.md, replace-host), which random schedules that also wipe would hit. Once the product fixes that, move it to shortKinds and pin the seed and plan TestShortVariantPlan prints",
+	ReplaceHost:  "passes alone (seed 3, three replacements), but a host that loses its disk after the other host was replaced, and restarts with the file it had, never finds its group today (docs/reliability.md, replace-host), which a short variant drawing wipes beside it would hit; once the product re-announces a moved store to such a member, move it to shortKinds and pin the seed and plan TestShortVariantPlan prints",
 	CorruptStore: "the product must checksum payloads at rest (issue 15): a flipped payload bit in a store's files is otherwise served as it is (damaged files are contained since issue 14: seed 22 passes)",
 }
 
