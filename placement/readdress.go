@@ -1,7 +1,6 @@
 package placement
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,18 +154,5 @@ func WithHostAddresses(data []byte, source string, addrs map[string]string) ([]b
 			return nil, fmt.Errorf("%s: %w: %q is no host of the file", source, ErrNotReaddress, name)
 		}
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
-		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
-	}
-	out := buf.Bytes()
-	if _, err := Parse(out, source); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return encodeEdited(&root, source)
 }

@@ -59,20 +59,7 @@ func WithMemberSecretFile(data []byte, source, ref string) ([]byte, error) {
 	} else {
 		sec.Content = append(sec.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "member-secret-file"}, value)
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
-		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
-	}
-	out := buf.Bytes()
-	if _, err := Parse(out, source); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return encodeEdited(&root, source)
 }
 
 // mappingValue returns the value of key in the mapping node m, or nil.
@@ -83,4 +70,23 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// encodeEdited writes an edited deployment file's YAML tree back out, with
+// its comments, and checks that the result still parses as a deployment.
+func encodeEdited(root *yaml.Node, source string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("%s: encoding the deployment: %w", source, err)
+	}
+	out := buf.Bytes()
+	if _, err := Parse(out, source); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

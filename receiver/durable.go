@@ -462,8 +462,9 @@ func (g *ackGroup) run() {
 	}
 }
 
-// send records pos with the group (or keeps the registration alive).
-func (g *ackGroup) send(ctx context.Context, pos uint64, leaving bool) {
+// send records pos with the group (or keeps the registration alive), and
+// reports whether the group took it.
+func (g *ackGroup) send(ctx context.Context, pos uint64, leaving bool) bool {
 	cfg := g.d.r.cfg
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -471,6 +472,7 @@ func (g *ackGroup) send(ctx context.Context, pos uint64, leaving bool) {
 	switch {
 	case err == nil:
 		g.recorded = max(g.recorded, pos)
+		return true
 	case isCode(err, wire.CodeNotRegistered), isCode(err, wire.CodeBusy):
 		g.registered = false
 		g.regAt = time.Time{}
@@ -478,13 +480,29 @@ func (g *ackGroup) send(ctx context.Context, pos uint64, leaving bool) {
 	default:
 		g.d.r.log.Debug("recording the receiver's position failed; retrying", "group", g.group, "receiver", cfg.Name, "err", err)
 	}
+	return false
 }
 
-// farewell records the last position and frees the name, within
-// callTimeout.
+// farewellTimeout bounds a group's farewell: registering again if the
+// group lost the registration, then the last position.
+const farewellTimeout = 2 * callTimeout
+
+// farewell records the last position and frees the name. A group that
+// lost the registration (a new leader, which knows no live session yet)
+// is registered with again first, so that Close records the position
+// with every group it can reach, not only those whose leader did not
+// change; a group that says another receiver holds the name is left alone.
 func (g *ackGroup) farewell() {
-	if !g.registered {
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), farewellTimeout)
+	defer cancel()
+	for try := 0; try < 2 && ctx.Err() == nil; try++ {
+		if !g.registered {
+			if _, err := g.registerOnce(ctx); err != nil {
+				return // unreachable now, or the name is another receiver's
+			}
+		}
+		if g.send(ctx, g.d.acknowledged(), true) {
+			return
+		}
 	}
-	g.send(context.Background(), g.d.acknowledged(), true)
 }

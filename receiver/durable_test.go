@@ -288,3 +288,36 @@ func TestDurableFollowContinues(t *testing.T) {
 		t.Fatalf("second follow got %d..%d, want 251..499", first, last)
 	}
 }
+
+// Close records the last position with a group that lost the receiver's
+// registration (here: expired after the activity timeout, as a receiver
+// busy in its handler would be; in the chaos suite, seed 1201 schedule 12,
+// a leader that no longer knew the session): the goodbye is refused as not
+// registered, so Close registers again and records it. Before, Close gave
+// up on that group, which kept an older position.
+func TestDurableCloseAfterTheGroupLostTheRegistration(t *testing.T) {
+	c := clustertest.Start(t, 1, fastReceivers)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	publishAll(t, ctx, c, "s", 500)
+	cfg := durableConfig(c, "s", "app1")
+	cfg.AckInterval, cfg.KeepAliveInterval = time.Hour, time.Hour // only Close records
+	r, err := receiver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Read(ctx, receiver.Resume, 500, func(receiver.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(20*time.Second, "the silent receiver is expired", func() bool {
+		pos, _, found, err := c.WaitLeader(1, time.Second).Repository().Receiver("s", "app1")
+		return err == nil && found && !pos.Active
+	})
+	r.Close()
+	for _, m := range c.Members(1) {
+		c.Eventually(10*time.Second, m.Name+" records app1 at 500", func() bool {
+			pos, _, found, err := c.Store(m.Name).Repository().Receiver("s", "app1")
+			return err == nil && found && pos.Seq == 500
+		})
+	}
+}

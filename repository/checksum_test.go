@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -84,6 +85,37 @@ func TestReadNeverServesADamagedPayload(t *testing.T) {
 			var buf bytes.Buffer
 			if _, err := snap.WriteTo(&buf); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("snapshot of a damaged repository: %v, want ErrCorrupt", err)
+			}
+			// A copy that does not match the message's CRC is no substitute.
+			snap.UseCopies(func(source string, seq uint64, crc uint32) ([]byte, bool) {
+				return []byte("a forged copy"), true
+			})
+			if _, err := snap.WriteTo(io.Discard); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("snapshot with forged copies: %v, want ErrCorrupt", err)
+			}
+			// Intact copies from elsewhere (the store's damage repair) take
+			// the damaged messages' places: the stream restores to the
+			// state of a repository that was never damaged.
+			var asked []uint64
+			snap.UseCopies(func(source string, seq uint64, crc uint32) ([]byte, bool) {
+				asked = append(asked, seq)
+				return payloads("a", seq, 1)[0], true
+			})
+			buf.Reset()
+			if _, err := snap.WriteTo(&buf); err != nil {
+				t.Fatalf("snapshot with intact copies: %v", err)
+			}
+			if asked[0] != tt.first || asked[len(asked)-1] != 20 {
+				t.Errorf("copies asked for %v, want %d..20", asked, tt.first)
+			}
+			restored := openTest(t)
+			if err := restored.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+				t.Fatal(err)
+			}
+			healthy := openTest(t)
+			mustApply(t, healthy, log)
+			if mustDigest(t, restored) != mustDigest(t, healthy) {
+				t.Error("restored from a stream with intact copies: the state differs from the undamaged one")
 			}
 		})
 	}

@@ -31,6 +31,7 @@ type Snapshot struct {
 
 	mu       sync.Mutex
 	released bool
+	intact   IntactCopy // UseCopies
 }
 
 // Snapshot captures the current state. It may be called from any goroutine:
@@ -103,7 +104,7 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	err := s.repo.guard("write a snapshot of the repository", func() error {
 		cw := &countWriter{w: w}
-		lw := &logicalWriter{w: cw, log: s.repo.entries}
+		lw := &logicalWriter{w: cw, log: s.repo.entries, intact: s.intact}
 		err := lw.write(s.tx, s.index, s.term)
 		n = cw.n
 		if err == nil && n != s.size {
@@ -115,6 +116,16 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		return n, fmt.Errorf("write snapshot at index %d: %w", s.index, err)
 	}
 	return n, nil
+}
+
+// UseCopies makes WriteTo send, in place of a message damaged in this
+// repository's files, the intact copy fn gives (checked against the
+// message's CRC32C), instead of failing: a leader whose own copy of one
+// message is damaged can still bring a member up to date.
+func (s *Snapshot) UseCopies(fn IntactCopy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.intact = fn
 }
 
 // Release ends the snapshot's read transaction. It is safe to call more

@@ -3,6 +3,7 @@ package repository
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -57,6 +58,34 @@ type logicalWriter struct {
 	messageBytes int64
 	log          *entryCache
 	buf          []byte
+	// intact, if set, gives an intact copy of a message damaged in this
+	// repository's files (see IntactCopy); without one a damaged message
+	// fails the stream.
+	intact IntactCopy
+}
+
+// IntactCopy returns an intact copy of message seq of source, whose
+// payload's CRC32C is crc, found elsewhere (another member of the group,
+// another group): the store's damage repair. A copy is used only if it
+// matches crc.
+type IntactCopy func(source string, seq uint64, crc uint32) ([]byte, bool)
+
+// copyOf replaces a message the cursor found damaged (err, from take) with
+// an intact copy, or returns err.
+func (lw *logicalWriter) copyOf(source string, mc *msgCursor, err error) (uint64, []byte, error) {
+	var ca *corruptAt
+	if lw.intact == nil || !errors.As(err, &ca) {
+		return 0, nil, err
+	}
+	crc, known := mc.crc()
+	if !known {
+		return 0, nil, err
+	}
+	p, ok := lw.intact(source, ca.seq, crc)
+	if !ok || len(p) != mc.run.curLen || Checksum(p) != crc {
+		return 0, nil, err
+	}
+	return ca.seq, p, nil
 }
 
 // frame writes framing bytes, covered by the closing CRC.
@@ -163,7 +192,14 @@ func (lw *logicalWriter) source(b *bolt.Bucket, name string) error {
 	var count, size uint64
 	var head [8]byte
 	seq, p, ok, err := mc.first()
-	for ; ok; seq, p, ok, err = mc.next() {
+	for ; ok || err != nil; seq, p, ok, err = mc.next() {
+		if err != nil {
+			// The cursor is past the damaged message: a copy takes its
+			// place, and the walk goes on.
+			if seq, p, err = lw.copyOf(name, mc, err); err != nil {
+				break
+			}
+		}
 		if !st.holds(seq) {
 			return fmt.Errorf("%w: source %q holds message %d, which its bookkeeping does not", ErrFormat, name, seq)
 		}

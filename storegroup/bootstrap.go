@@ -148,9 +148,17 @@ func (s *Store) dialer(timeout time.Duration) *wire.Dialer {
 
 // ProbeStore asks the store at addr what it holds.
 func ProbeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeReply, error) {
+	return askOnce[*wire.ProbeReply](ctx, addr, d, &wire.Probe{ReqID: 1}, "Probe")
+}
+
+// askOnce sends req on a new connection to the store at addr and reads its
+// one answer, a T or an error frame, within the dialer's timeout (5 s if
+// none).
+func askOnce[T wire.Message](ctx context.Context, addr string, d *wire.Dialer, req wire.Message, what string) (T, error) {
+	var zero T
 	c, _, err := d.Dial(ctx, addr)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer c.Close()
 	timeout := d.Timeout
@@ -158,19 +166,18 @@ func ProbeStore(ctx context.Context, addr string, d *wire.Dialer) (*wire.ProbeRe
 		timeout = 5 * time.Second
 	}
 	_ = c.NetConn().SetDeadline(time.Now().Add(timeout))
-	if err := c.Send(&wire.Probe{ReqID: 1}); err != nil {
-		return nil, err
+	if err := c.Send(req); err != nil {
+		return zero, err
 	}
 	m, err := c.Read()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	switch m := m.(type) {
-	case *wire.ProbeReply:
+	case T:
 		return m, nil
 	case *wire.Error:
-		return nil, m
-	default:
-		return nil, fmt.Errorf("%w: probe answered with frame type %d", wire.ErrMalformed, m.Type())
+		return zero, m
 	}
+	return zero, fmt.Errorf("%w: %s answered with frame type %d", wire.ErrMalformed, what, m.Type())
 }

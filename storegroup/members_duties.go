@@ -2,7 +2,6 @@ package storegroup
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -218,30 +217,7 @@ func (s *Store) learnOtherGroups(ctx context.Context) {
 
 // AskMembers asks the store at addr where the members of its group listen.
 func AskMembers(ctx context.Context, addr string, d *wire.Dialer) (*wire.MemberList, error) {
-	c, _, err := d.Dial(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	_ = c.NetConn().SetDeadline(time.Now().Add(timeout))
-	if err := c.Send(&wire.Members{ReqID: 1}); err != nil {
-		return nil, err
-	}
-	m, err := c.Read()
-	if err != nil {
-		return nil, err
-	}
-	switch m := m.(type) {
-	case *wire.MemberList:
-		return m, nil
-	case *wire.Error:
-		return nil, m
-	}
-	return nil, fmt.Errorf("%w: Members answered with frame type %d", wire.ErrMalformed, m.Type())
+	return askOnce[*wire.MemberList](ctx, addr, d, &wire.Members{ReqID: 1}, "Members")
 }
 
 // announceAddress tells every other member of the group where this store

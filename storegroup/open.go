@@ -356,6 +356,7 @@ func (s *Store) wireHelpers() error {
 		batchCount: cfg.RepairBatchCount,
 		batchBytes: cfg.RepairBatchBytes,
 	})
+	s.snaps.intact = s.repair.damage.copyForSnapshot
 	s.retain = newRetainer(retainDeps{
 		log:         s.log,
 		repo:        s.repo,

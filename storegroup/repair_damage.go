@@ -242,6 +242,24 @@ func (dr *damageRepairer) intact(ctx context.Context, k msgKey, heal bool) (repo
 	return m, ok
 }
 
+// snapshotCopyTimeout bounds the search for one intact copy while a
+// snapshot stream is being written.
+const snapshotCopyTimeout = 10 * time.Second
+
+// copyForSnapshot is the snapshot streams' repository.IntactCopy: the
+// intact copy of a damaged message, looked for now if need be. Without one
+// the stream fails, as before: raft tries again later, and the copy may
+// have been found by then.
+func (dr *damageRepairer) copyForSnapshot(source string, seq uint64, crc uint32) ([]byte, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), snapshotCopyTimeout)
+	defer cancel()
+	m, ok := dr.intact(ctx, msgKey{source: source, seq: seq}, true)
+	if !ok || m.CRC != crc {
+		return nil, false
+	}
+	return m.Payload, true
+}
+
 func (dr *damageRepairer) poke() {
 	select {
 	case dr.wake <- struct{}{}:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -409,5 +410,69 @@ func TestIntergroupRepairNeverCopiesDamage(t *testing.T) {
 	}
 	if st := c.WaitLeader(1, 10*time.Second).Status().Repair; st.Conflicts != 0 || st.Damage.CopiesRefused != 0 {
 		t.Fatalf("group 1's repair %+v: want no conflicts and no damaged copy received", st)
+	}
+}
+
+// A leader whose own copy of a retained message is damaged at rest still
+// brings a wiped member up to date when its log no longer reaches back:
+// the snapshot stream carries an intact copy from another member in the
+// damaged message's place. Before, the stream failed at that message on
+// every try, and the member never caught up (found by the chaos suite:
+// corrupt-store, then a wipe, seed 1201 schedule 13).
+func TestDamagedLeaderSendsIntactSnapshot(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
+		smallSnapshots(cfg)
+		cfg.RetentionMaxBytes = 0
+		cfg.RetentionMaxMessages = 300
+		cfg.RetentionInterval = 100 * time.Millisecond
+	}})
+	publishEntries(t, c, "d", 600, 100, 10) // messages 1..600, the newest 300 retained
+	members := c.Members(1)
+	for _, m := range members {
+		c.Eventually(30*time.Second, m.Name+" released the oldest 300", func() bool {
+			info, ok, err := c.Store(m.Name).Repository().Source("d")
+			return err == nil && ok && info.TrimmedThrough == 300
+		})
+	}
+	victim, wiped := members[0].Name, members[1].Name
+	c.Stop(wiped)
+	c.Wipe(wiped)
+	c.Stop(victim)
+	damagedPayload := []byte(("d-449-" + strings.Repeat("x", 100))[:100]) // message 450, as publishEntries sends it
+	var files []string
+	for _, pattern := range []string{"*", filepath.Join("wal", "*")} {
+		found, _ := filepath.Glob(filepath.Join(c.DataDir(victim), pattern))
+		files = append(files, found...)
+	}
+	flipped := 0
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+			flipped += flipInFile(t, f, damagedPayload)
+		}
+	}
+	if flipped == 0 {
+		t.Fatal("found no stored copy of message 450 to damage")
+	}
+	c.StartStore(victim)
+	c.Eventually(30*time.Second, "the damaged store leads", func() bool {
+		l := c.Leader(1)
+		if l == nil {
+			return false
+		}
+		if l.Name() != victim {
+			_ = l.TransferLeadership(members[0])
+			return false
+		}
+		first, _, _, err := l.LogBounds()
+		return err == nil && first > 1 // the wiped member needs a snapshot
+	})
+	s := c.StartStore(wiped)
+	c.Eventually(60*time.Second, wiped+" catches up from the damaged leader's snapshot", func() bool {
+		msgs, err := s.Repository().Read("d", 301, 600, 0, 0)
+		return err == nil && len(msgs) == 300 && !s.Status().CatchingUp
+	})
+	msgs, err := s.Repository().Read("d", 450, 450, 1, 0)
+	if err != nil || len(msgs) != 1 || !bytes.Equal(msgs[0].Payload, damagedPayload) {
+		t.Fatalf("message 450 on %s: %v %v, want the intact payload", wiped, msgs, err)
 	}
 }

@@ -46,6 +46,10 @@ type snapshotStore struct {
 	*raft.FileSnapshotStore
 	repo    *repository.Repo
 	metrics *storeMetrics
+	// intact finds intact copies of messages damaged in this store's
+	// files, so that a stream it sends carries them instead of failing
+	// (the damage repair's; nil in tests without one).
+	intact repository.IntactCopy
 }
 
 func encodeRef(index, term uint64) []byte {
@@ -223,6 +227,9 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 		live.Index, live.Term = snap.Index(), snap.Term()
 	}
 	live.Size = snap.Size()
+	if s.intact != nil {
+		snap.UseCopies(s.intact)
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		start := time.Now()

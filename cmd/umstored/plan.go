@@ -105,10 +105,10 @@ const (
 
 // cmdPlan implements `umstored plan ARGS...` and returns the exit code.
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
-	if wantsAddMemberSecret(args) {
+	if hasFlag(args, "--add-member-secret") {
 		return cmdPlanAddMemberSecret(args, stdout, stderr)
 	}
-	if wantsReaddress(args) {
+	if hasFlag(args, "--deployment") {
 		return cmdPlanReaddress(args, stdout, stderr) // plan_readdress.go
 	}
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
@@ -335,4 +335,20 @@ func refuseOverwrite(paths []string, force bool) error {
 		}
 	}
 	return nil
+}
+
+// hasFlag reports whether plan's arguments (before any "--") give the flag
+// name, which selects a mode of plan with flags of its own:
+// --add-member-secret (plan_secret.go), --deployment to change an
+// existing deployment (plan_readdress.go).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }

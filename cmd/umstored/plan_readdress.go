@@ -44,20 +44,6 @@ Adding or removing a host or a group is not supported yet.
 Flags:
 `
 
-// wantsReaddress reports whether plan's arguments give an existing
-// deployment to change (--deployment), the mode of this file.
-func wantsReaddress(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--deployment" || strings.HasPrefix(a, "--deployment=") {
-			return true
-		}
-	}
-	return false
-}
-
 // readdressOutput is what --json prints.
 type readdressOutput struct {
 	Deployment *placement.Deployment `json:"deployment"`

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -37,20 +36,6 @@ host applies).
 
 Flags:
 `
-
-// wantsAddMemberSecret reports whether plan's arguments ask for
-// --add-member-secret, a mode of its own with its own flags.
-func wantsAddMemberSecret(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if a == "--add-member-secret" || strings.HasPrefix(a, "--add-member-secret=") {
-			return true
-		}
-	}
-	return false
-}
 
 // cmdPlanAddMemberSecret implements `umstored plan --add-member-secret`.
 func cmdPlanAddMemberSecret(args []string, stdout, stderr io.Writer) int {
