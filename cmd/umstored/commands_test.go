@@ -19,10 +19,27 @@ import (
 func silentDeployment(t *testing.T) (string, *placement.Deployment) {
 	t.Helper()
 	d := placement.Dev("127.0.0.1", 14000)
+	// Every listener stays open until all ports are picked, so that no two
+	// stores are given the same one (a port closed is free to be handed
+	// out again at once).
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	pick := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, ln)
+		return ln.Addr().(*net.TCPAddr).Port
+	}
 	for gi := range d.Groups {
 		for si := range d.Groups[gi].Stores {
-			d.Groups[gi].Stores[si].RaftPort = freePort(t)
-			d.Groups[gi].Stores[si].ClientPort = freePort(t)
+			d.Groups[gi].Stores[si].RaftPort = pick()
+			d.Groups[gi].Stores[si].ClientPort = pick()
 		}
 	}
 	path := filepath.Join(t.TempDir(), "deployment.yaml")
@@ -30,16 +47,6 @@ func silentDeployment(t *testing.T) (string, *placement.Deployment) {
 		t.Fatal(err)
 	}
 	return path, d
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // With no store answering, status says every store is down and publishing
