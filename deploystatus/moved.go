@@ -41,14 +41,21 @@ func (p *Prober) findMoved(ctx context.Context, r Round) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	// Chosen before any probe starts: the probes write r.Stores.
+	type move struct{ name, at string }
+	var moves []move
 	for _, ref := range p.targets {
 		name := ref.Store.Name
 		at := where[name]
 		if r.Stores[name].Reply != nil || at == "" || at == ref.ClientAddr() {
 			continue
 		}
+		moves = append(moves, move{name, at})
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, mv := range moves {
+		name, at := mv.name, mv.at
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

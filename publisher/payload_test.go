@@ -19,7 +19,12 @@ import (
 // stable and reads back whole.
 func TestSendRefusesPayloadsTooLargeToServeBack(t *testing.T) {
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
-	p := newPublisher(t, c, "big", nil)
+	// A store answers a connection's frames in order, so a Ping sent behind
+	// a 16 MiB Publish is answered only once that Publish commits; under the
+	// race detector that takes longer than the default AckTimeout, and every
+	// resend would add another 16 MiB proposal behind it. This test is about
+	// sizes, not stall detection: give the group time.
+	p := newPublisher(t, c, "big", func(cfg *publisher.Config) { cfg.AckTimeout = time.Minute })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
