@@ -109,9 +109,9 @@ func logPath(dir, kind string) string {
 	return filepath.Join(dir, walDir)
 }
 
-// walLog is raft-wal with its meta store, which WAL.Close leaves open
-// (raft-wal v0.4.0): closing the store closes both, so that the store can
-// open again in the same process.
+// walLog is raft-wal with its meta store. Closing the store closes both
+// (raft-wal v0.4.0 left the meta store open, and closing it twice is
+// harmless), so that the store can open again in the same process.
 //
 // It also reopens the log after each segment rotation. raft-wal keeps a
 // sealed segment's writer as its reader, and with it the writer's buffer,
@@ -230,7 +230,7 @@ func (l *walLog) LastIndex() (uint64, error) {
 }
 
 // GetLog reads the entry at index. An entry below the first index is not
-// found, as with raft.db: raft-wal v0.4.0 cuts its head only in its
+// found, as with raft.db: raft-wal (v0.4.0 to v0.4.2) cuts its head only in its
 // bookkeeping, and still returns a cut entry from its tail segment (up to
 // 64 MiB of them), so a leader would send a member far behind the entries
 // retention released (and a snapshot never), whatever the log said its

@@ -159,3 +159,52 @@ func TestWALHeadCutIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// Raft clears a conflicting suffix of a follower's log after a leader
+// change (a crash, a partition). raft-wal seals the tail segment there, and
+// the log must still read after a restart: raft-wal v0.4.0 recorded the seal
+// without writing the segment's index, so every entry of that segment
+// answered "sealed segment has no index block" once reopened (chaos seed
+// 1201, schedule 27; fixed in raft-wal v0.4.1).
+func TestWALReadsAfterTailCutAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := openWALLog(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(from, to uint64, term uint64) {
+		t.Helper()
+		var logs []*raft.Log
+		for i := from; i <= to; i++ {
+			logs = append(logs, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte(fmt.Sprint(term, ":", i))})
+		}
+		if err := raw.StoreLogs(logs); err != nil {
+			t.Fatalf("storing %d..%d: %v", from, to, err)
+		}
+	}
+	store(1, 100, 1)
+	if err := raw.DeleteRange(91, 100); err != nil { // the suffix a new leader overrules
+		t.Fatal(err)
+	}
+	store(91, 95, 2)
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = openWALLog(dir, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatalf("reopening after a tail cut: %v", err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	for _, tc := range []struct {
+		index uint64
+		data  string
+	}{{1, "1:1"}, {50, "1:50"}, {90, "1:90"}, {91, "2:91"}, {95, "2:95"}} {
+		var l raft.Log
+		if err := raw.GetLog(tc.index, &l); err != nil {
+			t.Errorf("GetLog(%d) after a tail cut and a restart: %v", tc.index, err)
+		} else if string(l.Data) != tc.data {
+			t.Errorf("GetLog(%d) read %q, want %q", tc.index, l.Data, tc.data)
+		}
+	}
+	store(96, 96, 2)
+}
