@@ -158,14 +158,42 @@ func (cs *clientServer) serve(ctx context.Context) {
 }
 
 func (cs *clientServer) close() {
+	cs.hangUp()
+	cs.wg.Wait()
+}
+
+// hangUp stops accepting and closes every connection, without waiting for
+// their goroutines: a connection's writer may be waiting for raft to answer
+// a proposal, which a raft that met a faulted log answers only once it is
+// shut down (Store.stop waits for them after that, waitConns).
+func (cs *clientServer) hangUp() {
 	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	cs.closed = true
 	cs.ln.Close()
 	for nc := range cs.conns {
 		nc.Close()
 	}
-	cs.mu.Unlock()
-	cs.wg.Wait()
+}
+
+// waitConns waits for the connections' goroutines to end, at most bound
+// (none: for good). It reports whether they did.
+func (cs *clientServer) waitConns(bound time.Duration) bool {
+	if bound <= 0 {
+		cs.wg.Wait()
+		return true
+	}
+	done := make(chan struct{})
+	go func() {
+		cs.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(bound):
+		return false
+	}
 }
 
 // handle serves one connection: a reader that turns requests into raft

@@ -30,6 +30,11 @@ const (
 	// moveRetryMax bounds the wait between two rounds of telling the
 	// members where this store listens.
 	moveRetryMax = 10 * time.Second
+	// moveRecheckInterval is how often a store asks again, once every
+	// member knew its addresses: a member that lost its disk comes back
+	// with only its deployment file, which may name an address this store
+	// left, and it waits to reach its group there.
+	moveRecheckInterval = 15 * time.Second
 	// moveRefusalLogEvery bounds the refusal log lines.
 	moveRefusalLogEvery = 30 * time.Second
 )
@@ -222,16 +227,17 @@ func AskMembers(ctx context.Context, addr string, d *wire.Dialer) (*wire.MemberL
 
 // announceAddress tells every other member of the group where this store
 // listens, until each knows it durably (its deployment file or the group's
-// log says so). A member that refuses is asked again, and its reason is
-// logged and shown in Status (MoveRefused): typically the store's old
-// incarnation still answers at its old address.
+// log says so), and each again every moveRecheckInterval, for a member
+// that comes back without its state. A member that refuses is asked
+// again, and its reason is logged and shown in Status (MoveRefused):
+// typically the store's old incarnation still answers at its old address.
 func (s *Store) announceAddress() {
-	done := map[string]bool{}
+	known := map[string]time.Time{} // member -> when it last said it knows durably
 	wait := time.Second
 	for {
 		pending := 0
 		for _, p := range s.addressBook().members() {
-			if p.Name == s.cfg.Name || done[p.Name] {
+			if p.Name == s.cfg.Name || time.Since(known[p.Name]) < moveRecheckInterval {
 				continue
 			}
 			v, err := s.tellMove(s.ctx, p)
@@ -256,20 +262,23 @@ func (s *Store) announceAddress() {
 					s.log.Info("a member accepted this store's new address", "member", p.Name, "recorded", v.Recorded)
 				}
 				if v.Recorded {
-					done[p.Name] = true
+					known[p.Name] = time.Now()
 				} else {
 					pending++
 				}
 			}
 		}
+		next := wait
 		if pending == 0 {
-			return
+			// Every member knows: ask each again when its time comes.
+			next, wait = moveRecheckInterval, time.Second
+		} else {
+			wait = min(2*wait, moveRetryMax)
 		}
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
-		wait = min(2*wait, moveRetryMax)
 	}
 }

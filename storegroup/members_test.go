@@ -49,16 +49,11 @@ func (l *syncLog) String() string {
 	return l.b.String()
 }
 
-// Host A of the two-host layout is lost with its disk and replaced by a
-// server at other addresses; host B runs on with the configuration it had.
-// Group 1 has only G1S3 (on B) with state and no quorum, so no leader can
-// change its membership: G1S3 must accept the new incarnations' addresses
-// itself, be elected with G1S1's vote, and record the move once it leads.
-// Group 2 keeps its leader on B, which records G2S1's move. Then every
-// store holds every message, raft's configuration and every member's view
-// name the new addresses, and with host B gone the new host A carries
-// group 1 on its own.
-func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
+// replaceHostA runs the two-host layout, publishes 1000 messages of
+// "moved", then loses host A with its disk and replaces it by a server at
+// other addresses, until every store of host B reaches A's stores there.
+func replaceHostA(t *testing.T) (*clustertest.Cluster, map[string]storegroup.Member) {
+	t.Helper()
 	c := clustertest.New(t, clustertest.Options{Groups: 2, Tune: withSecret})
 	publishRange(t, c, "moved", 1000, 50)
 	// The publisher's goodbye frees the source through the log; host A
@@ -125,6 +120,20 @@ func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
 		}
 		return true
 	})
+	return c, moved
+}
+
+// Host A of the two-host layout is lost with its disk and replaced by a
+// server at other addresses; host B runs on with the configuration it had.
+// Group 1 has only G1S3 (on B) with state and no quorum, so no leader can
+// change its membership: G1S3 must accept the new incarnations' addresses
+// itself, be elected with G1S1's vote, and record the move once it leads.
+// Group 2 keeps its leader on B, which records G2S1's move. Then every
+// store holds every message, raft's configuration and every member's view
+// name the new addresses, and with host B gone the new host A carries
+// group 1 on its own.
+func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
+	c, moved := replaceHostA(t)
 	// A follower on host B redirects clients to the leader where it
 	// listens now.
 	if l := c.WaitLeader(1, 10*time.Second); l.Name() == "G1S3" {
@@ -154,6 +163,37 @@ func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
 	}
 	c.WaitHeld("G1S1", "moved", 1001, 10*time.Second)
 	c.WaitHeld("G1S2", "moved", 1001, 10*time.Second)
+}
+
+// After host A was replaced at other addresses, host B loses its disk
+// and comes back empty with the deployment file it had, which names host
+// A's old addresses. Host A's stores tell B's empty ones where they listen
+// now (a member that comes back empty is told again), B's stores take
+// their turns to catch up, and every store holds every message.
+func TestEmptyHostRejoinsAReplacedHost(t *testing.T) {
+	c, _ := replaceHostA(t)
+	hostB := []string{"G1S3", "G2S2", "G2S3"}
+	for _, name := range hostB {
+		c.Kill(name)
+		c.Wipe(name)
+	}
+	for _, name := range hostB {
+		c.StartStore(name) // the host's stores take their turns to join (Admission)
+	}
+	c.Eventually(90*time.Second, "host B's empty stores catch up from the replaced host", func() bool {
+		for _, name := range hostB {
+			s := c.Store(name)
+			if s == nil || s.Err() != nil || s.Status().CatchingUp || highSeq(t, s, "moved") != 1000 {
+				return false
+			}
+		}
+		return true
+	})
+	for g := 1; g <= 2; g++ {
+		if err := c.EnsureSame(g, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // notLeaderFrom asks the store at addr to register a source, which only a

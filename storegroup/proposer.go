@@ -209,6 +209,19 @@ func (ps *proposals) finish(n, index uint64, resp any, err error) bool {
 	return true
 }
 
+// abandon answers every waiting proposal with err: the store is stopping
+// and raft will not answer them.
+func (ps *proposals) abandon(err error) {
+	ps.mu.Lock()
+	waiting := ps.waiting
+	ps.waiting = map[uint64]*proposal{}
+	ps.mu.Unlock()
+	for _, p := range waiting {
+		p.err = err
+		close(p.done)
+	}
+}
+
 // proposal is the answer to one proposed entry.
 type proposal struct {
 	done  chan struct{}

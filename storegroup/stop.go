@@ -31,8 +31,16 @@ func (s *Store) fail(err error) {
 func (s *Store) stop(transfer bool) error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		s.client.close()
+		s.client.hangUp()
 		s.bg.Wait() // the start goroutine has either started raft or given up
+		// A healthy raft answers every proposal the connections wait for:
+		// they end before it stops. One that met a faulted log may never
+		// answer; it is stopped first (below), so that what waits on it
+		// gives up.
+		healthy := !s.faulted()
+		if healthy {
+			s.client.waitConns(0)
+		}
 		if r := s.raftNode(); r != nil {
 			if transfer && r.State() == raft.Leader && s.failed.Load() == nil {
 				if err := r.LeadershipTransfer().Error(); err != nil {
@@ -44,6 +52,14 @@ func (s *Store) stop(transfer bool) error {
 			}
 		}
 		s.rtrans.Close()
+		if !healthy {
+			// Raft has answered what it will; the early answers it never
+			// decided are given up, and the connections get a bounded wait.
+			s.proposer.pending.abandon(raft.ErrRaftShutdown)
+			if !s.client.waitConns(raftShutdownAfterFault) {
+				s.log.Warn("client connections still waiting after the store failed; stopping the store without them", "waited", raftShutdownAfterFault)
+			}
+		}
 		applied := s.repo.AppliedIndex()
 		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
 			s.closeErr = errors.Join(s.closeErr, err)
@@ -81,11 +97,17 @@ func (s *Store) closeStorage() error {
 // (TestFaultWhileRunningStopsOnlyThatStore hung under the race detector).
 const raftShutdownAfterFault = 5 * time.Second
 
+// faulted reports whether the store failed or its raft log faulted: raft
+// or the connections waiting on it may then never finish.
+func (s *Store) faulted() bool {
+	return s.failed.Load() != nil || (s.logStore != nil && s.logStore.file.Err() != nil)
+}
+
 // shutdownRaft stops raft and waits for it: for good when the store is
 // healthy, at most raftShutdownAfterFault when it failed.
 func (s *Store) shutdownRaft(r *raft.Raft) error {
 	fut := r.Shutdown()
-	if s.failed.Load() == nil && (s.logStore == nil || s.logStore.file.Err() == nil) {
+	if !s.faulted() {
 		return fut.Error()
 	}
 	done := make(chan error, 1)

@@ -146,11 +146,24 @@ func TestWipedFollowerCatchesUpFromACompactedLog(t *testing.T) {
 func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
 	c := clustertest.Start(t, 1, smallSnapshots)
 	publishRange(t, c, "r", 1000, 10)
+	// The publisher's goodbye frees the source through the log, a moment
+	// after it closed: the contents compared must include it.
+	c.Eventually(10*time.Second, "the group recorded the publisher's goodbye", func() bool {
+		l := c.Leader(1)
+		if l == nil {
+			return false
+		}
+		info, ok, _ := l.Repository().Source("r")
+		return ok && info.Session == ""
+	})
 	before := sameDigests(t, c)
 	applied := map[string]uint64{}
 	for _, m := range c.Members(1) {
-		applied[m.Name] = c.Store(m.Name).Repository().AppliedIndex()
+		s := c.Store(m.Name)
 		c.Stop(m.Name)
+		// Read once stopped: the members still running apply what the
+		// first stop brings (a new leader's entry).
+		applied[m.Name] = s.Repository().AppliedIndex()
 	}
 	for _, m := range c.Members(1) {
 		s := c.StartStore(m.Name)
