@@ -203,8 +203,8 @@
 //
 // The short variant runs inside the normal test command (go test ./...):
 // TestChaosShort runs a few schedules with a fixed seed in a few minutes,
-// drawing the kinds in shortKinds (those the product passes today;
-// shortKindsPending says what the others wait for), and fails on any
+// drawing the kinds in shortKinds (every kind a CI machine can inject;
+// shortKindsPending would say what a kind left out waits for), and fails on any
 // violation or lost message (it is skipped under -short and under the
 // race detector). The long variant is run by hand:
 //

@@ -157,18 +157,18 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"partition A|B for 3.4s",
-		"partition A|B for 6.1s (+ kill-publisher s1 at 3.3s)",
-		"kill-host host A for 2s",
-		"wipe-crash host A for 2s",
-		"kill-publisher source s1 for 600ms",
-		"stranger host A for 3.5s",
-		"kill-receiver source s2 for 200ms, new session",
-		"slow-disk host B to 29 writes/s for 3.4s (+ kill-publisher s1 at 1s) (+ kill-receiver s1 at 600ms)",
-		"kill-receiver source s1 for 1.3s",
-		"lost-writes host B for 900ms",
-		"pause-host host B for 2.6s",
-		"wipe-host host B for 2s",
+		"corrupt-store host B 2 stores after kill -9 for 2.5s",
+		"kill-host host A for 1.5s",
+		"slow-disk host B to 9 writes/s for 3.7s",
+		"wipe-crash host B for 4.4s",
+		"partition A|B for 4.2s (+ kill-publisher s1 at 3.7s) (+ kill-receiver s2 at 900ms, new session)",
+		"stranger host A for 5.4s (+ kill-publisher s2 at 1s)",
+		"kill-publisher source s2 for 1.2s",
+		"replace-host host A for 4.2s (+ kill-publisher s2 at 3.4s)",
+		"kill-receiver source s2 for 200ms",
+		"pause-host host A for 1.3s",
+		"lost-writes host A for 2.4s (+ kill-receiver s1 at 1s)",
+		"wipe-host host B for 1.5s (+ kill-receiver s2 at 1.3s)",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)
