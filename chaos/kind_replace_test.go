@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,23 +46,27 @@ func TestPlanReplaceHost(t *testing.T) {
 	if hosts["A"] == 0 || hosts["B"] == 0 || nested == 0 {
 		t.Fatalf("in 300 replacements: host A %d, host B %d, with a publisher kill %d", hosts["A"], hosts["B"], nested)
 	}
-	// Random schedules of every kind draw it too; those of other kinds
-	// only never do (their plans are as before: TestShortVariantPlan).
+	// Random schedules of every kind draw it too, and so does the short
+	// variant; schedules of other kinds only never do.
 	drawn := 0
+	others := planConfig{Faults: 5, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}, Only: []FaultKind{KillHost, WipeHost, PauseHost, Partition}}
 	for seed := int64(0); seed < 100; seed++ {
 		for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 5, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}}) {
 			if f.Kind == ReplaceHost {
 				drawn++
 			}
 		}
-		for _, f := range planSchedule(scheduleRand(seed, 0), shortPlanConfig()) {
+		for _, f := range planSchedule(scheduleRand(seed, 0), others) {
 			if f.Kind == ReplaceHost {
-				t.Fatalf("seed %d: the short variant drew replace-host", seed)
+				t.Fatalf("seed %d: a schedule of other kinds drew replace-host", seed)
 			}
 		}
 	}
 	if drawn == 0 {
 		t.Fatal("no replace-host in 100 random schedules of every kind")
+	}
+	if !slices.Contains(shortKinds, ReplaceHost) {
+		t.Fatal("the short variant does not draw replace-host")
 	}
 	if spec := kindOf(ReplaceHost); spec.LongOutage || spec.Needs != needNothing || spec.Prepare == nil {
 		t.Fatalf("replace-host spec: %+v", spec)
