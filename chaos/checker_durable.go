@@ -51,7 +51,7 @@ func (r Redelivery) String() string {
 // (receiver/durable.go's callTimeout), and one group that commits is
 // enough (the resume takes the latest group's position). While a host or
 // link fault is in force a group may be electing a leader (raft's
-// heartbeat and election timeouts, 1 s each, randomised up to twice) or
+// heartbeat and election timeouts, 0.5 s each, randomised up to twice) or
 // may have lost the receiver's registration (asked again every 3 s):
 // leaderChangeAllowance is added then.
 const (

@@ -95,7 +95,7 @@ type SnapshotPolicy struct {
 // leadership at most once per MinInterval. Leadership never moves away from
 // the preferred host this way, so it cannot go back and forth.
 type LeadershipPolicy struct {
-	// Settle: how long the preferred member must have been caught up (5s).
+	// Settle: how long the preferred member must have been caught up (2s).
 	// 0 turns leader placement off.
 	Settle Duration `yaml:"settle" json:"settle"`
 	// MinInterval: at most one move per group in this long (30s).
@@ -130,7 +130,7 @@ func DefaultPolicy() Policy {
 		RepairRate:            32 << 20,
 		Lock:                  LockPolicy{Mode: LockFlock, KeepAlive: Duration(time.Second)},
 		Snapshot:              SnapshotPolicy{Threshold: 8192, Interval: Duration(2 * time.Minute), TrailingLogs: 4096},
-		Leadership:            LeadershipPolicy{Settle: Duration(5 * time.Second), MinInterval: Duration(30 * time.Second)},
+		Leadership:            LeadershipPolicy{Settle: Duration(2 * time.Second), MinInterval: Duration(30 * time.Second)},
 	}
 }
 

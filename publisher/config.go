@@ -119,7 +119,10 @@ type Config struct {
 	// on its connection and finds the group's leader again: a paused or
 	// partitioned leader keeps the TCP connection open but never answers.
 	// Idle, the publisher pings each group's leader every AckTimeout/2.
-	// Default 2s, about an election: by then the group has a new leader.
+	// Default 1s, about an election: by then the group has a new leader. A
+	// group that stalled and then answered from the same leader was slow,
+	// not gone: its bound doubles (up to 16 times), and comes back after a
+	// minute without stalls (ackwait.go).
 	AckTimeout time.Duration
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
@@ -234,7 +237,7 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      512 << 10,
 		ReconnectDelay:     200 * time.Millisecond,
 		KeepAliveInterval:  3 * time.Second,
-		AckTimeout:         2 * time.Second,
+		AckTimeout:         time.Second,
 		StabilityLifetime:  20 * time.Minute,
 	}
 }

@@ -38,6 +38,8 @@ type group struct {
 	conn      *wire.Conn
 	sessions  int // registered connections so far
 
+	wait ackWait // how long the group may stay silent (ackwait.go); the group's goroutine only
+
 	intragroupWarned bool // the group was told it does not apply Config.Intragroup (guarded by p.mu)
 }
 
@@ -87,6 +89,9 @@ func (g *group) run() {
 			return
 		}
 		g.registered(reg)
+		if g.wait.registered(g.client.Leader()) {
+			p.log.Info("the leader that stopped answering leads again: it was slow, not gone; waiting longer for its answers", "group", g.index+1, "ack_timeout", g.wait.current)
+		}
 		err = g.stream(c)
 		c.Close()
 		p.mu.Lock()
@@ -290,10 +295,12 @@ func (g *group) stream(c *wire.Conn) error {
 	checksums := make([]uint32, 0, p.cfg.MaxBatch)
 	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
 	defer keepAlive.Stop()
-	liveness := time.NewTicker(p.cfg.AckTimeout / 4)
+	bound := g.wait.current
+	liveness := time.NewTicker(bound / 4)
 	defer liveness.Stop()
+	started := time.Now()
 	g.mu.Lock()
-	g.lastHeard, g.pingSent = time.Now(), time.Time{}
+	g.lastHeard, g.pingSent = started, time.Time{}
 	g.mu.Unlock()
 	// stalled reports whether sent messages, or a Ping, have waited too
 	// long for an answer: the leader is paused or cut off behind a live
@@ -306,12 +313,16 @@ func (g *group) stream(c *wire.Conn) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		quiet := time.Since(g.lastHeard)
-		stalled = (waiting || !g.pingSent.IsZero()) && quiet > p.cfg.AckTimeout
-		ping = !g.noPing && g.pingSent.IsZero() && quiet >= p.cfg.AckTimeout/2
+		stalled = (waiting || !g.pingSent.IsZero()) && quiet > bound
+		ping = !g.noPing && g.pingSent.IsZero() && quiet >= bound/2
 		if ping {
 			g.pingSent = time.Now()
 		}
 		return stalled, ping
+	}
+	silent := func() error {
+		g.wait.stalled(g.client.Leader())
+		return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, bound)
 	}
 	for {
 		p.mu.Lock()
@@ -334,7 +345,7 @@ func (g *group) stream(c *wire.Conn) error {
 		p.mu.Unlock()
 
 		if len(payloads) == 0 {
-			_ = c.NetConn().SetWriteDeadline(time.Now().Add(p.cfg.AckTimeout))
+			_ = c.NetConn().SetWriteDeadline(time.Now().Add(bound))
 			if err := c.Flush(); err != nil {
 				return err
 			}
@@ -345,9 +356,10 @@ func (g *group) stream(c *wire.Conn) error {
 			case <-p.ctx.Done():
 				return p.ctx.Err()
 			case <-liveness.C:
+				g.wait.healthy(time.Since(started))
 				stalled, ping := check()
 				if stalled {
-					return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
+					return silent()
 				}
 				if ping {
 					reqID++
@@ -368,7 +380,7 @@ func (g *group) stream(c *wire.Conn) error {
 		}
 		if c.Buffered() > 256<<10 {
 			// A frozen leader stops reading: do not block on it for ever.
-			_ = c.NetConn().SetWriteDeadline(time.Now().Add(p.cfg.AckTimeout))
+			_ = c.NetConn().SetWriteDeadline(time.Now().Add(bound))
 			if err := c.Flush(); err != nil {
 				return err
 			}
@@ -377,8 +389,9 @@ func (g *group) stream(c *wire.Conn) error {
 		case err := <-readErr:
 			return err
 		case <-liveness.C:
+			g.wait.healthy(time.Since(started))
 			if stalled, _ := check(); stalled {
-				return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, p.cfg.AckTimeout)
+				return silent()
 			}
 		default:
 		}

@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	p.stats.Connected = make([]bool, len(cfg.Groups))
 	d := &wire.Dialer{Client: "publisher " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: dialTimeout, TLS: cfg.TLS, Token: cfg.Token}
 	for i, addrs := range cfg.Groups {
-		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1)}
+		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1), wait: newAckWait(cfg.AckTimeout)}
 		p.groups = append(p.groups, g)
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); g.run() }()

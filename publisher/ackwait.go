@@ -1,0 +1,55 @@
+package publisher
+
+import "time"
+
+// How long a group may stay silent. A leader that is paused or cut off
+// keeps its TCP connection open and answers nothing: the publisher notices
+// only by the silence, so the bound (Config.AckTimeout) is short, about an
+// election, by when the group has a new leader. But a store answers a
+// connection's requests in order: a Ping sent behind a proposal that takes
+// long to commit (a payload of megabytes on a slow disk) is answered only
+// after it, and each reconnection sends the unconfirmed messages again,
+// adding to the load that made the group slow. So a group that stalled and
+// then answered again from the same leader was slow, not gone: its bound
+// doubles, up to maxAckBackoff times AckTimeout, and returns to AckTimeout
+// once a connection has run ackRecoverAfter without stalling.
+const (
+	maxAckBackoff   = 16
+	ackRecoverAfter = time.Minute
+)
+
+// ackWait is one group's silence bound. It is used by the group's own
+// goroutine only.
+type ackWait struct {
+	base    time.Duration // Config.AckTimeout
+	current time.Duration
+	// stalledAt is the leader whose silence ended the last connection,
+	// until the next registration says who leads.
+	stalledAt string
+}
+
+func newAckWait(base time.Duration) ackWait { return ackWait{base: base, current: base} }
+
+// stalled records that the leader at addr left the connection silent for
+// the bound.
+func (a *ackWait) stalled(addr string) { a.stalledAt = addr }
+
+// registered records who leads after a reconnection, and reports whether
+// the bound grew: the leader that stalled answered again.
+func (a *ackWait) registered(addr string) bool {
+	same := a.stalledAt != "" && a.stalledAt == addr
+	a.stalledAt = ""
+	if !same || a.current >= maxAckBackoff*a.base {
+		return false
+	}
+	a.current = min(2*a.current, maxAckBackoff*a.base)
+	return true
+}
+
+// healthy records that a connection has run for d without stalling; after
+// ackRecoverAfter the bound is back at its base.
+func (a *ackWait) healthy(d time.Duration) {
+	if d >= ackRecoverAfter {
+		a.current = a.base
+	}
+}
