@@ -157,11 +157,6 @@ func (cs *clientServer) serve(ctx context.Context) {
 	}
 }
 
-func (cs *clientServer) close() {
-	cs.hangUp()
-	cs.wg.Wait()
-}
-
 // hangUp stops accepting and closes every connection, without waiting for
 // their goroutines: a connection's writer may be waiting for raft to answer
 // a proposal, which a raft that met a faulted log answers only once it is
