@@ -19,6 +19,11 @@ import (
 const (
 	registerTimeout = 3 * time.Second
 	dialTimeout     = time.Second
+	// learnInterval is how often a connected publisher asks the leader
+	// where the group's members listen (groupclient.Learn: a host replaced
+	// at another address is found there even once no store of the list
+	// answers).
+	learnInterval = 2 * time.Second
 )
 
 // group manages the publisher's connection to one store group: find the
@@ -104,6 +109,31 @@ func (g *group) run() {
 			p.log.Info("connection to store group lost; reconnecting", "group", g.index+1, "err", err)
 		}
 		g.pause()
+	}
+}
+
+// learn asks the group's leader where its members listen, every
+// learnInterval while the group is connected, until the publisher closes.
+func (g *group) learn() {
+	p := g.p
+	defer g.client.CloseLearn()
+	tick := time.NewTicker(learnInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		g.mu.Lock()
+		connected := g.conn != nil
+		g.mu.Unlock()
+		if !connected {
+			continue
+		}
+		if err := g.client.Learn(p.ctx); err != nil {
+			p.log.Debug("could not ask the group where its members listen", "group", g.index+1, "err", err)
+		}
 	}
 }
 

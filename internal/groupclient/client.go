@@ -37,6 +37,12 @@ type Client struct {
 	// deploymentGroup is the group index the stores answered with: every
 	// store of the client must give the same one (race.go).
 	deploymentGroup int
+	// learned are where the group says moved stores listen, not in Addrs;
+	// learnedAt is when Learn last asked (learn.go).
+	learned   []string
+	learnedAt time.Time
+	side      link // Learn's connection, used by Learn only
+	sideReq   uint64
 
 	kept  link // Call's connection, reused by the next Call
 	reqID uint64
@@ -84,14 +90,15 @@ func (c *Client) setHint(addr string) {
 }
 
 // order lists the stores to try: the known leader first, then the others in
-// configuration order, and last the stores that recently did not answer in
-// time (a paused host's).
+// configuration order, then where the group said moved stores listen
+// (Learn), and last the stores that recently did not answer in time (a
+// paused host's).
 func (c *Client) order() []string {
 	out := []string{}
 	if h := c.Leader(); h != "" {
 		out = append(out, h)
 	}
-	for _, a := range c.Addrs {
+	for _, a := range append(slices.Clone(c.Addrs), c.learnedAddrs()...) {
 		if !slices.Contains(out, a) {
 			out = append(out, a)
 		}
@@ -169,8 +176,9 @@ type search struct {
 // attempts covers a redirect per store and a second round.
 func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (wire.Message, error) {
 	order := c.order()
+	budget := 2*len(order) + 2
 	var lastErr error
-	for hops := 0; hops < 2*len(c.Addrs)+2; hops++ {
+	for hops := 0; hops < budget; hops++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

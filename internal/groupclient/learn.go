@@ -1,0 +1,95 @@
+package groupclient
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"umstore/wire"
+)
+
+// Learning where the stores listen now. A client's list is the deployment
+// file it was given; when a host is replaced at another address, the
+// stores record the new addresses in their groups' logs, and a client
+// with the old file reaches the moved stores through the redirects of the
+// stores that stayed. Once those are gone too (the other host dies), no
+// store it lists answers. So a client asks the store it reached where the
+// group's members listen, and keeps the moves the group recorded: tried
+// after the addresses it was given.
+
+// learnTimeout bounds one Learn; learnEvery is the least time between two
+// of its questions (its caller asks every few seconds: a move must be
+// learnt before the other host may fail too).
+const (
+	learnTimeout = 2 * time.Second
+	learnEvery   = time.Second
+)
+
+// Learn asks the store last found leading where the group's members
+// listen, and keeps the addresses of the moves the group's log recorded
+// that the client's list does not hold. It asks at most once per
+// learnEvery (it returns nil then), over a connection of its own that it
+// keeps to the leader (CloseLearn closes it), and may run beside Call and
+// Open but not beside itself.
+func (c *Client) Learn(ctx context.Context) error {
+	addr := c.Leader()
+	c.mu.Lock()
+	if addr == "" || time.Since(c.learnedAt) < learnEvery {
+		c.mu.Unlock()
+		return nil
+	}
+	c.learnedAt = time.Now()
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, learnTimeout)
+	defer cancel()
+	if c.side.conn != nil && c.side.addr != addr {
+		c.side.close() // leadership moved
+	}
+	if c.side.conn == nil {
+		conn, _, err := c.Dialer.Dial(ctx, addr)
+		if err != nil {
+			return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
+		}
+		c.side = link{conn: conn, addr: addr}
+	}
+	c.sideReq++
+	m, err := exchange(ctx, c.side.conn, &wire.Members{ReqID: c.sideReq}, learnTimeout)
+	if err != nil {
+		c.side.close()
+		return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
+	}
+	list, ok := m.(*wire.MemberList)
+	if !ok {
+		return nil // an older store, which records no moves
+	}
+	if want, same := c.sameGroup(list.Group); !same {
+		return fmt.Errorf("%w: store %s answered for deployment group %d, the client's other stores for group %d", ErrWrongGroup, addr, list.Group, want)
+	}
+	c.keepLearned(list.Members)
+	return nil
+}
+
+// keepLearned keeps the recorded moves among members whose addresses the
+// client's list does not hold.
+func (c *Client) keepLearned(members []wire.MemberAddr) {
+	var learned []string
+	for _, m := range members {
+		if m.Moved && m.Recorded && m.ClientAddr != "" && !slices.Contains(c.Addrs, m.ClientAddr) && !slices.Contains(learned, m.ClientAddr) {
+			learned = append(learned, m.ClientAddr)
+		}
+	}
+	c.mu.Lock()
+	c.learned = learned
+	c.mu.Unlock()
+}
+
+// CloseLearn closes Learn's connection.
+func (c *Client) CloseLearn() { c.side.close() }
+
+// learnedAddrs returns the addresses Learn kept.
+func (c *Client) learnedAddrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.learned)
+}
