@@ -116,7 +116,6 @@ func (g *group) run() {
 // learnInterval while the group is connected, until the publisher closes.
 func (g *group) learn() {
 	p := g.p
-	defer g.client.CloseLearn()
 	tick := time.NewTicker(learnInterval)
 	defer tick.Stop()
 	for {

@@ -153,8 +153,10 @@ func (s *streamLayer) acceptLoop() {
 		}
 		delay = 0
 		if !s.admit(c) {
-			c.Close()
+			// Counted before the peer sees the close, so that whoever
+			// watches the refusals sees this one once the peer does.
 			s.refusals.refuse(c.RemoteAddr(), refusedBusy, errTooManyHandshakes)
+			c.Close()
 			continue
 		}
 		s.wg.Add(1)

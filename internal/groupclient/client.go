@@ -41,8 +41,6 @@ type Client struct {
 	// learnedAt is when Learn last asked (learn.go).
 	learned   []string
 	learnedAt time.Time
-	side      link // Learn's connection, used by Learn only
-	sideReq   uint64
 
 	kept  link // Call's connection, reused by the next Call
 	reqID uint64

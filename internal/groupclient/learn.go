@@ -29,9 +29,10 @@ const (
 // Learn asks the store last found leading where the group's members
 // listen, and keeps the addresses of the moves the group's log recorded
 // that the client's list does not hold. It asks at most once per
-// learnEvery (it returns nil then), over a connection of its own that it
-// keeps to the leader (CloseLearn closes it), and may run beside Call and
-// Open but not beside itself.
+// learnEvery (it returns nil then), over a connection of its own, closed
+// after the answer (kept open between questions seconds apart, it would be
+// closed as idle by a store with a short idle bound), and may run beside
+// Call and Open.
 func (c *Client) Learn(ctx context.Context) error {
 	addr := c.Leader()
 	c.mu.Lock()
@@ -43,20 +44,13 @@ func (c *Client) Learn(ctx context.Context) error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, learnTimeout)
 	defer cancel()
-	if c.side.conn != nil && c.side.addr != addr {
-		c.side.close() // leadership moved
-	}
-	if c.side.conn == nil {
-		conn, _, err := c.Dialer.Dial(ctx, addr)
-		if err != nil {
-			return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
-		}
-		c.side = link{conn: conn, addr: addr}
-	}
-	c.sideReq++
-	m, err := exchange(ctx, c.side.conn, &wire.Members{ReqID: c.sideReq}, learnTimeout)
+	conn, _, err := c.Dialer.Dial(ctx, addr)
 	if err != nil {
-		c.side.close()
+		return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
+	}
+	defer conn.Close()
+	m, err := exchange(ctx, conn, &wire.Members{ReqID: 1}, learnTimeout)
+	if err != nil {
 		return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
 	}
 	list, ok := m.(*wire.MemberList)
@@ -83,9 +77,6 @@ func (c *Client) keepLearned(members []wire.MemberAddr) {
 	c.learned = learned
 	c.mu.Unlock()
 }
-
-// CloseLearn closes Learn's connection.
-func (c *Client) CloseLearn() { c.side.close() }
 
 // learnedAddrs returns the addresses Learn kept.
 func (c *Client) learnedAddrs() []string {
