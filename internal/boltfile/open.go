@@ -11,7 +11,8 @@ import (
 
 // Open runs open, which opens the bbolt file at path with the options it
 // is given (bbolt.Open, or a library's constructor that calls it), after
-// Check and under Guard (op says what is opened, for the message). When
+// Check (and Verify, for a file whose free list is rebuilt at open) and
+// under Guard (op says what is opened, for the message). When
 // opening faults, bbolt never returns its handle: Open closes the file that
 // bbolt opened, unlocking it first (its memory map, which bbolt keeps no
 // way to reach, holds the file open, lock included), so that the file can
@@ -24,6 +25,11 @@ func Open(path, op string, opts *bolt.Options, open func(*bolt.Options) error) e
 	o := bolt.Options{}
 	if opts != nil {
 		o = *opts
+	}
+	if o.NoFreelistSync {
+		if err := Verify(path, o.Timeout); err != nil {
+			return err
+		}
 	}
 	var mu sync.Mutex
 	var files []*os.File
