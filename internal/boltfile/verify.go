@@ -21,7 +21,8 @@ import (
 // increase) into a panic on a goroutine of its own, where no recover
 // reaches: one damaged store would end the process and every other store
 // in it. bbolt's own Tx.Check cannot be used first: it rebuilds the free
-// list the same way. A missing or empty file passes; call Check first
+// list the same way. A missing or empty file passes, and so does one bbolt
+// does not open (the open after Verify reports why); call Check first
 // (Open does).
 func Verify(path string, timeout time.Duration) error {
 	st, err := os.Stat(path)
@@ -35,7 +36,9 @@ func Verify(path string, timeout time.Duration) error {
 	err = Guard(path, "verify", func() error {
 		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 		if err != nil {
-			return err
+			// Locked by another process, not a bbolt file...: the open that
+			// follows meets the same and says so in its own words.
+			return nil
 		}
 		defer db.Close()
 		return db.View(func(tx *bolt.Tx) error {
