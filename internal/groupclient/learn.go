@@ -18,6 +18,9 @@ import (
 // group's members listen, and keeps the moves the group recorded: tried
 // after the addresses it was given.
 
+// maxLearned bounds the addresses Learn keeps from one answer.
+const maxLearned = 8
+
 // learnTimeout bounds one Learn; learnEvery is the least time between two
 // of its questions (its caller asks every few seconds: a move must be
 // learnt before the other host may fail too).
@@ -69,6 +72,9 @@ func (c *Client) Learn(ctx context.Context) error {
 func (c *Client) keepLearned(members []wire.MemberAddr) {
 	var learned []string
 	for _, m := range members {
+		if len(learned) == maxLearned {
+			break // a group has three stores: a longer list is not one
+		}
 		if m.Moved && m.Recorded && m.ClientAddr != "" && !slices.Contains(c.Addrs, m.ClientAddr) && !slices.Contains(learned, m.ClientAddr) {
 			learned = append(learned, m.ClientAddr)
 		}
