@@ -28,7 +28,13 @@ type ackWait struct {
 	stalledAt string
 }
 
-func newAckWait(base time.Duration) ackWait { return ackWait{base: base, current: base} }
+// startGrown is how many times AckTimeout a group's bound starts at: 1,
+// except in tests of a leader that was slow before.
+var startGrown time.Duration = 1
+
+func newAckWait(base time.Duration) ackWait {
+	return ackWait{base: base, current: startGrown * base}
+}
 
 // stalled records that the leader at addr left the connection silent for
 // the bound.
@@ -52,4 +58,10 @@ func (a *ackWait) healthy(d time.Duration) {
 	if d >= ackRecoverAfter {
 		a.current = a.base
 	}
+}
+
+// leaderGone records that another member leads while the silent one was
+// waited for: the grown bound was for that leader, so it returns to base.
+func (a *ackWait) leaderGone() {
+	a.current, a.stalledAt = a.base, ""
 }

@@ -325,7 +325,10 @@ func (g *group) stream(c *wire.Conn) error {
 	keepAlive := time.NewTicker(p.cfg.KeepAliveInterval)
 	defer keepAlive.Stop()
 	bound := g.wait.current
-	liveness := time.NewTicker(bound / 4)
+	base := g.wait.base
+	// Checked at a quarter of the base bound even when the bound has grown:
+	// the other members are asked after a base bound of silence (probe).
+	liveness := time.NewTicker(base / 4)
 	defer liveness.Stop()
 	started := time.Now()
 	g.mu.Lock()
@@ -335,23 +338,55 @@ func (g *group) stream(c *wire.Conn) error {
 	// long for an answer: the leader is paused or cut off behind a live
 	// socket. ping says whether to ask the leader for a sign of life: it
 	// has been quiet for half of AckTimeout and no Ping is out.
-	check := func() (stalled, ping bool) {
+	// awaiting says whether anything is out: messages or a Ping.
+	check := func() (stalled, ping, awaiting bool) {
 		p.mu.Lock()
 		waiting := next-1 > p.tracker.Confirmed(g.index)
 		p.mu.Unlock()
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		quiet := time.Since(g.lastHeard)
-		stalled = (waiting || !g.pingSent.IsZero()) && quiet > bound
+		awaiting = waiting || !g.pingSent.IsZero()
+		stalled = awaiting && quiet > bound
 		ping = !g.noPing && g.pingSent.IsZero() && quiet >= bound/2
 		if ping {
 			g.pingSent = time.Now()
 		}
-		return stalled, ping
+		return stalled, ping, awaiting
 	}
 	silent := func() error {
 		g.wait.stalled(g.client.Leader())
 		return fmt.Errorf("group %d answered nothing for %v: finding its leader again", g.index+1, bound)
+	}
+	// Once the bound has grown past AckTimeout (this leader was slow
+	// before), a silence longer than AckTimeout is put to the other
+	// members (groupclient.LeaderElsewhere): one that leads now means the
+	// silent leader is gone, and the publisher goes there at once instead
+	// of waiting out the grown bound.
+	elsewhere := make(chan string, 1)
+	probing, probedAt := false, time.Time{}
+	probe := func() {
+		g.mu.Lock()
+		quiet := time.Since(g.lastHeard)
+		g.mu.Unlock()
+		if probing || bound <= base || quiet < base || time.Since(probedAt) < base {
+			return
+		}
+		probing, probedAt = true, time.Now()
+		leader := g.client.Leader()
+		go func() {
+			a, _ := g.client.LeaderElsewhere(p.ctx, leader, base)
+			elsewhere <- a
+		}()
+	}
+	moved := func(addr string) error {
+		probing = false
+		if addr == "" {
+			return nil // no other member leads: the leader is slow, keep waiting
+		}
+		g.wait.leaderGone()
+		g.client.Redirected(&wire.NotLeader{Leader: addr})
+		return fmt.Errorf("group %d's leader was silent and %s leads now: reconnecting there", g.index+1, addr)
 	}
 	for {
 		p.mu.Lock()
@@ -384,11 +419,18 @@ func (g *group) stream(c *wire.Conn) error {
 				return err
 			case <-p.ctx.Done():
 				return p.ctx.Err()
+			case a := <-elsewhere:
+				if err := moved(a); err != nil {
+					return err
+				}
 			case <-liveness.C:
 				g.wait.healthy(time.Since(started))
-				stalled, ping := check()
+				stalled, ping, awaiting := check()
 				if stalled {
 					return silent()
+				}
+				if awaiting {
+					probe()
 				}
 				if ping {
 					reqID++
@@ -417,10 +459,18 @@ func (g *group) stream(c *wire.Conn) error {
 		select {
 		case err := <-readErr:
 			return err
+		case a := <-elsewhere:
+			if err := moved(a); err != nil {
+				return err
+			}
 		case <-liveness.C:
 			g.wait.healthy(time.Since(started))
-			if stalled, _ := check(); stalled {
+			stalled, _, awaiting := check()
+			if stalled {
 				return silent()
+			}
+			if awaiting {
+				probe()
 			}
 		default:
 		}

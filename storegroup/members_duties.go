@@ -28,13 +28,16 @@ const (
 	// where their stores listen.
 	memberLearnInterval = 5 * time.Second
 	// moveRetryMax bounds the wait between two rounds of telling the
-	// members where this store listens.
-	moveRetryMax = 10 * time.Second
-	// moveRecheckInterval is how often a store asks again, once every
-	// member knew its addresses: a member that lost its disk comes back
+	// members where this store listens. It is short because a member that
+	// could not be reached is often a host coming back without its state,
+	// and it cannot reach its group until told (see moveRecheckInterval).
+	moveRetryMax = 2 * time.Second
+	// moveRecheckInterval is how often a store tells a member again, once
+	// the member knew its addresses: a member that lost its disk comes back
 	// with only its deployment file, which may name an address this store
-	// left, and it waits to reach its group there.
-	moveRecheckInterval = 15 * time.Second
+	// left, and it waits to reach its group there; the group's publishers
+	// may know no other way in. One short request per member and interval.
+	moveRecheckInterval = 2 * time.Second
 	// moveRefusalLogEvery bounds the refusal log lines.
 	moveRefusalLogEvery = 30 * time.Second
 )
