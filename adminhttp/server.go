@@ -32,6 +32,13 @@ type Options struct {
 	// whoever can reach the address much about the process, and a CPU
 	// profile or trace costs the stores while it runs.
 	Pprof bool
+	// Clock serves /debug/clock, which steps this process's wall clock
+	// (umstored run --debug-clock; the fault suite's clock-jump). Off by
+	// default: whoever reaches the address could move the times the stores
+	// write into their logs.
+	Clock bool
+	// Log receives a line for every step of the clock.
+	Log *slog.Logger
 }
 
 // hostStatus is what /v1/status returns.
@@ -52,6 +59,8 @@ type hostStatus struct {
 //	/healthz, /readyz liveness and readiness of this daemon's stores
 //	/metrics          Prometheus metrics
 //	/debug/pprof/     profiling, with opts.Pprof only
+//	/debug/clock      this process's wall clock offset (GET) and a step of
+//	                  it (POST offset=DURATION), with opts.Clock only
 //
 // None of it asks who is asking, so on an address other than loopback
 // Start logs a warning saying what the address exposes. Addr is the
@@ -90,6 +99,10 @@ func newServer(d *placement.Deployment, hosts storehost.Hosts, opts Options) *Se
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+	if opts.Clock {
+		mux.HandleFunc("GET /debug/clock", clockOffset)
+		mux.HandleFunc("POST /debug/clock", clockStep(opts.Log))
 	}
 	a.Server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return a
@@ -136,6 +149,9 @@ func exposure(addr net.Addr, opts Options) string {
 	what := "the status of every store and source of the deployment, its hosts' addresses and ports, and the metrics"
 	if opts.Pprof {
 		what += ", and (--pprof) profiles, traces and goroutine stacks of this process"
+	}
+	if opts.Clock {
+		what += ", and (--debug-clock) can step this process's wall clock"
 	}
 	return "the admin address is not loopback: whoever can reach it reads, without any credential, " + what +
 		"; listen on 127.0.0.1 and reach it through SSH or an authenticating proxy, or firewall the port"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"umstore/internal/wallclock"
 )
 
 // Info describes a lock holder. A flock holder writes it to dir/LOCK.info;
@@ -140,5 +141,5 @@ func deadOnThisHost(i *Info) bool {
 // wallNow is this process's wall clock (shifted in tests), without the
 // monotonic reading so that it compares with file times.
 func wallNow(o Options) time.Time {
-	return time.Now().Add(o.wallOffset).Round(0)
+	return wallclock.Now().Add(o.wallOffset)
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"umstore/internal/wallclock"
 )
 
 // inProcessLease is the lease duration of the in-process tests, which are
@@ -343,5 +344,34 @@ func TestLeaseDeadHolderOnThisHost(t *testing.T) {
 	t.Logf("waited %v for the lease of a dead holder (lease %v)", d, lease)
 	if err := l.Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+// A process whose wall clock is stepped an hour forward, then an hour back,
+// while a lease is held, neither takes the lease as a standby nor loses it
+// as the holder: the holder counts on its boot clock and the standby on
+// the storage's (wallclock is this process's clock, which a step moves).
+func TestLeaseClockStep(t *testing.T) {
+	t.Cleanup(func() { wallclock.Set(0) })
+	dir := t.TempDir()
+	ctx := context.Background()
+	h, err := Acquire(ctx, dir, leaseOpts(t, "holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release()
+	so := leaseOpts(t, "standby")
+	so.Standby = true
+	for _, step := range []time.Duration{time.Hour, -time.Hour} {
+		wallclock.Set(step)
+		cctx, cancel := context.WithTimeout(ctx, 2*inProcessLease)
+		_, err := Acquire(cctx, dir, so)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("with the clock stepped %v a standby's Acquire of a renewed lease: %v", step, err)
+		}
+		if err := h.Check(); err != nil {
+			t.Fatalf("with the clock stepped %v the holder's Check: %v", step, err)
+		}
 	}
 }

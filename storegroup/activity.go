@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 )
 
@@ -123,7 +124,7 @@ func (s *Store) expireSilent(now time.Time) {
 // proposeExpiry frees a source through the log, so every store agrees a
 // new publisher may take it over.
 func (s *Store) proposeExpiry(source, session, why string) {
-	cmd := repository.EncodeExpireSession(repository.ExpireSession{Source: source, Session: session, UnixNano: time.Now().UnixNano()})
+	cmd := repository.EncodeExpireSession(repository.ExpireSession{Source: source, Session: session, UnixNano: wallclock.Now().UnixNano()})
 	if err := s.proposer.propose(cmd).Error(); err != nil {
 		return // not the leader any more; the next leader decides
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/wallclock"
 	"umstore/quorum"
 	"umstore/repository"
 	"umstore/wire"
@@ -404,7 +405,7 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		}
 		conn.sessions[m.Source] = m.Session
 		intragroup, _ := cs.setIntragroup(conn, m.Source, "")
-		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()})
+		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()})
 		return reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
 	case *wire.Fetch:
 		if err := checkSource(m.Source); err != nil {
@@ -429,7 +430,7 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
-		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: time.Now().UnixNano()})
+		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
 		return reply{req: m, future: cs.proposer.propose(cmd)}
 	case *wire.Members:
 		if cs.members == nil {

@@ -11,6 +11,7 @@ import (
 
 	"umstore/internal/atomicfile"
 	"umstore/internal/boltfile"
+	"umstore/internal/wallclock"
 )
 
 // A store's damaged files stop that store, never its process: a host runs
@@ -55,7 +56,7 @@ type damageMark struct {
 }
 
 func writeDamageMark(dir, file string, cause error) error {
-	b, _ := json.Marshal(damageMark{File: file, Error: cause.Error(), UnixNano: time.Now().UnixNano()})
+	b, _ := json.Marshal(damageMark{File: file, Error: cause.Error(), UnixNano: wallclock.Now().UnixNano()})
 	return atomicfile.Write(filepath.Join(dir, damageMarkFile), b, 0o640)
 }
 

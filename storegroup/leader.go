@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 )
 
@@ -89,7 +90,7 @@ func (s *Store) learnPeerGroups() bool {
 		if known[g.Index] == id {
 			continue
 		}
-		cmd := repository.EncodePeerGroup(repository.PeerGroup{Index: g.Index, GroupID: id, UnixNano: time.Now().UnixNano()})
+		cmd := repository.EncodePeerGroup(repository.PeerGroup{Index: g.Index, GroupID: id, UnixNano: wallclock.Now().UnixNano()})
 		if err := s.proposer.propose(cmd).Error(); err != nil {
 			all = false
 			continue
@@ -112,7 +113,7 @@ func (s *Store) ensureGroupID() {
 		return
 	}
 	id := hex.EncodeToString(b[:])
-	cmd := repository.EncodeInitGroup(repository.InitGroup{GroupID: id, Index: s.cfg.Group, UnixNano: time.Now().UnixNano()})
+	cmd := repository.EncodeInitGroup(repository.InitGroup{GroupID: id, Index: s.cfg.Group, UnixNano: wallclock.Now().UnixNano()})
 	if err := s.proposer.propose(cmd).Error(); err != nil {
 		s.log.Warn("could not record the group identity; will retry on next leadership", "err", err)
 		return

@@ -17,6 +17,7 @@ import (
 
 	"umstore/internal/atomicfile"
 	"umstore/internal/boltfile"
+	"umstore/internal/wallclock"
 	"umstore/repository"
 )
 
@@ -61,7 +62,7 @@ func readLastStop(dir string) (string, error) {
 }
 
 func writeClean(dir string, applied uint64) error {
-	b, _ := json.Marshal(cleanMarker{AppliedIndex: applied, StoppedUnixNs: time.Now().UnixNano()})
+	b, _ := json.Marshal(cleanMarker{AppliedIndex: applied, StoppedUnixNs: wallclock.Now().UnixNano()})
 	return atomicfile.Write(filepath.Join(dir, cleanFile), b, 0o640)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -133,7 +134,7 @@ func (s *Store) recordMember(ctx context.Context, m Member) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: time.Now().UnixNano()})
+	cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
 	if err := s.proposer.propose(cmd).Error(); err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (s *Store) reconcileRaftAddresses() {
 			if m.Name == s.cfg.Name {
 				// The leader itself listens elsewhere than the group knew
 				// (it moved with its state): record it, change raft next.
-				cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: time.Now().UnixNano()})
+				cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
 				if err := s.proposer.propose(cmd).Error(); err == nil {
 					s.refreshAddressBook()
 				}

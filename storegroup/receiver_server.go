@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -65,7 +66,7 @@ func (cs *clientServer) registerReceiver(m *wire.RegisterReceiver) reply {
 		// is held in memory, and the receiver starts where it is told.
 		return reply{msg: &wire.ReceiverRegistered{ReqID: m.ReqID, Source: m.Source, Receiver: m.Receiver, Group: cs.group, GroupID: cs.repo.GroupID()}}
 	}
-	cmd := repository.EncodeRegisterReceiver(repository.RegisterReceiver{Source: m.Source, Receiver: m.Receiver, Session: m.Session, Paced: m.Paced, UnixNano: time.Now().UnixNano()})
+	cmd := repository.EncodeRegisterReceiver(repository.RegisterReceiver{Source: m.Source, Receiver: m.Receiver, Session: m.Session, Paced: m.Paced, UnixNano: wallclock.Now().UnixNano()})
 	return reply{req: m, future: cs.proposer.propose(cmd)}
 }
 
@@ -117,7 +118,7 @@ func (cs *clientServer) consumedAs(m *wire.ConsumedAs) reply {
 	if !known || m.Seq <= pos.Seq {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}} // nothing new to record
 	}
-	cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: time.Now().UnixNano()})
+	cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
 	return reply{req: m, future: cs.proposer.propose(cmd)}
 }
 
@@ -249,7 +250,7 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		cs.expire(m.Source, expired, "a new publisher takes over after the old one's silence")
 	}
 	conn.sessions[m.Source] = m.Session
-	reg := repository.Register{Source: m.Source, Session: m.Session, UnixNano: time.Now().UnixNano()}
+	reg := repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()}
 	cmd := repository.EncodeRegister(reg)
 	current := repository.PacingNone
 	if st, err := cs.repo.Pacing(m.Source); err == nil {

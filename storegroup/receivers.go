@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 )
 
@@ -178,6 +179,18 @@ func (rs *receiverSessions) silent(now time.Time, timeout time.Duration) []silen
 // (receiver-state-lifetime), both through the log.
 type receiverDuties struct {
 	nextForget time.Time
+	// expiredSeen is when this leader first saw each expired receiver
+	// (monotonic): a receiver is forgotten only once both its expiry's
+	// stamp in the log and this leader's own clock say its lifetime ended,
+	// so a wall clock stepped forward forgets nothing early, and a new
+	// leader keeps a receiver's state longer, never shorter.
+	expiredSeen map[expiredKey]time.Time
+}
+
+// expiredKey is one expired registration of a receiver.
+type expiredKey struct {
+	key     receiverKey
+	session string
 }
 
 // forgetInterval is how often the leader looks for receivers whose state
@@ -189,7 +202,7 @@ const forgetInterval = 5 * time.Second
 // then, forgets those whose ReceiverStateLifetime ended.
 func (s *Store) expireSilentReceivers(now time.Time) {
 	for _, r := range s.receivers.silent(now, s.cfg.ReceiverActivityTimeout) {
-		cmd := repository.EncodeExpireReceiver(repository.ExpireReceiver{Source: r.key.source, Receiver: r.key.name, Session: r.session, UnixNano: now.UnixNano()})
+		cmd := repository.EncodeExpireReceiver(repository.ExpireReceiver{Source: r.key.source, Receiver: r.key.name, Session: r.session, UnixNano: wallclock.Now().UnixNano()})
 		if err := s.proposer.propose(cmd).Error(); err != nil {
 			return // not the leader any more; the next one decides
 		}
@@ -205,7 +218,7 @@ func (s *Store) expireSilentReceivers(now time.Time) {
 	// came ReceiverActivityTimeout after that.
 	after := max(s.cfg.ReceiverStateLifetime-s.cfg.ReceiverActivityTimeout, 0)
 	for _, f := range s.lifetimeEnded(now, after) {
-		cmd := repository.EncodeForgetReceiver(repository.ForgetReceiver{Source: f.key.source, Receiver: f.key.name, Session: f.session, UnixNano: now.UnixNano()})
+		cmd := repository.EncodeForgetReceiver(repository.ForgetReceiver{Source: f.key.source, Receiver: f.key.name, Session: f.session, UnixNano: wallclock.Now().UnixNano()})
 		if err := s.proposer.propose(cmd).Error(); err != nil {
 			return
 		}
@@ -213,13 +226,16 @@ func (s *Store) expireSilentReceivers(now time.Time) {
 	}
 }
 
-// lifetimeEnded lists the inactive receivers expired at least after ago.
+// lifetimeEnded lists the inactive receivers expired at least after ago,
+// by the log's stamp and by this leader's clock since it first saw them.
 func (s *Store) lifetimeEnded(now time.Time, after time.Duration) []silentReceiver {
 	var out []silentReceiver
 	infos, err := s.repo.Sources()
 	if err != nil {
 		return nil
 	}
+	seenBefore := s.receiverDuties.expiredSeen
+	s.receiverDuties.expiredSeen = map[expiredKey]time.Time{} // only those still expired
 	for _, in := range infos {
 		rs, err := s.repo.Receivers(in.Name)
 		if err != nil {
@@ -229,8 +245,14 @@ func (s *Store) lifetimeEnded(now time.Time, after time.Duration) []silentReceiv
 			if r.Active || r.Session == "" || r.ExpiredUnixNano == 0 {
 				continue // active, or never registered: nothing of it expires
 			}
-			if now.Sub(time.Unix(0, r.ExpiredUnixNano)) >= after {
-				out = append(out, silentReceiver{key: receiverKey{in.Name, r.Receiver}, session: r.Session})
+			k := expiredKey{receiverKey{in.Name, r.Receiver}, r.Session}
+			seen, ok := seenBefore[k]
+			if !ok {
+				seen = now
+			}
+			s.receiverDuties.expiredSeen[k] = seen
+			if wallclock.Now().Sub(time.Unix(0, r.ExpiredUnixNano)) >= after && now.Sub(seen) >= after {
+				out = append(out, silentReceiver{key: k.key, session: k.session})
 			}
 		}
 	}

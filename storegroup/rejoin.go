@@ -7,9 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"umstore/internal/atomicfile"
+	"umstore/internal/wallclock"
 )
 
 // rejoinFile marks a store that joined its group empty and has not caught
@@ -47,7 +47,7 @@ func readRejoin(dir string) (*rejoinMarker, error) {
 // writeRejoin writes the marker durably (temp file, fsync, rename, fsync dir).
 func writeRejoin(dir string, m rejoinMarker) error {
 	if m.SinceUnixNano == 0 {
-		m.SinceUnixNano = time.Now().UnixNano()
+		m.SinceUnixNano = wallclock.Now().UnixNano()
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"umstore/internal/wallclock"
 	"umstore/repository"
 )
 
@@ -117,7 +118,7 @@ func (rt *retainer) pass(now time.Time) {
 // trim proposes a Trim and counts what it dropped; it reports false if the
 // proposal failed (not the leader any more).
 func (rt *retainer) trim(source string, through uint64, reason string, now time.Time) bool {
-	cmd := repository.EncodeTrim(repository.Trim{Source: source, Through: through, Reason: reason, UnixNano: now.UnixNano()})
+	cmd := repository.EncodeTrim(repository.Trim{Source: source, Through: through, Reason: reason, UnixNano: wallclock.Now().UnixNano()})
 	f := rt.proposer.propose(cmd)
 	if err := f.Error(); err != nil {
 		return false

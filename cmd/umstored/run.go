@@ -58,6 +58,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	addSnapshotFlags(fs, &flagOpts)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address (for performance work: whoever reaches the address can read the process's profiles and stacks)")
+	debugClock := fs.Bool("debug-clock", false, "also serve /debug/clock on the admin address, through which a POST offset=DURATION steps this process's wall clock (for fault testing only: the stores write its times into their logs)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
@@ -66,6 +67,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *pprofOn && *adminAddr == "" {
 		return cli.UsageError(stderr, "umstored run", "--pprof serves the profiler on the admin address: give --admin-addr too")
+	}
+	if *debugClock && *adminAddr == "" {
+		return cli.UsageError(stderr, "umstored run", "--debug-clock serves /debug/clock on the admin address: give --admin-addr too")
 	}
 	if *deployment == "" || *host == "" || *dataDir == "" {
 		fmt.Fprintln(stderr, "umstored run: --deployment, --host and --data-dir are required")
@@ -138,7 +142,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	hosts := storehost.Hosts{h}
 	if *adminAddr != "" {
-		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn})
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn, Clock: *debugClock, Log: log})
 		if err != nil {
 			h.Stop()
 			fmt.Fprintln(stderr, "umstored run:", err)
