@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -55,6 +56,10 @@ type catchupStore struct {
 type catchupArgs struct {
 	mb, size, sources, flight, diskMiB int
 	payload                            string
+	// profile, if set, is where CPU profiles of the catch-up go: one of the
+	// wiped host and one of each other host, taken while it catches up
+	// (PROFILE-<layout>-<host>.prof).
+	profile string
 }
 
 func runCatchup(ctx context.Context, b umBins, dir string, lay layout, a catchupArgs, logf func(string, ...any)) (*catchupResult, error) {
@@ -102,6 +107,8 @@ func runCatchup(ctx context.Context, b umBins, dir string, lay layout, a catchup
 		return nil, err
 	}
 	t0 := victim.startedAt
+	profiled := profileCatchup(ctx, u, lay, a.profile, logf)
+	defer func() { <-profiled }()
 	start := map[string]time.Time{}
 	done := map[string]time.Time{}
 	group := map[string]int{}
@@ -220,4 +227,40 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// catchupProfileSeconds is how long each catch-up profile runs: about the
+// time a wiped store of the default 1 GiB takes to catch up.
+const catchupProfileSeconds = 5
+
+// profileCatchup takes a CPU profile of every host of u at once, in the
+// background, once the wiped host's admin address answers, and closes the
+// channel it returns when all are saved (nothing to do without a file).
+func profileCatchup(ctx context.Context, u *umHosts, lay layout, file string, logf func(string, ...any)) <-chan struct{} {
+	done := make(chan struct{})
+	if file == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for _, h := range u.hosts {
+			path := fmt.Sprintf("%s-%s-%s.prof", strings.TrimSuffix(file, ".prof"), lay.Name, h.spec.Name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50 && ctx.Err() == nil; i++ { // the restarted host serves after its start
+					if err := fetchProfile(ctx, h.admin, catchupProfileSeconds, path); err == nil {
+						logf("catch-up %s: saved a %d s CPU profile of host %s in %s", lay.Name, catchupProfileSeconds, h.spec.Name, path)
+						return
+					}
+					_ = sleepCtx(ctx, 50*time.Millisecond)
+				}
+				logf("catch-up %s: no CPU profile of host %s", lay.Name, h.spec.Name)
+			}()
+		}
+		wg.Wait()
+	}()
+	return done
 }

@@ -62,7 +62,7 @@ func run() int {
 	flag.Float64Var(&c.SoakRate, "soak-rate", 0, "the soak's offered msgs/s (0: flat out)")
 	flag.IntVar(&c.SoakRetentionMB, "soak-retention-mb", 128, "the soak's --retention-max-bytes per source, in MiB")
 	flag.StringVar(&c.SoakStoreArgs, "soak-store-args", "", "extra flags for the soak's `umstored dev` only, space-separated (e.g. \"--snapshot-interval 10s\")")
-	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored dev during an extra run at each size to `FILE` (FILE-64B.prof, FILE-1KiB.prof... with several sizes; and .top.txt beside each)")
+	flag.StringVar(&c.CPUProfile, "cpuprofile", "", "also save a 10 s CPU profile of umstored dev during an extra run at each size to `FILE` (FILE-64B.prof, FILE-1KiB.prof... with several sizes; and .top.txt beside each), and with --catchup a 5 s profile of every host while the wiped one catches up (FILE-1x3-A.prof...)")
 	flag.StringVar(&c.StoreArgs, "store-args", "", "extra flags for every `umstored dev` and `umstored run`, space-separated (e.g. \"--snapshot-threshold 256 --trailing-logs 64\" to measure catch-up by repository copy)")
 	flag.StringVar(&c.LogStore, "log-store", "", "give every `umstored dev` and `umstored run` --log-store `NAME` (refused if umstored has no such flag)")
 	flag.StringVar(&c.Repo, "repo", "..", "the umstore module to build the binaries from")
@@ -176,8 +176,11 @@ func (c *config) parse(sizes, systemList, layouts string, soak, soakInterval tim
 	if !c.Memory {
 		c.MemoryMB = 0
 	}
+	if !c.Throughput && !c.Catchup {
+		c.CPUProfile = ""
+	}
 	if !c.Throughput {
-		c.HalfLoad, c.CPUProfile = false, ""
+		c.HalfLoad = false
 	}
 	if soak > 0 {
 		c.SoakS, c.SoakIntervalS = soak.Seconds(), soakInterval.Seconds()
@@ -247,7 +250,7 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 		for _, name := range c.CatchupLayouts {
 			lay, _ := layoutByName(name)
 			dir := filepath.Join(work, "catchup-"+name)
-			a := catchupArgs{mb: mb, size: 1024, sources: c.Sources, flight: c.Flight, diskMiB: c.DiskMiB, payload: c.Payload}
+			a := catchupArgs{mb: mb, size: 1024, sources: c.Sources, flight: c.Flight, diskMiB: c.DiskMiB, payload: c.Payload, profile: c.CPUProfile}
 			cr, err := runCatchup(ctx, bins, dir, lay, a, logf)
 			if err != nil {
 				res.Notes = append(res.Notes, fmt.Sprintf("catch-up %s failed: %v", name, err))
