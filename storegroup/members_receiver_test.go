@@ -49,7 +49,7 @@ func TestReceiverFollowsAReplacedHost(t *testing.T) {
 		return func() bool { mu.Lock(); defer mu.Unlock(); return high >= seq }
 	}
 	c.Eventually(30*time.Second, "the receiver reads the first 1000 through host B", seen(1000))
-	time.Sleep(5 * time.Second) // two rounds of asking the group where its members listen
+	time.Sleep(5 * time.Second)                             // two rounds of asking the group where its members listen
 	for _, name := range []string{"G1S3", "G2S2", "G2S3"} { // host B
 		c.Kill(name)
 	}
