@@ -372,8 +372,11 @@ func (g *group) stream(c *wire.Conn) error {
 		if probing || bound <= base || quiet < base || time.Since(probedAt) < base {
 			return
 		}
-		probing, probedAt = true, time.Now()
 		leader := g.client.Leader()
+		if leader == "" {
+			return // asking every store would ask the silent leader too, which may only be slow
+		}
+		probing, probedAt = true, time.Now()
 		go func() {
 			a, _ := g.client.LeaderElsewhere(p.ctx, leader, base)
 			elsewhere <- a
