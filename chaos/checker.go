@@ -19,7 +19,11 @@ type Violation struct {
 	// redelivery window, "rpp" for a receiver-paced source released
 	// before its paced receiver consumed it, "integrity" for payloads
 	// handed to a receiver that are not what the publisher sent, "stranger"
-	// for anything a non-member sent that took effect, "liveness" for
+	// for anything a non-member sent that took effect, "session" for a
+	// running publisher's source freed for silence, "lock" for a data
+	// directory locked while its previous holder still ran, "lifetime"
+	// for messages released for age or a receiver forgotten before any
+	// could be (checker_clock.go), "liveness" for
 	// problems the harness saw (a deployment that did not come back, a
 	// daemon that exited by itself, and the like).
 	Rule   string `json:"rule"`
@@ -96,6 +100,9 @@ func Check(h *History) Result {
 	res.RPP = checkRPP(h, add)
 	checkIntegrity(h, add)
 	checkStranger(h, add)
+	checkSessions(h, add)
+	checkLocks(h, add)
+	checkLifetimes(h, add)
 	checkExits(h, add)
 	for _, p := range h.Problems {
 		add("liveness", "%s: %s", p.Kind, p.Detail)

@@ -13,7 +13,7 @@ import (
 // 1..n, all with incarnation 1's payloads: every check passes on it.
 func healthy(n uint64) *History {
 	h := NewHistory(0, 1, []string{"s1"})
-	h.Registered("s1", 1, 1)
+	h.Registered("s1", 1, 1, "pub-s1#1")
 	var hashes []string
 	final := &FinalRead{High: n, Hashes: map[uint64]string{}, Incs: map[uint64]int{}}
 	for seq := uint64(1); seq <= n; seq++ {
@@ -45,7 +45,7 @@ func healthy(n uint64) *History {
 // restartPublisher appends a second incarnation that resumed at first and
 // had first..last acknowledged, delivered and read back.
 func restartPublisher(h *History, first, last uint64) {
-	h.Registered("s1", 2, first)
+	h.Registered("s1", 2, first, "pub-s1#2")
 	var hashes []string
 	for seq := first; seq <= last; seq++ {
 		p := makePayload("s1", seq, 2, 64)

@@ -45,6 +45,10 @@ type host struct {
 	// onStart, if set, is told about every incarnation started: where it
 	// listens and the deployment file it was given.
 	onStart func(incarnation int, addr, deploy string)
+	// onEnd, if set, is told when an incarnation's process is gone
+	// (killed, stopped or exited by itself), before kill9, stop and the
+	// next start can return: the lock rule needs it (checkLocks).
+	onEnd func(incarnation int, at time.Time)
 
 	mu          sync.Mutex
 	addr        string // where its stores listen (the deployment file's address of the host)
@@ -71,9 +75,11 @@ func (h *host) start(why string) error {
 	}
 	fmt.Fprintf(lf, "%s incarnation=%d %s\n", incarnationMarker, h.incarnation, why)
 	// --pprof: when the deployment does not come back, the harness keeps
-	// every goroutine's stack (dumpStacks).
+	// every goroutine's stack (dumpStacks). --debug-clock: clock-jump steps
+	// the daemon's wall clock through the admin address (kind_clock.go);
+	// a daemon no step reaches runs on the system's clock as without it.
 	args := append([]string{"run", "--deployment", h.deploy, "--host", h.name,
-		"--data-dir", h.dataDir, "--admin-addr", h.admin, "--pprof"}, h.runArgs...)
+		"--data-dir", h.dataDir, "--admin-addr", h.admin, "--pprof", "--debug-clock"}, h.runArgs...)
 	cmd := exec.Command(filepath.Join(h.bin, "umstored"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = childAttrs()
@@ -89,6 +95,9 @@ func (h *host) start(why string) error {
 	go func() {
 		err := cmd.Wait()
 		lf.Close()
+		if h.onEnd != nil {
+			h.onEnd(inc, time.Now())
+		}
 		// kill9 and stop forget the process before they signal it: one
 		// still current exited by itself.
 		h.mu.Lock()

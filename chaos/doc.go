@@ -61,7 +61,22 @@
 //     same member secret file) and start it there, empty, from that file;
 //     the other host keeps running, and restarting, with the file it had.
 //     A host replaced again moves back to an address it left when no host
-//     is there (.5, .6, .5, ...).
+//     is there (.5, .6, .5, ...);
+//   - clock-jump: step a host daemon's wall clock 5 minutes to 3 hours
+//     forward or back (every daemon runs with --debug-clock; POST
+//     /debug/clock), hold it, and step it back to 0, in half of them past
+//     0 the other way first. A step reaches the times the stores write
+//     into their logs and onto disk, not the durations they measure in
+//     memory (activity timeouts, age retention, a lease holder's
+//     renewals), which it must leave as they were.
+//
+// Every daemon runs with --retention-max-age and --receiver-state-lifetime
+// of an hour or more (lifetimeLimits), which no schedule reaches, so that
+// a clock stepped forward could reach age retention and receivers' state
+// lifetimes if the stores judged them on it. The stores lock their data
+// directories with flock by default; --lock lease runs every daemon with
+// leases instead (and draws no pause-host or slow-disk: a holder that
+// cannot renew for longer than its lease stops its stores by design).
 //
 // Everything the harness does by address follows a replaced host
 // (addresses.go): its status is read at its new admin address, partitions
@@ -187,6 +202,14 @@
 //     store answered a forgery as accepted; no store released messages
 //     while retention could release none) and no daemon exited and no
 //     store failed while it sent;
+//   - session: no leader freed the source of a publisher incarnation
+//     that was still running for silence (each expiry in the daemons'
+//     logs names the session, each incarnation reported its own; see
+//     checkSessions for why this holds in every schedule);
+//   - lifetime: no leader released messages for age or forgot a
+//     receiver's state, neither of which a schedule lives long enough for;
+//   - lock: no store's data directory was locked while the daemon that
+//     had locked it before was still running;
 //   - liveness: the deployment came back within --restore-timeout after
 //     every fault, no daemon exited by itself, publishers registered and
 //     flushed.

@@ -40,11 +40,14 @@ type FaultRecord struct {
 }
 
 // Registration is one publisher incarnation's registration: where it
-// resumed. Event orders it against the acknowledgements.
+// resumed, and the session it registered with (publisher.Session, which
+// the stores name when they free its source). Event orders it against the
+// acknowledgements.
 type Registration struct {
 	Source      string    `json:"source"`
 	Incarnation int       `json:"incarnation"`
 	FirstSeq    uint64    `json:"first_seq"`
+	Session     string    `json:"session,omitempty"`
 	Event       int       `json:"event"`
 	At          time.Time `json:"at"`
 }
@@ -251,6 +254,16 @@ type History struct {
 	Layout   []StoreLayout         `json:"layout,omitempty"`
 	HostRuns []HostRun             `json:"host_runs,omitempty"`
 	Books    map[string]*StoreBook `json:"books,omitempty"`
+	// ClockSteps are the steps clock-jump made of the daemons' wall
+	// clocks; Lifetimes the age and lifetime limits the daemons ran with
+	// (nil: none); Expiries the sources the leaders freed, Forgotten the
+	// receivers they forgot and Locks the data directories the stores
+	// locked, from the daemons' logs (history_clock.go).
+	ClockSteps []ClockStep         `json:"clock_steps,omitempty"`
+	Lifetimes  *LifetimeLimits     `json:"lifetimes,omitempty"`
+	Expiries   []SessionExpiry     `json:"session_expiries,omitempty"`
+	Forgotten  []ReceiverForgotten `json:"forgotten_receivers,omitempty"`
+	Locks      []LockTaken         `json:"locks,omitempty"`
 }
 
 // NewHistory returns an empty history for one schedule.
@@ -296,11 +309,11 @@ func (h *History) FaultRestored(i int, at time.Time) {
 	}
 }
 
-// Registered records a publisher incarnation's resume point.
-func (h *History) Registered(source string, inc int, firstSeq uint64) {
+// Registered records a publisher incarnation's resume point and session.
+func (h *History) Registered(source string, inc int, firstSeq uint64, session string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.Registrations = append(h.Registrations, Registration{Source: source, Incarnation: inc, FirstSeq: firstSeq, Event: h.nextEvent(), At: time.Now()})
+	h.Registrations = append(h.Registrations, Registration{Source: source, Incarnation: inc, FirstSeq: firstSeq, Session: session, Event: h.nextEvent(), At: time.Now()})
 }
 
 // Stable records that the publisher reported first..last stable, with the

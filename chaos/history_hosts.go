@@ -22,7 +22,8 @@ type StoreLayout struct {
 // HostRun is one incarnation of a host daemon as the harness started it:
 // where its stores listen, and where the deployment file it was given
 // places every host. A replaced host's first run at its new address is
-// where its replacement shows.
+// where its replacement shows. Ended is when the harness saw its process
+// gone (zero: it was still running).
 type HostRun struct {
 	Host        string            `json:"host"`
 	Incarnation int               `json:"incarnation"`
@@ -30,6 +31,7 @@ type HostRun struct {
 	File        string            `json:"file"`
 	FileAddrs   map[string]string `json:"file_addrs"`
 	At          time.Time         `json:"at"`
+	Ended       time.Time         `json:"ended,omitzero"`
 }
 
 // StoreBook is what a store's latest status sample showed of its address
@@ -63,6 +65,17 @@ func (h *History) HostStarted(r HostRun) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.HostRuns = append(h.HostRuns, r)
+}
+
+// HostEnded records that incarnation inc of host's daemon is gone.
+func (h *History) HostEnded(host string, inc int, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.HostRuns {
+		if r := &h.HostRuns[i]; r.Host == host && r.Incarnation == inc {
+			r.Ended = at
+		}
+	}
 }
 
 // observeBook keeps what a status sample showed of a store's address

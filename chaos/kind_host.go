@@ -58,7 +58,7 @@ func init() {
 		},
 	})
 	registerKind(&kindSpec{
-		Kind: PauseHost, Order: 40, Weight: 2, Target: targetHost, LongOutage: true,
+		Kind: PauseHost, Order: 40, Weight: 2, Target: targetHost, LongOutage: true, OutlastsLease: true,
 		Help: "SIGSTOP a host's daemon, then SIGCONT it",
 		Plan: holdBetween(500*time.Millisecond, 6*time.Second),
 		Inject: func(ctx context.Context, n *nemesis, f Fault, _ *FaultRecord) error {

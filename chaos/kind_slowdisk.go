@@ -14,7 +14,7 @@ const SlowDisk FaultKind = "slow-disk"
 
 func init() {
 	registerKind(&kindSpec{
-		Kind: SlowDisk, Order: 70, Weight: 2, Target: targetHost, Needs: needDisks,
+		Kind: SlowDisk, Order: 70, Weight: 2, Target: targetHost, Needs: needDisks, OutlastsLease: true,
 		Help: "throttle a host's disk to a few writes per second (blkio cgroup), then lift the limit",
 		Plan: func(rng *rand.Rand, f *Fault, _ planConfig) {
 			f.Hold = between(rng, 2*time.Second, 8*time.Second)

@@ -32,6 +32,12 @@ type kindSpec struct {
 	// LongOutage makes half of these faults last 35-45 s with
 	// --long-outages.
 	LongOutage bool
+	// OutlastsLease says the fault keeps a daemon from renewing its
+	// stores' data directory leases for longer than a lease lasts (it is
+	// frozen, or its disk throttled): a lease holder then steps down by
+	// design (dirlock: its stores stop before writing again), so the kind
+	// is not drawn with --lock lease.
+	OutlastsLease bool
 	// Plan draws f.Hold and the kind's own parameters from rng. f.Quiet is
 	// drawn before it and, for host faults, the host and a nested publisher
 	// kill after it.
@@ -119,6 +125,9 @@ func kindNames() string {
 
 // available reports whether a run configured by cfg can inject the kind.
 func (s *kindSpec) available(cfg planConfig) bool {
+	if cfg.LeaseLocks && s.OutlastsLease {
+		return false
+	}
 	switch s.Needs {
 	case needPartitions:
 		return cfg.Partitions

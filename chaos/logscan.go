@@ -44,6 +44,23 @@ const (
 	logSnapshotRestoring = "repository is behind the latest snapshot; restoring it"
 )
 
+// The leader's message when it frees a publisher's source
+// (storegroup/activity.go, proposeExpiry; logged once the expiry is
+// committed), and the whys of an expiry for silence: the leader's own
+// (expireSilent) and a new publisher's registration finding the holder
+// silent (sessions.claim; the others are a newer incarnation's takeover
+// and a goodbye); the lock's messages when a store locks its data directory
+// (dirlock: flock.go, lease.go).
+const (
+	logFreedSource   = "freed a source for a new publisher"
+	logForgot        = "forgot a receiver whose state lifetime ended"
+	whySilent        = "silent for longer than the source activity timeout"
+	whyTakenSilent   = "a new publisher takes over after the old one's silence"
+	logFlockTaken    = "data directory locked"
+	logLeaseTaken    = "data directory lease acquired"
+	logLeaseTakeover = "took over the data directory lease"
+)
+
 // logSnapshotReceiveFails are the member's messages when a snapshot it is
 // sent cannot be stored or restored.
 var logSnapshotReceiveFails = []string{
@@ -61,6 +78,11 @@ type hostLog struct {
 	Overlaps  []CatchUpObs
 	Snapshots SnapshotLog
 	Retention RetentionLog
+	// Expiries are the sources the leaders freed, Forgotten the receivers
+	// they forgot, Locks the data directories the stores locked.
+	Expiries  []SessionExpiry
+	Forgotten []ReceiverForgotten
+	Locks     []LockTaken
 }
 
 var logField = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
@@ -86,8 +108,10 @@ func logFields(line string) map[string]string {
 // every bootstrap and identity creation, every moment at which two empty
 // stores of a group were catching up together (between a store's "joining
 // the group empty" and its "caught up with the group" lines, within one
-// incarnation of the daemon), what raft logged about snapshots, and what
-// the leaders logged about retention.
+// incarnation of the daemon), what raft logged about snapshots, what
+// the leaders logged about retention, the sources they freed and the
+// receivers they forgot, and every lock a store took on its data
+// directory.
 func scanHostLog(host string, r io.Reader) (hostLog, error) {
 	var out hostLog
 	inc := 0
@@ -146,6 +170,19 @@ func scanHostLog(host string, r io.Reader) (hostLog, error) {
 			out.Retention.release(f["source"], f["reason"], 1)
 		case strings.HasPrefix(msg, logHeldBack):
 			out.Retention.heldBack(f["source"], 1)
+		case strings.HasPrefix(msg, logFreedSource):
+			at, _ := time.Parse(time.RFC3339Nano, f["time"])
+			out.Expiries = append(out.Expiries, SessionExpiry{Host: host, Incarnation: inc, Store: store, Source: f["source"], Session: f["session"], Why: f["why"], At: at})
+		case strings.HasPrefix(msg, logForgot):
+			at, _ := time.Parse(time.RFC3339Nano, f["time"])
+			out.Forgotten = append(out.Forgotten, ReceiverForgotten{Host: host, Incarnation: inc, Store: store, Source: f["source"], Receiver: f["receiver"], At: at})
+		case msg == logFlockTaken, msg == logLeaseTaken, msg == logLeaseTakeover:
+			at, _ := time.Parse(time.RFC3339Nano, f["time"])
+			mode := f["mode"]
+			if msg != logFlockTaken {
+				mode = "lease"
+			}
+			out.Locks = append(out.Locks, LockTaken{Host: host, Incarnation: inc, Store: store, Mode: mode, Holder: f["holder"], Previous: f["previous_holder"], At: at})
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -40,6 +40,8 @@ type options struct {
 	RestoreTimeout    time.Duration
 	LogLevel          string
 	Kinds             []FaultKind
+	// Lock is the stores' lock mode, lockFlock or lockLease (lockmode.go).
+	Lock string
 }
 
 const usageHead = `Usage: go run ./chaos [flags]
@@ -55,10 +57,13 @@ exactly as published, every durable receiver killed and restarted under
 its name saw every stable message at least once, in order, with no gap
 and a bounded redelivery, no store released a receiver-paced message
 before its paced receiver consumed it, nothing a non-member sent took
-effect, and no
-daemon exited by itself. Exit status 0 when every schedule passed, 1 on a
-violation or a lost message, 2 on bad usage or when the harness itself
-failed.
+effect, no leader freed the source of a publisher that was still running
+for silence, released messages for age or forgot a receiver (whatever a
+clock-jump did to the daemons' wall clocks), no store's data directory
+was locked while the process that held it before was still running, and
+no daemon exited by itself. Exit status 0 when every schedule passed, 1
+on a violation or a lost message, 2 on bad usage or when the harness
+itself failed.
 
 Flags:
 `
@@ -113,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ScheduleTimeout, "schedule-timeout", 6*time.Minute, "bound on one schedule")
 	fs.DurationVar(&o.RestoreTimeout, "restore-timeout", 90*time.Second, "how long the deployment may take to be whole again after a fault")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.Lock, "lock", lockFlock, "how the stores lock their data directories (umstored run --lock): flock, or lease (then pause-host and slow-disk are not drawn: a lease holder that cannot renew in time stops its stores by design)")
 	kinds := fs.StringSlice("kinds", nil, "draw only these faults (comma-separated: "+kindNames()+"; default all that the machine allows)")
 	fs.Usage = func() { fmt.Fprint(stderr, usageHead); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -121,13 +127,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	if err := checkLockMode(o.Lock); err != nil {
+		return o, err
+	}
 	for _, k := range *kinds {
 		spec := kindOf(FaultKind(k))
 		if spec == nil {
 			return o, fmt.Errorf("--kinds: unknown fault %q (known: %s)", k, kindNames())
 		}
-		if !spec.available(planConfig{Partitions: o.Partitions, SlowDisks: o.SlowDisks}) {
-			return o, fmt.Errorf("--kinds names %s, which --partitions=false or --slow-disks=false turns off", k)
+		if !spec.available(planConfig{Partitions: o.Partitions, SlowDisks: o.SlowDisks, LeaseLocks: o.Lock == lockLease}) {
+			return o, fmt.Errorf("--kinds names %s, which --partitions=false, --slow-disks=false or --lock lease turns off", k)
 		}
 		o.Kinds = append(o.Kinds, FaultKind(k))
 	}
@@ -179,8 +188,8 @@ func cmdMain(args []string, stdout, stderr io.Writer) int {
 		stop() // a second Ctrl-C ends the process at once; children die with it
 	}()
 
-	fmt.Fprintf(stdout, "chaos: seed %d, schedules %d..%d, %d faults each (replay with --seed %d)\n",
-		opts.Seed, opts.Start, opts.Start+opts.Schedules-1, opts.FaultsPerSchedule, opts.Seed)
+	fmt.Fprintf(stdout, "chaos: seed %d, schedules %d..%d, %d faults each, %s locks (replay with --seed %d)\n",
+		opts.Seed, opts.Start, opts.Start+opts.Schedules-1, opts.FaultsPerSchedule, opts.Lock, opts.Seed)
 	totals, err := run(ctx, opts, stdout, log)
 	printTotals(stdout, opts, totals)
 	if err != nil {

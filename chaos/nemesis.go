@@ -55,6 +55,12 @@ type Fault struct {
 	// Seed drives the choices a fault makes when it is injected (which
 	// files and offsets a CorruptStore damages, what a Stranger sends).
 	Seed uint64 `json:"seed,omitempty"`
+	// ClockStep is how far a ClockJump steps the host's wall clock
+	// (forward or back); ClockThrough says it then steps it to
+	// -ClockStep, past the true time the other way, before it puts it
+	// back.
+	ClockStep    time.Duration `json:"clock_step,omitempty"`
+	ClockThrough bool          `json:"clock_through,omitempty"`
 }
 
 func (f Fault) String() string {
@@ -117,6 +123,9 @@ type planConfig struct {
 	// longer than source-activity-timeout (30 s), so a publisher restarted
 	// meanwhile registers while the host's groups are unreachable.
 	LongOutages bool
+	// LeaseLocks says the stores lock their data directories with leases
+	// (--lock lease): the kinds that outlast a lease are not drawn.
+	LeaseLocks bool
 }
 
 // planSchedule draws a schedule of faults from rng: the same seed always

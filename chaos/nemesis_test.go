@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"reflect"
@@ -56,6 +57,10 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 					t.Fatalf("seed %d: a corrupt-store of %d stores (at most 2 of the one host), seed %d", seed, f.Stores, f.Seed)
 				case f.Kind == Stranger && f.Seed == 0:
 					t.Fatalf("seed %d: a stranger without a seed", seed)
+				case f.Kind == ClockJump && (f.ClockStep.Abs() < clockStepMin || f.ClockStep.Abs() > clockStepMax || f.ClockStep%time.Minute != 0 || f.Hold < 2*time.Second || f.Hold > 8*time.Second):
+					t.Fatalf("seed %d: a clock-jump by %v for %v", seed, f.ClockStep, f.Hold)
+				case f.Kind != ClockJump && (f.ClockStep != 0 || f.ClockThrough):
+					t.Fatalf("seed %d: a clock step in a %s", seed, f.Kind)
 				}
 			}
 		}
@@ -63,6 +68,53 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 	for _, k := range allKinds() {
 		if kinds[k] == 0 {
 			t.Errorf("fault %s never planned in 400 schedules", k)
+		}
+	}
+}
+
+// With --lock lease the kinds that keep a daemon from renewing its leases
+// for longer than they last are not drawn; the others are, with the plans
+// of runs without it unchanged.
+func TestPlanWithLeaseLocks(t *testing.T) {
+	cfg := planConfig{Faults: 6, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}}
+	lease := cfg
+	lease.LeaseLocks = true
+	kinds := map[FaultKind]bool{}
+	for seed := int64(0); seed < 200; seed++ {
+		for _, f := range planSchedule(scheduleRand(seed, 0), lease) {
+			kinds[f.Kind] = true
+			if kindOf(f.Kind).OutlastsLease {
+				t.Fatalf("seed %d: %s drawn with --lock lease", seed, f.Kind)
+			}
+		}
+	}
+	for _, k := range allKinds() {
+		if !kindOf(k).OutlastsLease && !kinds[k] {
+			t.Errorf("%s never drawn with --lock lease in 200 schedules", k)
+		}
+	}
+	if !kindOf(PauseHost).OutlastsLease || !kindOf(SlowDisk).OutlastsLease {
+		t.Error("pause-host and slow-disk outlast a lease")
+	}
+	if _, err := parseFlags([]string{"--lock", "lease", "--kinds", "kill-host,pause-host"}, io.Discard); err == nil {
+		t.Error("--lock lease --kinds pause-host was accepted")
+	}
+	if _, err := parseFlags([]string{"--lock", "nfs"}, io.Discard); err == nil {
+		t.Error("--lock nfs was accepted")
+	}
+}
+
+// A clock-jump says what it steps, and puts the clock back.
+func TestClockJumpDescription(t *testing.T) {
+	for _, tc := range []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Kind: ClockJump, Host: "A", Hold: 3 * time.Second, ClockStep: 90 * time.Minute}, "clock-jump host A by +1h30m0s, then back for 3s"},
+		{Fault{Kind: ClockJump, Host: "B", Hold: 5 * time.Second, ClockStep: -7 * time.Minute, ClockThrough: true}, "clock-jump host B by -7m0s, then to +7m0s, then back for 5s"},
+	} {
+		if got := tc.f.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
 		}
 	}
 }
@@ -157,18 +209,18 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"corrupt-store host B 2 stores after kill -9 for 2.5s",
-		"kill-host host A for 1.5s",
-		"slow-disk host B to 9 writes/s for 3.7s",
-		"wipe-crash host B for 4.4s",
-		"partition A|B for 4.2s (+ kill-publisher s1 at 3.7s) (+ kill-receiver s2 at 900ms, new session)",
-		"stranger host A for 5.4s (+ kill-publisher s2 at 1s)",
-		"kill-publisher source s2 for 1.2s",
-		"replace-host host A for 4.2s (+ kill-publisher s2 at 3.4s)",
-		"kill-receiver source s2 for 200ms",
-		"pause-host host A for 1.3s",
-		"lost-writes host A for 2.4s (+ kill-receiver s1 at 1s)",
-		"wipe-host host B for 1.5s (+ kill-receiver s2 at 1.3s)",
+		"wipe-crash host A for 3s (+ kill-receiver s1 at 2.8s, new session)",
+		"stranger host B for 2.8s (+ kill-publisher s1 at 1s)",
+		"slow-disk host A to 45 writes/s for 6.3s (+ kill-publisher s2 at 3.2s) (+ kill-receiver s2 at 1.4s, new session)",
+		"replace-host host A for 4.1s (+ kill-publisher s2 at 3s)",
+		"replace-host host A for 2.4s",
+		"wipe-host host A for 4.1s (+ kill-receiver s2 at 2.1s)",
+		"clock-jump host B by -22m0s, then to +22m0s, then back for 2.5s",
+		"partition A|B for 5.6s",
+		"kill-host host B for 4.4s (+ kill-receiver s2 at 800ms)",
+		"corrupt-store host A 2 stores after kill -9 for 2.2s",
+		"pause-host host A for 5.8s",
+		"lost-writes host A for 1s",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)

@@ -51,6 +51,10 @@ type childEvent struct {
 	Hashes      []string `json:"hashes,omitempty"`
 	Sent        uint64   `json:"sent,omitempty"`
 	Err         string   `json:"err,omitempty"`
+	// Session is the session a registered incarnation holds its source
+	// with (publisher.Session): the stores' log names it when they free
+	// the source, which the session rule matches (checkSessions).
+	Session string `json:"session,omitempty"`
 }
 
 // childMain runs one publisher incarnation: register (retrying, bounded),
@@ -125,7 +129,7 @@ func childMain(config string) int {
 	}
 	defer p.Close()
 	first := p.FirstSeq()
-	emit(childEvent{Ev: "registered", FirstSeq: first})
+	emit(childEvent{Ev: "registered", FirstSeq: first, Session: p.Session()})
 	log.Info("registered", "first_seq", first)
 
 	interval := time.Second / time.Duration(max(cfg.Rate, 1))

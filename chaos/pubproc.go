@@ -99,7 +99,7 @@ func (p *pubProc) handle(inc int, line []byte) {
 	src := p.base.Source
 	switch e.Ev {
 	case "registered":
-		p.hist.Registered(src, inc, e.FirstSeq)
+		p.hist.Registered(src, inc, e.FirstSeq, e.Session)
 		p.setState("publishing")
 		p.log.Info("publisher registered", "source", src, "incarnation", inc, "first_seq", e.FirstSeq)
 	case "stable":

@@ -28,6 +28,8 @@ type Totals struct {
 	StallWhere    string  `json:"stall_where,omitempty"`
 	Partitions    bool    `json:"partitions"`
 	SlowDisks     bool    `json:"slow_disks"`
+	// Lock is the stores' lock mode (--lock).
+	Lock string `json:"lock"`
 	// PublisherState says whether publishers kept a state file.
 	PublisherState bool `json:"publisher_state"`
 	// DefaultSnapshots says whether the stores ran with umstored's default
@@ -93,7 +95,7 @@ type ScheduleSnapshots struct {
 }
 
 func newTotals(opts options) *Totals {
-	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, PublisherState: opts.PublisherState,
+	return &Totals{Seed: opts.Seed, FaultKinds: map[string]int{}, Failed: []int{}, Kept: []string{}, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, Lock: opts.Lock, PublisherState: opts.PublisherState,
 		DefaultSnapshots: opts.DefaultSnapshots, Snapshots: []ScheduleSnapshots{}, PerKind: map[string]*KindTotals{}}
 }
 
@@ -195,6 +197,9 @@ func reproduceCommand(opts options, index int) string {
 	}
 	if opts.Messages != 100000 {
 		args = append(args, fmt.Sprintf("--messages %d", opts.Messages))
+	}
+	if opts.Lock == lockLease {
+		args = append(args, "--lock "+lockLease)
 	}
 	return strings.Join(args, " ")
 }

@@ -70,7 +70,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	opts := env.opts
 	rng := scheduleRand(opts.Seed, index)
 	sources := sourceNames(opts.Sources)
-	plan := planSchedule(rng, planConfig{Faults: opts.FaultsPerSchedule, Partitions: opts.Partitions, SlowDisks: opts.SlowDisks, Sources: sources, Only: opts.Kinds, LongOutages: opts.LongOutages})
+	plan := planSchedule(rng, opts.planConfig(sources))
 	var snaps *SnapshotSettings
 	if !opts.DefaultSnapshots {
 		snaps = pickSnapshotSettings(opts.Seed, index)
@@ -80,7 +80,9 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist := NewHistory(index, opts.Seed, sources)
 	hist.Plan = plan
 	hist.Snapshots = snaps
-	hist.RetentionReleases = retentionCanRelease(opts, snaps)
+	limits := lifetimeLimits(opts)
+	hist.Lifetimes = limits
+	hist.RetentionReleases = retentionCanRelease(opts, snaps, limits)
 	rpp := pickRPP(sources, opts.PacedSource)
 	hist.RPP = rpp
 
@@ -116,14 +118,14 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	for _, f := range plan {
 		planText = append(planText, f.String())
 	}
-	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "rpp", rpp.String(), "dir", dir)
+	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "rpp", rpp.String(), "limits", limits.String(), "lock", opts.Lock, "dir", dir)
 
 	base, err := freeBasePort(rng.IntN(1000) + index*3)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
-	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, append(snaps.args(), rpp.args()...), log)
+	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, slices.Concat(snaps.args(), rpp.args(), limits.args(), lockArgs(opts.Lock)), log)
 	if err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
@@ -131,6 +133,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 	hist.SetLayout(c.layout())
 	for _, h := range c.hosts {
 		h.onExit = func(inc int, err error) { hist.DaemonExited(h.name, inc, err) }
+		h.onEnd = func(inc int, at time.Time) { hist.HostEnded(h.name, inc, at) }
 		h.onStart = func(inc int, addr, deploy string) {
 			run := HostRun{Host: h.name, Incarnation: inc, Addr: addr, File: filepath.Base(deploy), At: time.Now()}
 			if f := c.file(deploy); f != nil {
@@ -363,6 +366,7 @@ func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleRe
 		}
 		hist.AddSnapshotLog(scan.Snapshots)
 		hist.AddRetentionLog(scan.Retention)
+		hist.AddSessionLog(scan)
 	}
 	return finish(parent, env, hist, res, start, log)
 }
@@ -387,14 +391,17 @@ const payloadSize = 100
 const finalPhase = 4 * time.Minute
 
 // retentionCanRelease says whether the stores' retention limits (the
-// schedule's --retention-max-messages, else umstored run's defaults) could
-// release any message a schedule publishes: the most a source can publish
-// is --rate messages of payloadSize bytes a second for the schedule and its
-// final phase.
-func retentionCanRelease(opts options, snaps *SnapshotSettings) bool {
+// schedule's --retention-max-messages and --retention-max-age, else umstored
+// run's defaults) could release any message a schedule publishes: the most
+// a source can publish is --rate messages of payloadSize bytes a second for
+// the schedule and its final phase.
+func retentionCanRelease(opts options, snaps *SnapshotSettings, limits *LifetimeLimits) bool {
 	def := storehost.DefaultOptions()
 	if snaps != nil && snaps.RetentionMaxMessages > 0 {
 		def.RetentionMaxMessages = snaps.RetentionMaxMessages
+	}
+	if limits != nil {
+		def.RetentionMaxAge = limits.RetentionMaxAge
 	}
 	span := opts.ScheduleTimeout + finalPhase
 	most := uint64(float64(opts.Rate) * span.Seconds())

@@ -247,7 +247,7 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		return
 	}
 	if expired != "" {
-		cs.expire(m.Source, expired, "a new publisher takes over after the old one's silence")
+		cs.expire(m.Source, expired, takeoverReason(m.Session, expired))
 	}
 	conn.sessions[m.Source] = m.Session
 	reg := repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()}
