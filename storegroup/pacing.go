@@ -107,10 +107,17 @@ const paceNotice = time.Second
 
 // pace holds a Publish of source back while the source is full (see
 // pacer.full): it returns true to go on (the caller checks leadership
-// again), false if ctx ended first.
-func (cs *clientServer) pace(ctx context.Context, source, session string, replies chan<- reply) bool {
+// again), false if ctx ended first. A batch that only sends again what the
+// group holds is never held back: it adds nothing to retention, and while
+// it waited the paced receivers could consume those messages and retention
+// release them, after which the group could only answer them as lost
+// (a publisher whose Acks were lost with its connection sends them again).
+func (cs *clientServer) pace(ctx context.Context, source, session string, batch []*wire.Publish, replies chan<- reply) bool {
 	p := cs.pacer
 	if p == nil || (p.maxBytes == 0 && p.maxMessages == 0) || p.mode(source, time.Now()) != repository.PacingBlocking {
+		return true
+	}
+	if info, ok, err := cs.repo.Source(source); err == nil && ok && onlyHeld(info, batch) {
 		return true
 	}
 	var noticed time.Time
@@ -135,4 +142,26 @@ func (cs *clientServer) pace(ctx context.Context, source, session string, replie
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// onlyHeld reports whether every message of the batch's frames is one the
+// group holds, or one retention released (never stored again): nothing in
+// it is new to the group.
+func onlyHeld(info repository.SourceInfo, batch []*wire.Publish) bool {
+	for _, f := range batch {
+		if f.Source != info.Name || len(f.Payloads) == 0 {
+			continue
+		}
+		first, last := f.FirstSeq, f.FirstSeq+uint64(len(f.Payloads))-1
+		if last > info.HighSeq || last < first {
+			return false
+		}
+		from := max(first, info.TrimmedThrough+1)
+		for _, g := range info.Gaps {
+			if g.From <= last && g.To >= from {
+				return false // a number the group never received
+			}
+		}
+	}
+	return true
 }

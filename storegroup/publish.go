@@ -97,7 +97,7 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 		return nil, false
 	}
 	batch, next := gather([]*wire.Publish{p}, queued)
-	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], replies) {
+	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], batch, replies) {
 		slots.release()
 		return nil, false
 	}
