@@ -26,13 +26,17 @@ type Publisher struct {
 	decided  chan struct{} // closed once the resume point is known
 	firstSeq uint64        // first sequence number of this session
 	nextSeq  uint64        // next sequence number Send assigns
-	tracker  *quorum.Tracker
-	retained retention
-	changed  chan struct{} // closed and replaced whenever stability or confirmations change
-	closed   bool
-	groups   []*group
-	replies  []groupReply // what the groups told the registration, until the decision
-	stats    Stats
+	// settledBefore: the state file was settled when New read it;
+	// resumedPastAll: the resume point is past everything any incarnation
+	// sent before (stateFile.Settled says what these decide).
+	settledBefore, resumedPastAll bool
+	tracker                       *quorum.Tracker
+	retained                      retention
+	changed                       chan struct{} // closed and replaced whenever stability or confirmations change
+	closed                        bool
+	groups                        []*group
+	replies                       []groupReply // what the groups told the registration, until the decision
+	stats                         Stats
 
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
@@ -111,6 +115,14 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 		}
 		if st.Groups == nil {
 			st.Groups = map[int]string{}
+		}
+		if st.Settled {
+			// This incarnation may send past LastStable from now on: the
+			// file must not say otherwise should it die before its Close.
+			p.settledBefore, st.Settled = true, false
+			if err := st.write(cfg.StateFile); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+			}
 		}
 		p.state = st
 	}
@@ -296,6 +308,13 @@ func (p *Publisher) Close() error {
 		g.closeConn()
 	}
 	p.wg.Wait()
+	if p.state != nil {
+		p.mu.Lock()
+		// Settled only if nothing this incarnation sent is above what it
+		// records as stable, and nothing an earlier one sent is either.
+		p.state.Settled = p.fatal == nil && p.resumedPastAll && p.tracker != nil && p.nextSeq-1 <= p.delivered
+		p.mu.Unlock()
+	}
 	return p.saveState()
 }
 

@@ -46,6 +46,7 @@ func (p *Publisher) register(ctx context.Context) error {
 			groups:   len(p.cfg.Groups),
 			replies:  p.replies,
 			state:    p.state,
+			settled:  p.settledBefore,
 			waitOver: context.Cause(wait) == errWaitOver,
 			ended:    ctx.Err(),
 		}
@@ -118,6 +119,9 @@ func (p *Publisher) resumeLocked(d resumeDecision) {
 	if p.state != nil {
 		p.reg.StateFileSeq = p.state.LastStable
 	}
+	// Past everything sent before: every group answered, or the state
+	// file said nothing was sent beyond its last stable number.
+	p.resumedPastAll = len(d.answered) == n || p.settledBefore
 	p.firstSeq, p.nextSeq, p.delivered = d.seq, d.seq, d.seq-1
 	p.flight.reset(d.seq - 1)
 	p.reg.ResumeSeq = d.seq

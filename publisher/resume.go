@@ -30,6 +30,7 @@ type resumeInput struct {
 	groups   int          // configured groups
 	replies  []groupReply // at most one per group, in the order the groups first reported
 	state    *stateFile   // the publisher's local state file; nil without one
+	settled  bool         // the state file was settled (stateFile.Settled) when New read it
 	waitOver bool         // RegisterTimeout has passed: enough answers will do
 	ended    error        // the caller's context ended (its error); nil while it lasts
 }
@@ -56,8 +57,8 @@ type warning struct {
 // 2): at one past the highest sequence number that any answering group
 // holds for the source, and past the state file's last stable sequence
 // number when it is higher. It decides once every group has answered, or,
-// after RegisterTimeout, once enough groups for the intergroup behaviour
-// have (quorum.Behavior.Met, the answering groups counting as the active
+// after RegisterTimeout (at once with a settled state file), once enough
+// groups for the intergroup behaviour have (quorum.Behavior.Met, the answering groups counting as the active
 // ones). It fails when a group refused the token and too few answered (no
 // retry will change that: every store checks the same token), or when the
 // caller's context ended first. Otherwise it says to wait.
@@ -85,6 +86,10 @@ func decideResume(in resumeInput) resumeDecision {
 	enough := in.behavior.Met(got, in.groups, got)
 	switch {
 	case got == in.groups:
+	case in.settled && in.state != nil && enough:
+		// Nothing this publisher sent is above the state file's last
+		// stable number: a silent group holds nothing the resume point
+		// could reuse.
 	case in.waitOver && enough:
 	case refused != nil && !enough:
 		return resumeDecision{err: fmt.Errorf("%w for source %q: %w", ErrRegistration, in.source, refused)}

@@ -111,6 +111,13 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: held by session other", ErrSourceBusy)})
 		case "state":
 			in.state = &stateFile{Source: "s", LastStable: num("last-stable"), Groups: map[int]string{}}
+			switch kv["settled"] {
+			case "", "false":
+			case "true":
+				in.settled = true
+			default:
+				d.Fatalf(t, "settled=%q: want true or false", kv["settled"])
+			}
 			for k, v := range kv {
 				if g, ok := strings.CutPrefix(k, "group"); ok {
 					n, err := strconv.Atoi(g)

@@ -26,6 +26,16 @@ type stateFile struct {
 	// sessions had incarnations.
 	Session string `json:"session,omitempty"`
 	Epoch   uint64 `json:"epoch,omitempty"`
+	// Settled says that no group holds, or will receive, a message of this
+	// source above LastStable from any incarnation of this publisher:
+	// written by a Close that found every message it had sent stable, in an
+	// incarnation whose own resume point was past everything sent before
+	// it (every group answered its registration, or its predecessor's file
+	// was settled). A publisher started from a settled file may resume as
+	// soon as enough groups answer, without waiting for the others: none
+	// of them can hold a number it would reuse. New clears it in the file
+	// before registering.
+	Settled bool `json:"settled,omitempty"`
 }
 
 func readStateFile(path, source string) (*stateFile, error) {
