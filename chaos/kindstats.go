@@ -41,6 +41,11 @@ type KindStats struct {
 	// StallWhere says whose and when.
 	LongestStall time.Duration `json:"longest_stall"`
 	StallWhere   string        `json:"stall_where,omitempty"`
+	// UnpacedStall is the longest such stall of a source that is not
+	// receiver-paced: a blocking paced source's publisher is also held
+	// back, by design, while its paced receiver is behind (a restart, a
+	// receiver kill), which says nothing of the deployment's availability.
+	UnpacedStall time.Duration `json:"unpaced_stall"`
 	// Restores counts the faults whose restore time was measured,
 	// Unrestored those after which no restoration was seen.
 	Restores   int           `json:"restores"`
@@ -64,6 +69,7 @@ func (k *KindStats) add(o *KindStats, where string) {
 	if o.LongestStall > k.LongestStall {
 		k.LongestStall, k.StallWhere = o.LongestStall, where+o.StallWhere
 	}
+	k.UnpacedStall = max(k.UnpacedStall, o.UnpacedStall)
 	k.Restores += o.Restores
 	k.Unrestored += o.Unrestored
 	k.RestoreMax = max(k.RestoreMax, o.RestoreMax)
@@ -159,6 +165,9 @@ func kindStats(h *History) map[string]*KindStats {
 				}
 			}
 			ks := get(key)
+			if d := st.to.Sub(st.from); !h.RPP.paced(src) && d > ks.UnpacedStall {
+				ks.UnpacedStall = d
+			}
 			if d := st.to.Sub(st.from); d > ks.LongestStall {
 				ks.LongestStall = d
 				ks.StallWhere = fmt.Sprintf("source %s: nothing newly stable from %s to %s%s", src, st.from.Format("15:04:05.000"), st.to.Format("15:04:05.000"), cause)

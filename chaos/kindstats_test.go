@@ -69,19 +69,27 @@ func TestKindStats(t *testing.T) {
 	h.RPP = &RPPSettings{Source: "s1", Mode: "blocking", ActivityTimeout: 30 * time.Second}
 	got = kindStats(h)
 	check(string(KillReceiver), 1, 19*time.Second, 16500*time.Millisecond, 0, "source s1: nothing newly stable from 10:00:11.000 to 10:00:30.000 (kill-receiver s1")
+	// With s1 paced, the unpaced stalls are s2's alone: the host crash
+	// held s2 for 4 s, and s1's 6 s there is its paced hold.
+	if ks := got[string(KillHost)]; ks.LongestStall != 6*time.Second || ks.UnpacedStall != 4*time.Second {
+		t.Errorf("kill-host with s1 paced: longest stall %v, unpaced %v; want 6s and 4s (s2's)", ks.LongestStall, ks.UnpacedStall)
+	}
+	if ks := got[string(KillReceiver)]; ks.UnpacedStall != 0 {
+		t.Errorf("kill-receiver of the paced source: unpaced stall %v, want 0", ks.UnpacedStall)
+	}
 }
 
 func TestKindTotals(t *testing.T) {
 	var tot Totals
 	tot.PerKind = map[string]*KindTotals{}
 	for i, ks := range []*KindStats{
-		{Count: 2, LongestStall: 3 * time.Second, StallWhere: "a", Restores: 2, RestoreMax: 4 * time.Second, RestoreTotal: 6 * time.Second},
-		{Count: 1, LongestStall: 5 * time.Second, StallWhere: "b", Restores: 1, RestoreMax: 2 * time.Second, RestoreTotal: 2 * time.Second, Unrestored: 1},
+		{Count: 2, LongestStall: 3 * time.Second, StallWhere: "a", UnpacedStall: 2 * time.Second, Restores: 2, RestoreMax: 4 * time.Second, RestoreTotal: 6 * time.Second},
+		{Count: 1, LongestStall: 5 * time.Second, StallWhere: "b", UnpacedStall: time.Second, Restores: 1, RestoreMax: 2 * time.Second, RestoreTotal: 2 * time.Second, Unrestored: 1},
 	} {
 		tot.add(scheduleResult{Index: i, Result: Result{PerKind: map[string]*KindStats{"kill-host": ks}}})
 	}
 	kt := tot.PerKind["kill-host"]
-	if kt.Count != 3 || kt.LongestStallS != 5 || kt.StallWhere != "schedule 1: b" || kt.RestoreMaxS != 4 || math.Abs(kt.RestoreMeanS-8.0/3) > 1e-6 || kt.Unrestored != 1 {
+	if kt.Count != 3 || kt.LongestStallS != 5 || kt.StallWhere != "schedule 1: b" || kt.RestoreMaxS != 4 || math.Abs(kt.RestoreMeanS-8.0/3) > 1e-6 || kt.Unrestored != 1 || kt.UnpacedStallS != 2 {
 		t.Fatalf("totals %+v", kt)
 	}
 

@@ -74,6 +74,7 @@ type KindTotals struct {
 	Count         int     `json:"count"`
 	LongestStallS float64 `json:"longest_stall_s"`
 	StallWhere    string  `json:"stall_where,omitempty"`
+	UnpacedStallS float64 `json:"unpaced_stall_s"` // KindStats.UnpacedStall
 	Restores      int     `json:"restores"`
 	Unrestored    int     `json:"unrestored"`
 	RestoreMaxS   float64 `json:"restore_max_s"`
@@ -124,6 +125,7 @@ func (t *Totals) add(r scheduleResult) {
 		kt.sum.add(ks, fmt.Sprintf("schedule %d: ", r.Index))
 		kt.Count, kt.Restores, kt.Unrestored, kt.StallWhere = kt.sum.Count, kt.sum.Restores, kt.sum.Unrestored, kt.sum.StallWhere
 		kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS = kt.sum.LongestStall.Seconds(), kt.sum.RestoreMax.Seconds(), kt.sum.RestoreMean().Seconds()
+		kt.UnpacedStallS = kt.sum.UnpacedStall.Seconds()
 	}
 	sl := r.SnapshotLog
 	t.SnapshotInstalls += sl.Installed
@@ -260,10 +262,10 @@ func printTotals(w io.Writer, opts options, t *Totals) {
 		fmt.Fprintf(w, "receiver-paced sources: %d releases checked (%d while the paced receiver's hold may have lapsed), publishers held back %d times\n", t.RPPReleases, t.RPPExcused, t.RPPHeldBack)
 	}
 	if len(t.PerKind) > 0 {
-		fmt.Fprintf(w, "%-15s %6s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "restore max", "restore mean", "unrestored")
+		fmt.Fprintf(w, "%-15s %6s %14s %14s %12s %12s %10s\n", "per kind", "count", "longest stall", "unpaced stall", "restore max", "restore mean", "unrestored")
 		for _, k := range sortedKinds(t.PerKind) {
 			kt := t.PerKind[k]
-			fmt.Fprintf(w, "%-15s %6d %13.3fs %11.3fs %11.3fs %10d\n", k, kt.Count, kt.LongestStallS, kt.RestoreMaxS, kt.RestoreMeanS, kt.Unrestored)
+			fmt.Fprintf(w, "%-15s %6d %13.3fs %13.3fs %11.3fs %11.3fs %10d\n", k, kt.Count, kt.LongestStallS, kt.UnpacedStallS, kt.RestoreMaxS, kt.RestoreMeanS, kt.Unrestored)
 		}
 	}
 	if opts.JSON {
