@@ -26,17 +26,18 @@ type Publisher struct {
 	decided  chan struct{} // closed once the resume point is known
 	firstSeq uint64        // first sequence number of this session
 	nextSeq  uint64        // next sequence number Send assigns
+	tracker  *quorum.Tracker
+	retained retention
+	changed  chan struct{} // closed and replaced whenever stability or confirmations change
+	closed   bool
+	groups   []*group
+	replies  []groupReply // what the groups told the registration, until the decision
+	stats    Stats
+
 	// settledBefore: the state file was settled when New read it;
 	// resumedPastAll: the resume point is past everything any incarnation
 	// sent before (stateFile.Settled says what these decide).
 	settledBefore, resumedPastAll bool
-	tracker                       *quorum.Tracker
-	retained                      retention
-	changed                       chan struct{} // closed and replaced whenever stability or confirmations change
-	closed                        bool
-	groups                        []*group
-	replies                       []groupReply // what the groups told the registration, until the decision
-	stats                         Stats
 
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
