@@ -115,25 +115,11 @@ func (g *group) run() {
 // learn asks the group's leader where its members listen, every
 // learnInterval while the group is connected, until the publisher closes.
 func (g *group) learn() {
-	p := g.p
-	tick := time.NewTicker(learnInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case <-tick.C:
-		}
+	g.client.KeepLearning(g.p.ctx, learnInterval, func() bool {
 		g.mu.Lock()
-		connected := g.conn != nil
-		g.mu.Unlock()
-		if !connected {
-			continue
-		}
-		if err := g.client.Learn(p.ctx); err != nil {
-			p.log.Debug("could not ask the group where its members listen", "group", g.index+1, "err", err)
-		}
-	}
+		defer g.mu.Unlock()
+		return g.conn != nil
+	}, g.p.log)
 }
 
 func (g *group) pause() {

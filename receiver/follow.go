@@ -3,7 +3,6 @@ package receiver
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -205,7 +204,7 @@ func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, even
 			return false
 		}
 	}
-	go learnMoves(ctx, c, r.log)
+	go c.KeepLearning(ctx, learnInterval, nil, r.log)
 	for ctx.Err() == nil {
 		err := r.subscribeOnce(ctx, c, gi, next.Load(), send)
 		if ctx.Err() != nil {
@@ -227,23 +226,6 @@ func (r *Receiver) stream(ctx context.Context, gi int, next *atomic.Uint64, even
 // where the members listen (groupclient.Learn): a host replaced at another
 // address is found there even once no store of the receiver's list answers.
 const learnInterval = 2 * time.Second
-
-// learnMoves asks c's leader where the group's members listen, every
-// learnInterval until ctx ends.
-func learnMoves(ctx context.Context, c *groupclient.Client, log *slog.Logger) {
-	tick := time.NewTicker(learnInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if err := c.Learn(ctx); err != nil {
-			log.Debug("could not ask the group where its members listen", "group", c.Group, "err", err)
-		}
-	}
-}
 
 // subscriptionSilence is how long a subscription may stay silent: the
 // leader sends at least a heartbeat every second.

@@ -117,14 +117,14 @@ func (cs *clientServer) pace(ctx context.Context, source, session string, batch 
 	if p == nil || (p.maxBytes == 0 && p.maxMessages == 0) || p.mode(source, time.Now()) != repository.PacingBlocking {
 		return true
 	}
-	if info, ok, err := cs.repo.Source(source); err == nil && ok && onlyHeld(info, batch) {
-		return true
-	}
 	var noticed time.Time
 	for {
 		full, why := p.full(source)
 		if !full || !cs.isLeader() {
 			return true
+		}
+		if info, ok, err := cs.repo.Source(source); err == nil && ok && onlyHeld(info, batch) {
+			return true // read only while full: not on every Publish of a paced source
 		}
 		if now := time.Now(); now.Sub(noticed) >= paceNotice {
 			if noticed.IsZero() {

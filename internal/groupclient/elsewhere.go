@@ -21,12 +21,7 @@ import (
 // leader is slow, or the group is electing). The leader hint is left to
 // the caller.
 func (c *Client) LeaderElsewhere(ctx context.Context, silent string, timeout time.Duration) (addr string, ok bool) {
-	var others []string
-	for _, a := range append(slices.Clone(c.Addrs), c.learnedAddrs()...) {
-		if a != silent && !slices.Contains(others, a) {
-			others = append(others, a)
-		}
-	}
+	others := slices.DeleteFunc(c.order(), func(a string) bool { return a == silent })
 	if len(others) == 0 {
 		return "", false
 	}

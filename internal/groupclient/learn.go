@@ -3,6 +3,7 @@ package groupclient
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -89,4 +90,25 @@ func (c *Client) learnedAddrs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.learned)
+}
+
+// KeepLearning calls Learn every interval until ctx ends, skipping the
+// rounds in which ready (if set) says the client is not connected. A
+// failure is logged at debug level: the next round asks again.
+func (c *Client) KeepLearning(ctx context.Context, every time.Duration, ready func() bool, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if ready != nil && !ready() {
+			continue
+		}
+		if err := c.Learn(ctx); err != nil {
+			log.Debug("could not ask the group where its members listen", "group", c.Group, "err", err)
+		}
+	}
 }
