@@ -62,7 +62,12 @@ func TestRetentionHoldsTheLog(t *testing.T) {
 	}})
 	publishEntries(t, c, "kept", 600, 100, 10) // 60 entries, under the limit
 	leader := c.WaitLeader(1, 10*time.Second)
-	c.Eventually(10*time.Second, "snapshots are taken", func() bool { return leader.Status().SnapshotIndex > 40 })
+	// A snapshot past the first message's entry plus the trailing entries
+	// would have compacted it away, were it not held.
+	c.Eventually(10*time.Second, "a snapshot is taken past the oldest message's entry", func() bool {
+		low, _, err := leader.Repository().LogRefRange()
+		return err == nil && low > 0 && leader.Status().SnapshotIndex > low+8
+	})
 	var oldest uint64 // the entry of message 1
 	for _, m := range c.Members(1) {
 		s := c.Store(m.Name)
@@ -81,11 +86,19 @@ func TestRetentionHoldsTheLog(t *testing.T) {
 		return err == nil && len(msgs) == 600
 	})
 	publishEntries(t, c, "kept", 900, 100, 10) // up to 1500: the limit releases the oldest
-	c.Eventually(30*time.Second, "retention releases the oldest messages and compaction follows", func() bool {
+	c.Eventually(30*time.Second, "retention releases the oldest messages", func() bool {
 		info, _, _ := leader.Repository().Source("kept")
+		return info.TrimmedThrough == 500
+	})
+	// Compaction follows at the next snapshot, which raft takes once
+	// SnapshotThreshold entries follow the last one: publish that many
+	// more (another source, under the limit), so one is taken after the
+	// release whenever the release landed.
+	publishEntries(t, c, "more", 400, 100, 10)
+	c.Eventually(30*time.Second, "compaction follows the release", func() bool {
 		first, _, _, _ := leader.LogBounds()
 		low, _, _ := leader.Repository().LogRefRange()
-		return info.TrimmedThrough > 0 && first > oldest && first <= low
+		return first > oldest && first <= low
 	})
 	c.Eventually(30*time.Second, "the retained messages read back", func() bool {
 		msgs, err := leader.Repository().Read("kept", 0, 1500, 0, 0)

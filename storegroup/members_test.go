@@ -59,8 +59,10 @@ func replaceHostA(t *testing.T) (*clustertest.Cluster, map[string]storegroup.Mem
 	// The publisher's goodbye frees the source through the log; host A
 	// must not die before it is recorded, or every later leader holds the
 	// source for the activity timeout and the last publish below waits it
-	// out.
-	c.Eventually(10*time.Second, "both groups recorded the publisher's goodbye", func() bool {
+	// out. Nor before host B's stores have caught up from the start: a
+	// store that joined empty and is still catching up holds nothing, and
+	// with host A's disks gone its group would hold nothing either.
+	c.Eventually(10*time.Second, "both groups recorded the publisher's goodbye and every store caught up", func() bool {
 		for g := 1; g <= 2; g++ {
 			l := c.Leader(g)
 			if l == nil {
@@ -68,6 +70,12 @@ func replaceHostA(t *testing.T) (*clustertest.Cluster, map[string]storegroup.Mem
 			}
 			if info, ok, _ := l.Repository().Source("moved"); !ok || info.Session != "" {
 				return false
+			}
+			for _, m := range c.Members(g) {
+				s := c.Store(m.Name)
+				if s == nil || s.Status().CatchingUp || highSeq(t, s, "moved") != 1000 {
+					return false
+				}
 			}
 		}
 		return true

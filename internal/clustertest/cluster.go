@@ -51,6 +51,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LogLevel == nil {
 		o.LogLevel = slog.LevelWarn
+		if lvl, ok := envLogLevel(); ok {
+			o.LogLevel = lvl
+		}
 	}
 	if o.LeaderTimeout == 0 {
 		o.LeaderTimeout = 30 * time.Second
@@ -363,6 +366,21 @@ func (c *Cluster) Close() {
 		go func() { defer wg.Done(); _ = s.Abort() }()
 	}
 	wg.Wait()
+}
+
+// envLogLevel reads UMSTORE_TEST_LOG (debug, info, warn, error): the
+// level a test's stores log at when the test does not choose one, to
+// read a rare failure in full without editing the test.
+func envLogLevel() (slog.Level, bool) {
+	v := os.Getenv("UMSTORE_TEST_LOG")
+	if v == "" {
+		return 0, false
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(v)); err != nil {
+		return 0, false
+	}
+	return lvl, true
 }
 
 // testWriter sends logs to t.Log.
