@@ -28,7 +28,7 @@ func (s *Store) decideStart(ctx context.Context) (startDecision, error) {
 		}
 	}
 	for {
-		in := startInput{self: s.cfg.Name, group: s.cfg.Group, order: s.memberNames(), members: s.probe(ctx, s.otherMembers())}
+		in := startInput{self: s.cfg.Name, group: s.cfg.Group, order: s.memberNames(), preferred: s.cfg.PreferredMembers, members: s.probe(ctx, s.otherMembers())}
 		d := in.decide()
 		if d.kind == startAskOtherGroups {
 			in.others, in.othersAsked = s.probe(ctx, s.otherGroupsStores()), true

@@ -41,3 +41,16 @@ func TestLeadershipMovesToThePreferredHost(t *testing.T) {
 	c.StartStore("G1S3")
 	waitLeaderIs("G1S3", 30*time.Second)
 }
+
+// A new group is bootstrapped by its first member on the preferred host,
+// so it is led from there from its first election: with placement off
+// (no transfer can put it there), the preferred member leads.
+func TestNewGroupStartsOnThePreferredHost(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
+		cfg.PreferredHost, cfg.PreferredMembers = "B", []string{"G1S2", "G1S3"}
+		cfg.LeaderSettle = 0
+	}})
+	if l := c.WaitLeader(1, 20*time.Second); l.Name() != "G1S2" {
+		t.Fatalf("the new group's first leader is %s, want G1S2, the first member on its preferred host", l.Name())
+	}
+}

@@ -75,7 +75,13 @@ func (a memberAnswer) position() logPosition {
 type startInput struct {
 	self  string   // this store's name
 	group int      // its group's index
-	order []string // the group's members in the deployment's order: the first bootstraps a new group
+	order []string // the group's members in the deployment's order
+	// preferred are the members on the host the group prefers to be led
+	// from (Config.PreferredMembers): the first of them in the
+	// deployment's order bootstraps a new group, so that its first leader
+	// is already where leader placement would move it; with none, the
+	// first member does.
+	preferred []string
 	// members are the answers of the group's other members.
 	members []memberAnswer
 	// others are the answers of every store of the other groups; they are
@@ -102,9 +108,9 @@ type startInput struct {
 //   - every member answered empty: ask the other groups' stores. One that
 //     remembers this group's identity means the group existed and its data
 //     is gone: refuse (unless the operator accepted the loss). While any of
-//     them is silent, wait. Otherwise the group is new: the first member in
-//     the deployment's order bootstraps it, the others wait to be
-//     replicated to.
+//     them is silent, wait. Otherwise the group is new: its bootstrapper
+//     (the first member on its preferred host) creates it, the others wait
+//     to be replicated to.
 //
 // It never decides while a store whose answer could change the decision is
 // silent. The answers' order does not matter: they are taken by name.
@@ -172,13 +178,28 @@ func (in startInput) decideNewGroup() startDecision {
 	return in.newGroup()
 }
 
-// newGroup: the first member in the deployment's order bootstraps a
-// brand-new group, the others wait to be replicated to.
+// newGroup: the bootstrapper creates a brand-new group, the others wait
+// to be replicated to.
 func (in startInput) newGroup() startDecision {
-	if in.order[0] == in.self {
-		return startDecision{kind: startBootstrap}
+	if b := in.bootstrapper(); b != in.self {
+		return startDecision{kind: startJoinNew, from: b}
 	}
-	return startDecision{kind: startJoinNew, from: in.order[0]}
+	return startDecision{kind: startBootstrap}
+}
+
+// bootstrapper is the member that creates a new group: the first member,
+// in the deployment's order, on the group's preferred host, or the first
+// member when the group has no preference. Every member computes it from
+// the same deployment file. (Were two members ever to disagree, both
+// would bootstrap with the same configuration, which raft allows; the
+// group's identity is still created once, through its log.)
+func (in startInput) bootstrapper() string {
+	for _, name := range in.order {
+		if slices.Contains(in.preferred, name) {
+			return name
+		}
+	}
+	return in.order[0]
 }
 
 // byName returns the answers sorted by store name.

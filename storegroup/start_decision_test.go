@@ -18,7 +18,7 @@ import (
 // round per case, as decideStart runs it: the group's other members first,
 // then, only if the decision asks, the other groups' stores. A case reads
 //
-//	decide self=G1S1 members=(G1S1,G1S2,G1S3) [group=1] [accept-loss]
+//	decide self=G1S1 members=(G1S1,G1S2,G1S3) [group=1] [preferred=(G1S1,G1S2)] [accept-loss]
 //	G1S2 state term=3 index=120 [leader]
 //	G1S3 silent
 //	other G2S1 empty knows=(1:id1)
@@ -38,6 +38,7 @@ func TestStartDecisionScenarios(t *testing.T) {
 		d.ScanArgs(t, "self", &in.self)
 		d.ScanArgs(t, "members", &in.order)
 		d.MaybeScanArgs(t, "group", &in.group)
+		d.MaybeScanArgs(t, "preferred", &in.preferred)
 		acceptLoss := d.HasArg("accept-loss")
 		var others []memberAnswer
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
