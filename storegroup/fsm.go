@@ -38,6 +38,12 @@ type fsm struct {
 	// checksums it carries: this store's copy of the log is damaged, and
 	// its files are marked so that it rejoins.
 	onLogDamaged func(error)
+	// onRepoDamaged hears of a batch the repository refused because what
+	// it holds is not what it wrote (a message run or a count that does
+	// not decode, repository.ErrFormat): its file is damaged, and the
+	// files are marked so that the next start moves them aside and the
+	// store rejoins, instead of replaying into the same damage forever.
+	onRepoDamaged func(error)
 
 	mu     sync.Mutex
 	failed error
@@ -106,15 +112,24 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 // fail records that the batch could not be applied, stops the store, and
 // answers every entry of the batch with the error.
 func (f *fsm) fail(logs []*raft.Log, cause error) []any {
-	err := fmt.Errorf("store %s: %w: entries %d..%d: %v; fix the cause and start the store again: it replays them", f.store, ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, cause)
+	logDamaged := errors.Is(cause, repository.ErrCorrupt) && f.onLogDamaged != nil
+	repoDamaged := errors.Is(cause, repository.ErrFormat) && !errors.Is(cause, repository.ErrNewerFormat) &&
+		f.onRepoDamaged != nil && f.repo.Fault() == nil
+	err := fmt.Errorf("store %s: %w: entries %d..%d: %v", f.store, ErrStoreFailed, logs[0].Index, logs[len(logs)-1].Index, cause)
+	if !logDamaged && !repoDamaged {
+		// Damaged files get fileFailed's advice (they are moved aside).
+		err = fmt.Errorf("%w; fix the cause and start the store again: it replays them", err)
+	}
 	f.mu.Lock()
 	f.failed = err
 	f.mu.Unlock()
 	// A fault in the repository's file has stopped the store already, with
 	// a message naming the file (Options.OnFault, fileFaulted).
 	switch {
-	case errors.Is(cause, repository.ErrCorrupt) && f.onLogDamaged != nil:
+	case logDamaged:
 		go f.onLogDamaged(err)
+	case repoDamaged:
+		go f.onRepoDamaged(err)
 	case f.onFatal != nil && f.repo.Fault() == nil:
 		go f.onFatal(err)
 	}

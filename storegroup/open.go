@@ -190,7 +190,8 @@ func (s *Store) openFiles() error {
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, repo: s.repo, metrics: s.metrics}
 	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock,
-		onLogDamaged: func(err error) { s.fileFailed(raftPath, err, true) }}
+		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
+		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
 		return err
 	}
