@@ -384,10 +384,13 @@ func (c *cluster) deploymentStatus(ctx context.Context) ([]groupState, bool, err
 }
 
 // restored reports whether the deployment is whole again: every store up,
-// every group with a leader, publishing possible, and no store of either
-// host still catching up, waiting to join, or failed. The string says what
-// is missing.
-func (c *cluster) restored(ctx context.Context) (bool, string) {
+// every group with a leader, publishing possible, no store of either host
+// still catching up, waiting to join, or failed, and every store applied
+// through what its group's leader had applied when the wait first saw it
+// (marks, by group: a store that came back and has not replayed what it
+// missed is not whole yet, and may still meet damage in what it replays).
+// The string says what is missing.
+func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (bool, string) {
 	for _, h := range c.hosts {
 		if !h.running() {
 			return false, "host " + h.name + " is not running"
@@ -410,6 +413,7 @@ func (c *cluster) restored(ctx context.Context) (bool, string) {
 			}
 		}
 	}
+	var all []storeStatus
 	for _, h := range c.hosts {
 		sts, err := h.status(ctx)
 		if err != nil {
@@ -420,19 +424,71 @@ func (c *cluster) restored(ctx context.Context) (bool, string) {
 				return false, fmt.Sprintf("store %s: catching_up=%v waiting_to_join=%v error=%q", s.Name, s.CatchingUp, s.WaitingToJoin, s.Error)
 			}
 		}
+		all = append(all, sts...)
+	}
+	for _, s := range all {
+		if s.State == "Leader" && marks[s.Group] == 0 {
+			marks[s.Group] = s.AppliedIndex
+		}
+	}
+	for _, s := range all {
+		if s.AppliedIndex < marks[s.Group] {
+			return false, fmt.Sprintf("store %s applied through %d, its group's leader had applied %d", s.Name, s.AppliedIndex, marks[s.Group])
+		}
 	}
 	return true, ""
+}
+
+// restartDamaged does what the operator guide says for a store that
+// stopped itself because its files are damaged (it left damaged.json in
+// its data directory): restart its host's daemon, whose next start moves
+// the files aside and rejoins the store empty (docs/operations.md, "A
+// failed store"). It restarts each host at most once per wait (done) and
+// reports whether it restarted one.
+func (c *cluster) restartDamaged(ctx context.Context, done map[string]bool) bool {
+	restarted := false
+	for _, h := range c.hosts {
+		if done[h.name] || !h.running() {
+			continue
+		}
+		sts, err := h.status(ctx)
+		if err != nil {
+			continue
+		}
+		for _, s := range sts {
+			if s.Error == "" {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(h.dataDir, s.Name, "damaged.json")); err != nil {
+				continue
+			}
+			done[h.name] = true
+			why := fmt.Sprintf("operator restart: store %s stopped itself for damaged files", s.Name)
+			c.log.Warn("restarting a host daemon, as the operator guide says for a store stopped by damaged files", "host", h.name, "store", s.Name, "err", s.Error)
+			h.stop()
+			if err := h.start(why); err != nil {
+				c.log.Error("restart after damage failed", "host", h.name, "err", err)
+			}
+			restarted = true
+			break
+		}
+	}
+	return restarted
 }
 
 // waitRestored waits until restored holds, at most timeout.
 func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var why string
+	marks, restarts := map[int]uint64{}, map[string]bool{}
 	for {
 		var ok bool
-		ok, why = c.restored(ctx)
+		ok, why = c.restored(ctx, marks)
 		if ok {
 			return nil
+		}
+		if c.restartDamaged(ctx, restarts) {
+			clear(marks) // the restarted stores' groups' leaders may have moved
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not restored after %v: %s", timeout, why)
