@@ -21,6 +21,12 @@ func clockOffset(w http.ResponseWriter, _ *http.Request) {
 	writeClock(w, clockState{Offset: wallclock.Offset().String(), Now: wallclock.Now().UTC().Format(time.RFC3339Nano)})
 }
 
+// maxClockOffset bounds a step: a year either way covers every real
+// clock fault (a wrong timezone, a lost RTC, an NTP step), while far
+// larger offsets take the stamps written into logs and files past what
+// Unix nanoseconds can hold (the year 2262).
+const maxClockOffset = 366 * 24 * time.Hour
+
 // clockStep sets this process's wall clock offset to the form value
 // offset (a Go duration: "90m", "-2h", "0s" to put it back), standing in
 // for a host whose clock is stepped.
@@ -29,6 +35,10 @@ func clockStep(log *slog.Logger) http.HandlerFunc {
 		d, err := time.ParseDuration(r.FormValue("offset"))
 		if err != nil {
 			http.Error(w, fmt.Sprintf("offset: %v (give a Go duration such as 90m, -2h or 0s)", err), http.StatusBadRequest)
+			return
+		}
+		if d > maxClockOffset || d < -maxClockOffset {
+			http.Error(w, fmt.Sprintf("offset %v is more than a year (%v) either way: give a smaller one", d, maxClockOffset), http.StatusBadRequest)
 			return
 		}
 		prev := wallclock.Set(d)

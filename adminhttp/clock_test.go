@@ -13,7 +13,8 @@ import (
 )
 
 // The clock is stepped only through a server started with Options.Clock;
-// a step is answered with the offset it replaced, a bad offset is refused,
+// a step is answered with the offset it replaced, a bad offset or one
+// over a year either way is refused,
 // and 0s puts the clock back.
 func TestClockStepOnlyWithTheFlag(t *testing.T) {
 	t.Cleanup(func() { wallclock.Set(0) })
@@ -34,6 +35,10 @@ func TestClockStepOnlyWithTheFlag(t *testing.T) {
 		{"90m", http.StatusOK, "0s", 90 * time.Minute},
 		{"-2h", http.StatusOK, "1h30m0s", -2 * time.Hour},
 		{"soon", http.StatusBadRequest, "", -2 * time.Hour},
+		{"9000h", http.StatusBadRequest, "", -2 * time.Hour},  // over a year
+		{"-9000h", http.StatusBadRequest, "", -2 * time.Hour}, // likewise
+		{"8784h", http.StatusOK, "-2h0m0s", 8784 * time.Hour}, // a year exactly
+		{"-2h", http.StatusOK, "8784h0m0s", -2 * time.Hour},
 		{"0s", http.StatusOK, "-2h0m0s", 0},
 	}
 	for _, s := range steps {
