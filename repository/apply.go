@@ -61,9 +61,24 @@ type PublishResult struct {
 	FirstConflict uint64
 	// BelowRetention counts messages at or below the source's TrimmedThrough:
 	// released by retention, so not stored again (a resend, or a repair from
-	// a group that still holds them). No-ops like Duplicates, and like them
-	// still acknowledged; not counted in Duplicates.
+	// a group that still holds them). No-ops like Duplicates; not counted
+	// in Duplicates.
 	BelowRetention int
+	// Lost are the ranges of those the group does not know it held: it
+	// never did (they were in a gap when released), or its record of the
+	// released gaps no longer reaches back to them. The others were held
+	// until retention released them: stable in the group, as a duplicate
+	// is. In order, within [FirstSeq, LastSeq].
+	Lost []Range
+}
+
+// addLost adds seq, above every lost number so far, to pr.Lost.
+func (pr *PublishResult) addLost(seq uint64) {
+	if n := len(pr.Lost); n > 0 && pr.Lost[n-1].To+1 == seq {
+		pr.Lost[n-1].To = seq
+		return
+	}
+	pr.Lost = append(pr.Lost, Range{From: seq, To: seq})
 }
 
 // InitGroupResult says whether the group identity was recorded.

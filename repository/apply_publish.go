@@ -91,6 +91,9 @@ func (a *applier) publish(c Publish, res *Result) error {
 		run = i + 1
 		if seq <= src.state.TrimmedThrough {
 			pr.BelowRetention++
+			if !src.state.heldReleased(seq) {
+				pr.addLost(seq)
+			}
 			continue
 		}
 		pr.Duplicates++

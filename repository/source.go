@@ -54,7 +54,23 @@ type sourceState struct {
 	// "" and 0 if none ever did.
 	ExpiredSession  string
 	ExpiredUnixNano int64
+	// ReleasedGaps are the gaps retention released: the numbers at or
+	// below TrimmedThrough the group never held, oldest first, at most
+	// maxReleasedGaps of them. ReleasedFloor bounds what they say: for a
+	// number at or below it the record was not kept (older gaps dropped
+	// past the limit, or a state written before the record existed), so
+	// whether the group held it is not known. Every other number at or
+	// below TrimmedThrough was held until retention released it: a
+	// publisher that sends it again (its Ack was lost on the way) is told
+	// it was stable, not that it is lost.
+	ReleasedGaps  []Range
+	ReleasedFloor uint64
 }
+
+// maxReleasedGaps bounds the released gaps a source's state records: a
+// publisher only sends again what it sent recently, so the newest are
+// the ones that matter.
+const maxReleasedGaps = 64
 
 // storedState is sourceState as written to the file: a msgpack map with
 // short keys, so fields can be added without a format change (absent keys
@@ -76,20 +92,47 @@ type storedState struct {
 	// no "es" and "et" keys, meaning no session ever expired.
 	ExpiredSession  string `msgpack:"es,omitempty"`
 	ExpiredUnixNano int64  `msgpack:"et,omitempty"`
+	// Added with the released gaps: "rk" is written by a binary that keeps
+	// them for every state that was ever trimmed, so a trimmed state
+	// without it (written before, or by an older binary, which drops the
+	// keys when it rewrites the state) has no record: its floor is its
+	// TrimmedThrough. A state never trimmed needs none, and encodes as
+	// before.
+	ReleasedKept  bool        `msgpack:"rk,omitempty"`
+	ReleasedGaps  [][2]uint64 `msgpack:"rg,omitempty"`
+	ReleasedFloor uint64      `msgpack:"rf,omitempty"`
+}
+
+func rangesOut(rs []Range) [][2]uint64 {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([][2]uint64, len(rs))
+	for i, g := range rs {
+		out[i] = [2]uint64{g.From, g.To}
+	}
+	return out
+}
+
+func rangesIn(rs [][2]uint64) []Range {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Range, len(rs))
+	for i, g := range rs {
+		out[i] = Range{From: g[0], To: g[1]}
+	}
+	return out
 }
 
 func encodeState(s *sourceState) ([]byte, error) {
 	st := storedState{
 		HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Bytes: s.Bytes,
+		Gaps:    rangesOut(s.Gaps),
 		Session: s.Session, Created: s.Created, LastRegister: s.LastRegister,
 		TrimmedThrough: s.TrimmedThrough,
 		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
-	}
-	if len(s.Gaps) > 0 {
-		st.Gaps = make([][2]uint64, len(s.Gaps))
-		for i, g := range s.Gaps {
-			st.Gaps[i] = [2]uint64{g.From, g.To}
-		}
+		ReleasedKept: s.TrimmedThrough > 0, ReleasedGaps: rangesOut(s.ReleasedGaps), ReleasedFloor: s.ReleasedFloor,
 	}
 	return msgpack.Marshal(&st)
 }
@@ -101,15 +144,14 @@ func decodeState(b []byte) (sourceState, error) {
 	}
 	s := sourceState{
 		HighSeq: st.HighSeq, LowSeq: st.LowSeq, Count: st.Count, Bytes: st.Bytes,
+		Gaps:    rangesIn(st.Gaps),
 		Session: st.Session, Created: st.Created, LastRegister: st.LastRegister,
 		TrimmedThrough: st.TrimmedThrough,
 		ExpiredSession: st.ExpiredSession, ExpiredUnixNano: st.ExpiredUnixNano,
+		ReleasedGaps: rangesIn(st.ReleasedGaps), ReleasedFloor: st.ReleasedFloor,
 	}
-	if len(st.Gaps) > 0 {
-		s.Gaps = make([]Range, len(st.Gaps))
-		for i, g := range st.Gaps {
-			s.Gaps[i] = Range{From: g[0], To: g[1]}
-		}
+	if !st.ReleasedKept {
+		s.ReleasedGaps, s.ReleasedFloor = nil, s.TrimmedThrough
 	}
 	return s, nil
 }
@@ -162,14 +204,19 @@ func (s *sourceState) fillGap(seq uint64) bool {
 	return true
 }
 
-// releaseGaps forgets the gaps at or below through, clipping one that
-// straddles it, and records through as the new TrimmedThrough. through must be
-// above the current TrimmedThrough and at most HighSeq. Count, Bytes and
-// LowSeq are the caller's: they depend on the messages actually deleted.
+// releaseGaps moves the gaps at or below through to the released gaps,
+// splitting one that straddles it, and records through as the new
+// TrimmedThrough. through must be above the current TrimmedThrough and at
+// most HighSeq. Count, Bytes and LowSeq are the caller's: they depend on
+// the messages actually deleted.
 func (s *sourceState) releaseGaps(through uint64) {
 	i := sort.Search(len(s.Gaps), func(i int) bool { return s.Gaps[i].To > through })
+	for _, g := range s.Gaps[:i] {
+		s.recordReleasedGap(g)
+	}
 	kept := s.Gaps[i:]
 	if len(kept) > 0 && kept[0].From <= through {
+		s.recordReleasedGap(Range{From: kept[0].From, To: through})
 		kept[0].From = through + 1
 	}
 	if len(kept) == 0 {
@@ -178,6 +225,34 @@ func (s *sourceState) releaseGaps(through uint64) {
 		s.Gaps = append(s.Gaps[:0], kept...)
 	}
 	s.TrimmedThrough = through
+}
+
+// recordReleasedGap appends g (above every released gap) to the record,
+// dropping the oldest past maxReleasedGaps and raising the floor over it.
+func (s *sourceState) recordReleasedGap(g Range) {
+	if g.To <= s.ReleasedFloor {
+		return
+	}
+	g.From = max(g.From, s.ReleasedFloor+1)
+	if n := len(s.ReleasedGaps); n > 0 && s.ReleasedGaps[n-1].To+1 == g.From {
+		s.ReleasedGaps[n-1].To = g.To
+		return
+	}
+	s.ReleasedGaps = append(s.ReleasedGaps, g)
+	if len(s.ReleasedGaps) > maxReleasedGaps {
+		s.ReleasedFloor = s.ReleasedGaps[0].To
+		s.ReleasedGaps = append(s.ReleasedGaps[:0], s.ReleasedGaps[1:]...)
+	}
+}
+
+// heldReleased reports whether seq, at or below TrimmedThrough, is known
+// to have been held until retention released it.
+func (s *sourceState) heldReleased(seq uint64) bool {
+	if seq > s.TrimmedThrough || seq <= s.ReleasedFloor {
+		return false
+	}
+	i := sort.Search(len(s.ReleasedGaps), func(i int) bool { return s.ReleasedGaps[i].To >= seq })
+	return i == len(s.ReleasedGaps) || s.ReleasedGaps[i].From > seq
 }
 
 // holds reports whether seq is held.

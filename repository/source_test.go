@@ -59,19 +59,20 @@ func TestSourceStateAdmit(t *testing.T) {
 
 func TestSourceStateReleaseGaps(t *testing.T) {
 	tests := []struct {
-		name     string
-		gaps     []Range
-		through  uint64
-		wantGaps []Range
+		name         string
+		gaps         []Range
+		through      uint64
+		wantGaps     []Range
+		wantReleased []Range // the released gaps recorded (TrimmedThrough was 1, nothing recorded)
 	}{
-		{"no gaps", nil, 5, nil},
-		{"all below", []Range{{2, 3}, {5, 6}}, 8, nil},
-		{"ends at through", []Range{{2, 3}, {5, 8}}, 8, nil},
-		{"straddles", []Range{{2, 3}, {5, 9}, {12, 14}}, 7, []Range{{8, 9}, {12, 14}}},
-		{"straddles by one", []Range{{5, 9}}, 8, []Range{{9, 9}}},
-		{"starts at through", []Range{{2, 3}, {7, 9}}, 7, []Range{{8, 9}}},
-		{"all above", []Range{{5, 6}, {9, 9}}, 4, []Range{{5, 6}, {9, 9}}},
-		{"from 1 (joined late)", []Range{{1, 9}}, 3, []Range{{4, 9}}},
+		{"no gaps", nil, 5, nil, nil},
+		{"all below", []Range{{2, 3}, {5, 6}}, 8, nil, []Range{{2, 3}, {5, 6}}},
+		{"ends at through", []Range{{2, 3}, {5, 8}}, 8, nil, []Range{{2, 3}, {5, 8}}},
+		{"straddles", []Range{{2, 3}, {5, 9}, {12, 14}}, 7, []Range{{8, 9}, {12, 14}}, []Range{{2, 3}, {5, 7}}},
+		{"straddles by one", []Range{{5, 9}}, 8, []Range{{9, 9}}, []Range{{5, 8}}},
+		{"starts at through", []Range{{2, 3}, {7, 9}}, 7, []Range{{8, 9}}, []Range{{2, 3}, {7, 7}}},
+		{"all above", []Range{{5, 6}, {9, 9}}, 4, []Range{{5, 6}, {9, 9}}, nil},
+		{"from 1 (joined late)", []Range{{1, 9}}, 3, []Range{{4, 9}}, []Range{{1, 3}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,20 +81,81 @@ func TestSourceStateReleaseGaps(t *testing.T) {
 			if !reflect.DeepEqual(s.Gaps, tt.wantGaps) {
 				t.Errorf("gaps = %v, want %v", s.Gaps, tt.wantGaps)
 			}
+			if !reflect.DeepEqual(s.ReleasedGaps, tt.wantReleased) {
+				t.Errorf("released gaps = %v, want %v", s.ReleasedGaps, tt.wantReleased)
+			}
 			if s.TrimmedThrough != tt.through {
 				t.Errorf("TrimmedThrough = %d, want %d", s.TrimmedThrough, tt.through)
 			}
 			// At or below the point released, nothing is held and nothing
-			// is admitted again, even by code that ignores TrimmedThrough.
+			// is admitted again, even by code that ignores TrimmedThrough;
+			// what was not in a gap was held until then.
+			inGap := func(seq uint64) bool {
+				for _, g := range tt.gaps {
+					if g.From <= seq && seq <= g.To {
+						return true
+					}
+				}
+				return false
+			}
 			for seq := uint64(1); seq <= tt.through; seq++ {
 				if s.holds(seq) {
 					t.Errorf("holds(%d) after releasing through %d", seq, tt.through)
+				}
+				if got, want := s.heldReleased(seq), !inGap(seq); got != want {
+					t.Errorf("heldReleased(%d) = %v after releasing through %d, want %v", seq, got, tt.through, want)
 				}
 				if store, _ := s.admit(seq, 1); store {
 					t.Errorf("admit(%d) stores a message released through %d", seq, tt.through)
 				}
 			}
+			if s.heldReleased(tt.through + 1) {
+				t.Errorf("heldReleased(%d): above what was released", tt.through+1)
+			}
 		})
+	}
+}
+
+// The released gaps' record keeps the newest maxReleasedGaps; below the
+// oldest kept, whether a number was held is not known, and it counts as
+// not held (a resend of it is answered lost, as before the record).
+func TestSourceStateReleasedGapsAreBounded(t *testing.T) {
+	var s sourceState
+	n := uint64(maxReleasedGaps + 10)
+	for i := uint64(0); i < n; i++ {
+		s.Gaps = append(s.Gaps, Range{From: 10*i + 5, To: 10*i + 6}) // 5,6 15,16 ...
+	}
+	s.HighSeq = 10 * n
+	for through := uint64(10); through <= 10*n; through += 10 { // one gap per trim
+		s.releaseGaps(through)
+	}
+	if len(s.ReleasedGaps) != maxReleasedGaps {
+		t.Fatalf("%d released gaps recorded, want %d", len(s.ReleasedGaps), maxReleasedGaps)
+	}
+	floor := 10*(n-maxReleasedGaps-1) + 6 // the last gap dropped ends there
+	if s.ReleasedFloor != floor {
+		t.Fatalf("floor %d, want %d", s.ReleasedFloor, floor)
+	}
+	for _, tc := range []struct {
+		seq  uint64
+		held bool
+	}{
+		{1, false}, {floor, false}, // below the record: unknown
+		{floor + 1, true}, {floor + 8, true}, // held, above the floor
+		{floor + 9, false},                // the oldest recorded gap
+		{10 * n, true}, {10*n - 4, false}, // the newest
+	} {
+		if got := s.heldReleased(tc.seq); got != tc.held {
+			t.Errorf("heldReleased(%d) = %v, want %v", tc.seq, got, tc.held)
+		}
+	}
+	b, err := encodeState(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := decodeState(b)
+	if err != nil || !reflect.DeepEqual(again.ReleasedGaps, s.ReleasedGaps) || again.ReleasedFloor != s.ReleasedFloor {
+		t.Fatalf("decoded released gaps %v floor %d (%v), want %v floor %d", again.ReleasedGaps, again.ReleasedFloor, err, s.ReleasedGaps, s.ReleasedFloor)
 	}
 }
 

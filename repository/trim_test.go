@@ -183,12 +183,12 @@ func TestApplyTrim(t *testing.T) {
 			cmds: []any{
 				sized("a", 10, 2, 1), // gap [1,9]
 				Trim{Source: "a", Through: 5},
-				sized("a", 3, 6, 1), // 3..5 released, 6..8 fill the gap
+				sized("a", 3, 6, 1), // 3..5 released (never held: lost), 6..8 fill the gap
 			},
 			wants: []want{
 				{Publish: &PublishResult{Source: "a", FirstSeq: 10, LastSeq: 11, Stored: 2, HighSeq: 11, NewGap: &Range{1, 9}}},
 				{Trim: &TrimResult{Source: "a", Through: 5, Advanced: true, LowSeq: 10}},
-				{Publish: &PublishResult{Source: "a", FirstSeq: 3, LastSeq: 8, Stored: 3, HighSeq: 11, BelowRetention: 3}},
+				{Publish: &PublishResult{Source: "a", FirstSeq: 3, LastSeq: 8, Stored: 3, HighSeq: 11, BelowRetention: 3, Lost: []Range{{3, 5}}}},
 			},
 			sources: []SourceInfo{{Name: "a", HighSeq: 11, LowSeq: 6, Count: 5, Bytes: 5, Gaps: []Range{{9, 9}}, TrimmedThrough: 5}},
 			held:    map[string][]uint64{"a": {6, 7, 8, 10, 11}},
@@ -386,7 +386,8 @@ func TestTrimSurvivesReopen(t *testing.T) {
 	// And retention goes on from where it was.
 	res := mustApply(t, r, logOf(5, sized("a", 10, 5, 4), Trim{Source: "a", Through: 11}, Trim{Source: "a", Through: 14}))
 	checkResults(t, res, []want{
-		{Publish: &PublishResult{Source: "a", FirstSeq: 10, LastSeq: 14, Stored: 2, HighSeq: 15, BelowRetention: 3}},
+		// 10 was held until released; 11 and 12 were released in a gap.
+		{Publish: &PublishResult{Source: "a", FirstSeq: 10, LastSeq: 14, Stored: 2, HighSeq: 15, BelowRetention: 3, Lost: []Range{{11, 12}}}},
 		{Trim: &TrimResult{Source: "a", Through: 12, LowSeq: 13}},
 		{Trim: &TrimResult{Source: "a", Through: 14, Advanced: true, Dropped: 2, DroppedBytes: 8, LowSeq: 15}},
 	})

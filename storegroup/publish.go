@@ -341,40 +341,43 @@ func (cs *clientServer) applied(req wire.Message, f raft.ApplyFuture) wire.Messa
 
 // publishAnswer answers the Publish frame req, which may have been proposed
 // together with others: an Ack of req's own range, or a Nak when some of it
-// is lost (lostRange).
+// is lost (lostRanges).
 func publishAnswer(req wire.Message, p *repository.PublishResult) wire.Message {
 	ack := publishAck(req, p)
-	lost, ok := lostRange(p)
-	if !ok {
+	var lost []wire.Range
+	for _, r := range lostRanges(p) {
+		if from, to := max(r.From, ack.FirstSeq), min(r.To, ack.LastSeq); from <= to {
+			lost = append(lost, wire.Range{From: from, To: to})
+		}
+	}
+	if len(lost) == 0 {
 		return ack
 	}
-	from, to := max(lost.From, ack.FirstSeq), min(lost.To, ack.LastSeq)
-	if from > to {
-		return ack
-	}
-	return &wire.Nak{ReqID: ack.ReqID, Source: ack.Source, FirstSeq: ack.FirstSeq, LastSeq: ack.LastSeq, HighSeq: ack.HighSeq,
-		Lost: []wire.Range{{From: from, To: to}}}
+	return &wire.Nak{ReqID: ack.ReqID, Source: ack.Source, FirstSeq: ack.FirstSeq, LastSeq: ack.LastSeq, HighSeq: ack.HighSeq, Lost: lost}
 }
 
-// lostRange is what the group knows it has lost of an entry's range (UM's
+// lostRanges is what the group knows it has lost of an entry's range (UM's
 // stability NAK): the sequence numbers at or below what retention released
-// for the source (TrimmedThrough). The group does not hold them and will
-// never store them again, so an Ack, which says they are stable in the
-// group, would not be true. Apply reports them (BelowRetention), always a
-// prefix of the entry's range since TrimmedThrough does not move within
-// one entry, so the answer is as deterministic as the apply it comes from.
+// for the source (TrimmedThrough) that the group never held. It does not
+// hold them and will never store them again, so an Ack, which says they
+// are stable in the group, would not be true. Apply reports them
+// (PublishResult.Lost), so the answer is as deterministic as the apply it
+// comes from.
 //
-// Everything else of the entry is acknowledged as before: a sequence
-// number the group holds is a no-op, acknowledged however often it is
-// sent again. A number retention released after this group had
-// acknowledged it is reported lost too, should the publisher send it again
-// (its Ack was lost on the way and the group released it since): it is no
-// longer held, which is what the publisher learns.
-func lostRange(p *repository.PublishResult) (wire.Range, bool) {
-	if p.BelowRetention <= 0 {
-		return wire.Range{}, false
+// Everything else of the entry is acknowledged: a sequence number the
+// group holds is a no-op, acknowledged however often it is sent again,
+// and so is one the group held until retention released it (the
+// publisher's Ack was lost on the way, and a receiver-paced source's
+// receivers consumed it meanwhile): it was stable in the group. Only
+// where the group's record of released gaps no longer reaches (it keeps
+// the newest) is such a number reported lost, since whether it was held
+// is not known.
+func lostRanges(p *repository.PublishResult) []wire.Range {
+	out := make([]wire.Range, len(p.Lost))
+	for i, r := range p.Lost {
+		out[i] = wire.Range{From: r.From, To: r.To}
 	}
-	return wire.Range{From: p.FirstSeq, To: p.FirstSeq + uint64(p.BelowRetention) - 1}, true
+	return out
 }
 
 // publishAck acknowledges the Publish frame req, which may have been

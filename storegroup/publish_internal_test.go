@@ -3,6 +3,7 @@ package storegroup
 import (
 	"log/slog"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,22 +98,27 @@ func TestPublishAckOfAMergedFrame(t *testing.T) {
 	}
 }
 
-// A frame reaching at or below what retention released is answered with a
-// Nak naming its own part of the released prefix; a frame of the same
-// entry above it is acknowledged.
+// A frame reaching into what retention released while the group never
+// held it is answered with a Nak naming its own part of it (as many
+// ranges as it meets); what the group held until retention released it,
+// and a frame of the same entry above it, are acknowledged.
 func TestPublishAnswerNaksWhatRetentionReleased(t *testing.T) {
-	// Entry 1..30 of which 1..15 were at or below TrimmedThrough.
-	entry := &repository.PublishResult{Source: "s", FirstSeq: 1, LastSeq: 30, HighSeq: 30, BelowRetention: 15, Duplicates: 15}
+	// Entry 1..30 of which 1..15 were at or below TrimmedThrough, 3..12
+	// and 14..15 of them released while in a gap.
+	entry := &repository.PublishResult{Source: "s", FirstSeq: 1, LastSeq: 30, HighSeq: 30, BelowRetention: 15, Duplicates: 15,
+		Lost: []repository.Range{{From: 3, To: 12}, {From: 14, To: 15}}}
 	frame := func(first uint64, n int) *wire.Publish {
 		return &wire.Publish{ReqID: first, Source: "s", FirstSeq: first, Payloads: make([][]byte, n)}
 	}
 	tests := []struct {
 		name string
 		req  *wire.Publish
-		lost *wire.Range // nil: an Ack
+		lost []wire.Range // nil: an Ack
 	}{
-		{"frame inside the released part", frame(1, 10), &wire.Range{From: 1, To: 10}},
-		{"frame across the trim", frame(11, 10), &wire.Range{From: 11, To: 15}},
+		{"frame inside the released part", frame(1, 10), []wire.Range{{From: 3, To: 10}}},
+		{"frame across the trim", frame(11, 10), []wire.Range{{From: 11, To: 12}, {From: 14, To: 15}}},
+		{"frame of held, released numbers", frame(1, 2), nil},
+		{"frame of one held, released number", frame(13, 1), nil},
 		{"frame above it", frame(21, 10), nil},
 		{"frame starting right after it", frame(16, 1), nil},
 	}
@@ -122,12 +128,12 @@ func TestPublishAnswerNaksWhatRetentionReleased(t *testing.T) {
 			case *wire.Nak:
 				last := tt.req.FirstSeq + uint64(len(tt.req.Payloads)) - 1
 				if tt.lost == nil || m.ReqID != tt.req.ReqID || m.FirstSeq != tt.req.FirstSeq || m.LastSeq != last || m.HighSeq != 30 ||
-					len(m.Lost) != 1 || m.Lost[0] != *tt.lost {
+					!slices.Equal(m.Lost, tt.lost) {
 					t.Fatalf("answer %+v, want lost %v", m, tt.lost)
 				}
 			case *wire.Ack:
 				if tt.lost != nil {
-					t.Fatalf("answer %+v, want a Nak of %v", m, *tt.lost)
+					t.Fatalf("answer %+v, want a Nak of %v", m, tt.lost)
 				}
 			default:
 				t.Fatalf("answer %#v", m)
