@@ -65,3 +65,18 @@ func (a *ackWait) healthy(d time.Duration) {
 func (a *ackWait) leaderGone() {
 	a.current, a.stalledAt = a.base, ""
 }
+
+// reprobeEvery is how often a grown bound's silence, quiet so far, is put
+// to the other members again (groupclient.LeaderElsewhere): every quarter
+// of the base bound while the silence is young, since an election after a
+// real loss ends within about two base bounds of it and a probe that came
+// a moment too early must not leave the publisher waiting a whole base
+// bound more (the chaos suite's pause-host: 2.9 s where the election took
+// 1.3 s); every base bound after that, since a slow leader may stay
+// silent for long and each probe is a connection to each other member.
+func reprobeEvery(quiet, base time.Duration) time.Duration {
+	if quiet < 3*base {
+		return base / 4
+	}
+	return base
+}

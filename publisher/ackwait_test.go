@@ -37,3 +37,23 @@ func TestAckWaitBacksOffForASlowLeaderOnly(t *testing.T) {
 		t.Fatalf("after many stalls of one leader the bound is %v, want %v", a.current, maxAckBackoff*base)
 	}
 }
+
+// A young silence is put to the other members every quarter of the base
+// bound, so that an election that ends just after a probe is found within
+// a quarter bound; a long one every base bound.
+func TestReprobeEvery(t *testing.T) {
+	base := time.Second
+	for _, tc := range []struct {
+		quiet, want time.Duration
+	}{
+		{time.Second, 250 * time.Millisecond},
+		{1300 * time.Millisecond, 250 * time.Millisecond},
+		{2999 * time.Millisecond, 250 * time.Millisecond},
+		{3 * time.Second, time.Second},
+		{15 * time.Second, time.Second},
+	} {
+		if got := reprobeEvery(tc.quiet, base); got != tc.want {
+			t.Errorf("reprobeEvery(%v, %v) = %v, want %v", tc.quiet, base, got, tc.want)
+		}
+	}
+}

@@ -355,7 +355,7 @@ func (g *group) stream(c *wire.Conn) error {
 		g.mu.Lock()
 		quiet := time.Since(g.lastHeard)
 		g.mu.Unlock()
-		if probing || bound <= base || quiet < base || time.Since(probedAt) < base {
+		if probing || bound <= base || quiet < base || time.Since(probedAt) < reprobeEvery(quiet, base) {
 			return
 		}
 		leader := g.client.Leader()
