@@ -389,27 +389,28 @@ func (c *cluster) deploymentStatus(ctx context.Context) ([]groupState, bool, err
 // through what its group's leader had applied when the wait first saw it
 // (marks, by group: a store that came back and has not replayed what it
 // missed is not whole yet, and may still meet damage in what it replays).
-// The string says what is missing.
-func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (bool, string) {
+// The string says what is missing; failed names a store that stopped
+// itself, when that is what is missing.
+func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (ok bool, why string, failed *stoppedStore) {
 	for _, h := range c.hosts {
 		if !h.running() {
-			return false, "host " + h.name + " is not running"
+			return false, "host " + h.name + " is not running", nil
 		}
 	}
 	groups, publishing, err := c.deploymentStatus(ctx)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), nil
 	}
 	if !publishing {
-		return false, "umstored status says publishing is not possible"
+		return false, "umstored status says publishing is not possible", nil
 	}
 	for _, g := range groups {
 		if g.Leader == "" {
-			return false, fmt.Sprintf("group %d has no leader", g.Index)
+			return false, fmt.Sprintf("group %d has no leader", g.Index), nil
 		}
 		for _, s := range g.Stores {
 			if s.State != "up" && s.State != "leader" {
-				return false, fmt.Sprintf("store %s is %s", s.Name, s.State)
+				return false, fmt.Sprintf("store %s is %s", s.Name, s.State), nil
 			}
 		}
 	}
@@ -417,11 +418,15 @@ func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (bool, str
 	for _, h := range c.hosts {
 		sts, err := h.status(ctx)
 		if err != nil {
-			return false, err.Error()
+			return false, err.Error(), nil
 		}
 		for _, s := range sts {
 			if s.CatchingUp || s.WaitingToJoin || s.Error != "" {
-				return false, fmt.Sprintf("store %s: catching_up=%v waiting_to_join=%v error=%q", s.Name, s.CatchingUp, s.WaitingToJoin, s.Error)
+				why := fmt.Sprintf("store %s: catching_up=%v waiting_to_join=%v error=%q", s.Name, s.CatchingUp, s.WaitingToJoin, s.Error)
+				if s.Error != "" {
+					failed = &stoppedStore{host: h, name: s.Name, err: s.Error}
+				}
+				return false, why, failed
 			}
 		}
 		all = append(all, sts...)
@@ -433,10 +438,16 @@ func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (bool, str
 	}
 	for _, s := range all {
 		if s.AppliedIndex < marks[s.Group] {
-			return false, fmt.Sprintf("store %s applied through %d, its group's leader had applied %d", s.Name, s.AppliedIndex, marks[s.Group])
+			return false, fmt.Sprintf("store %s applied through %d, its group's leader had applied %d", s.Name, s.AppliedIndex, marks[s.Group]), nil
 		}
 	}
-	return true, ""
+	return true, "", nil
+}
+
+// stoppedStore is a store that stopped itself, as its host's status said.
+type stoppedStore struct {
+	host      *host
+	name, err string
 }
 
 // restartDamaged does what the operator guide says for a store that
@@ -445,35 +456,20 @@ func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (bool, str
 // the files aside and rejoins the store empty (docs/operations.md, "A
 // failed store"). It restarts each host at most once per wait (done) and
 // reports whether it restarted one.
-func (c *cluster) restartDamaged(ctx context.Context, done map[string]bool) bool {
-	restarted := false
-	for _, h := range c.hosts {
-		if done[h.name] || !h.running() {
-			continue
-		}
-		sts, err := h.status(ctx)
-		if err != nil {
-			continue
-		}
-		for _, s := range sts {
-			if s.Error == "" {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(h.dataDir, s.Name, "damaged.json")); err != nil {
-				continue
-			}
-			done[h.name] = true
-			why := fmt.Sprintf("operator restart: store %s stopped itself for damaged files", s.Name)
-			c.log.Warn("restarting a host daemon, as the operator guide says for a store stopped by damaged files", "host", h.name, "store", s.Name, "err", s.Error)
-			h.stop()
-			if err := h.start(why); err != nil {
-				c.log.Error("restart after damage failed", "host", h.name, "err", err)
-			}
-			restarted = true
-			break
-		}
+func (c *cluster) restartDamaged(st *stoppedStore, done map[string]bool) bool {
+	if st == nil || done[st.host.name] || !st.host.running() {
+		return false
 	}
-	return restarted
+	if _, err := os.Stat(filepath.Join(st.host.dataDir, st.name, "damaged.json")); err != nil {
+		return false
+	}
+	done[st.host.name] = true
+	c.log.Warn("restarting a host daemon, as the operator guide says for a store stopped by damaged files", "host", st.host.name, "store", st.name, "err", st.err)
+	st.host.stop()
+	if err := st.host.start(fmt.Sprintf("operator restart: store %s stopped itself for damaged files", st.name)); err != nil {
+		c.log.Error("restart after damage failed", "host", st.host.name, "err", err)
+	}
+	return true
 }
 
 // waitRestored waits until restored holds, at most timeout.
@@ -482,12 +478,11 @@ func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error
 	var why string
 	marks, restarts := map[int]uint64{}, map[string]bool{}
 	for {
-		var ok bool
-		ok, why = c.restored(ctx, marks)
-		if ok {
+		ok, w, failed := c.restored(ctx, marks)
+		if why = w; ok {
 			return nil
 		}
-		if c.restartDamaged(ctx, restarts) {
+		if c.restartDamaged(failed, restarts) {
 			clear(marks) // the restarted stores' groups' leaders may have moved
 		}
 		if time.Now().After(deadline) {

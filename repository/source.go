@@ -153,7 +153,32 @@ func decodeState(b []byte) (sourceState, error) {
 	if !st.ReleasedKept {
 		s.ReleasedGaps, s.ReleasedFloor = nil, s.TrimmedThrough
 	}
+	if err := s.checkReleased(); err != nil {
+		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
+	}
 	return s, nil
+}
+
+// checkReleased refuses a record of released gaps that this code could
+// not have written (read from a damaged file): ranges out of order or
+// overlapping, reaching above TrimmedThrough or down to the floor, or
+// more than maxReleasedGaps. Read as it is, such a record would have the
+// group acknowledge numbers it never held.
+func (s *sourceState) checkReleased() error {
+	if s.ReleasedFloor > s.TrimmedThrough {
+		return fmt.Errorf("released gaps' floor %d above TrimmedThrough %d", s.ReleasedFloor, s.TrimmedThrough)
+	}
+	if len(s.ReleasedGaps) > maxReleasedGaps {
+		return fmt.Errorf("%d released gaps, at most %d are kept", len(s.ReleasedGaps), maxReleasedGaps)
+	}
+	low := s.ReleasedFloor
+	for _, g := range s.ReleasedGaps {
+		if g.From <= low || g.To < g.From || g.To > s.TrimmedThrough {
+			return fmt.Errorf("released gap %v out of order or outside (%d, %d]", g, s.ReleasedFloor, s.TrimmedThrough)
+		}
+		low = g.To
+	}
+	return nil
 }
 
 // admit decides what to do with message seq of size bytes and updates the

@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -175,5 +176,40 @@ func TestSourceStateEncoding(t *testing.T) {
 	}
 	if _, err := decodeState([]byte{0xc1}); err == nil {
 		t.Error("decodeState accepted garbage")
+	}
+}
+
+// A record of released gaps this code could not have written is refused
+// as damage when the state is read, never used to acknowledge numbers the
+// group did not hold.
+func TestDecodeStateRefusesABadReleasedRecord(t *testing.T) {
+	tests := []struct {
+		name  string
+		floor uint64
+		gaps  []Range
+	}{
+		{"floor above TrimmedThrough", 21, nil},
+		{"gap above TrimmedThrough", 0, []Range{{18, 21}}},
+		{"gap at the floor", 5, []Range{{5, 6}}},
+		{"out of order", 0, []Range{{8, 9}, {2, 3}}},
+		{"overlapping", 0, []Range{{2, 5}, {5, 6}}},
+		{"reversed", 0, []Range{{6, 5}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sourceState{HighSeq: 30, TrimmedThrough: 20, ReleasedFloor: tt.floor, ReleasedGaps: tt.gaps}
+			b, err := encodeState(&s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeState(b); !errors.Is(err, ErrFormat) {
+				t.Fatalf("decodeState = %v, want ErrFormat", err)
+			}
+		})
+	}
+	ok := sourceState{HighSeq: 30, TrimmedThrough: 20, ReleasedFloor: 1, ReleasedGaps: []Range{{2, 3}, {5, 20}}}
+	b, _ := encodeState(&ok)
+	if _, err := decodeState(b); err != nil {
+		t.Fatalf("a well-formed record: %v", err)
 	}
 }
