@@ -19,12 +19,17 @@ import (
 //     makes each large batch durable before the next can reach.
 //   - Sync4KPerS: 4 KiB writes, each followed by fdatasync, for about two
 //     seconds, as `dd bs=4k oflag=dsync` does: the cost of a small commit.
+//   - CopyMBps: a bare copy of mib MiB from a file over loopback TCP into a
+//     new file (copyFloor), three times, the median: the most a catch-up
+//     could reach here if it did nothing but move the bytes.
 type diskResult struct {
 	MiB        int       `json:"test_mib"`
 	SeqMBps    float64   `json:"seq_fdatasync_mb_per_s"` // median of SeqRuns
 	SeqRuns    []float64 `json:"seq_fdatasync_runs_mb_per_s"`
 	DsyncMBps  float64   `json:"seq_dsync_1mib_mb_per_s"`
 	Sync4KPerS float64   `json:"fdatasyncs_4kib_per_s"`
+	CopyMBps   float64   `json:"bare_copy_mb_per_s"` // median of CopyRuns
+	CopyRuns   []float64 `json:"bare_copy_runs_mb_per_s"`
 }
 
 // measureDisk measures the disk under dir (see diskResult). The test files
@@ -51,6 +56,14 @@ func measureDisk(dir string, mib int) (*diskResult, error) {
 	if d.Sync4KPerS, err = small4KSyncs(dir, block[:4096], 2*time.Second); err != nil {
 		return nil, err
 	}
+	for i := 0; i < 3; i++ {
+		v, err := copyFloor(dir, block, mib)
+		if err != nil {
+			return nil, err
+		}
+		d.CopyRuns = append(d.CopyRuns, v)
+	}
+	d.CopyMBps = median(d.CopyRuns)
 	return d, nil
 }
 

@@ -21,6 +21,9 @@ func TestDiskMeasures(t *testing.T) {
 	if err != nil || n <= 0 {
 		t.Fatalf("small4KSyncs = %v, %v", n, err)
 	}
+	if v, err := copyFloor(dir, block, 4); err != nil || v <= 0 {
+		t.Fatalf("copyFloor = %v, %v", v, err)
+	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("the disk test left %d files in %s", len(left), dir)
 	}

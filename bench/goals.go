@@ -114,6 +114,9 @@ func computeGoals(r *results) []goal {
 				which = fmt.Sprintf("slowest of %d stores, ", len(cr.Stores))
 			}
 			m := fmt.Sprintf("%s: %s%s %.0f MB/s of payload = %.2f of %.0f MB/s", cr.Layout, which, worst.Name, worst.MBps, worst.OfDisk, cr.DiskWriteMBps)
+			if d := cr.Disk; d != nil && d.CopyMBps > 0 {
+				m += fmt.Sprintf(" (a bare copy, nothing else: %.0f MB/s = %.2f; the catch-up makes %.2f of it)", d.CopyMBps, ratio(d.CopyMBps, cr.DiskWriteMBps), ratio(worst.MBps, d.CopyMBps))
+			}
 			g = append(g, goal{figure, target, m, metText(worst.OfDisk >= 0.5)})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -50,6 +51,10 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 	nrun := 0
 	runOne := func(system string, l load, runNo int) runResult {
 		nrun++
+		// Each run starts with nothing left to write back: JetStream
+		// default acknowledges before its pages reach the disk, and the
+		// kernel would write them back during the next system's run.
+		syscall.Sync()
 		l.seed = uint64(nrun)
 		r := runResult{System: system, Size: l.size, Run: runNo, Rate: l.rate, Stores: storesOf(system)}
 		var err error

@@ -147,7 +147,7 @@ func (rp *repairer) pass(ctx context.Context) error {
 		if rp.addrs != nil {
 			c.Addrs = rp.addrs(idx) // a replaced host's stores where they listen now
 		}
-		budget := verifyBudget
+		budget := verifyBudgetBytes
 		list, err := c.Sources(ctx)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("group %d: %w", idx, err))

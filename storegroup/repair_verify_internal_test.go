@@ -31,3 +31,30 @@ func TestCommonRanges(t *testing.T) {
 		})
 	}
 }
+
+// A pass compares about verifyBudgetBytes of payload with each other group:
+// many small messages are capped by count, large ones by bytes, and a
+// message larger than the whole budget is still compared, one per pass.
+func TestVerifyCount(t *testing.T) {
+	tests := []struct {
+		name          string
+		budget        int
+		count, bytes  uint64
+		want, wantAvg int
+	}{
+		{"64 B messages: the count cap", verifyBudgetBytes, 1000, 64000, verifyBudget, 64},
+		{"1 KiB messages", verifyBudgetBytes, 1000, 1024000, verifyBudgetBytes / 1024, 1024},
+		{"8 MiB messages: one", verifyBudgetBytes, 2, 16 << 20, 1, 8 << 20},
+		{"half the budget left", verifyBudgetBytes / 2, 1000, 1024000, verifyBudgetBytes / 2048, 1024},
+		{"empty payloads", verifyBudgetBytes, 1000, 0, verifyBudget, 1},
+		{"nothing held", verifyBudgetBytes, 0, 0, verifyBudget, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, avg := verifyCount(tc.budget, repository.SourceInfo{Count: tc.count, Bytes: tc.bytes})
+			if got != tc.want || avg != tc.wantAvg {
+				t.Errorf("verifyCount = %d messages of %d bytes, want %d of %d", got, avg, tc.want, tc.wantAvg)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,6 +184,19 @@ func freeAddr(t testing.TB) string {
 	}
 	t.Fatalf("pick a free port: none free in 127.0.0.1:%d-%d", lowPortFloor, lowPortFloor+lowPortSpan-1)
 	return ""
+}
+
+// FreePort returns a loopback port that was free a moment ago, picked as
+// the cluster's own are: below the ephemeral range, never twice in a
+// process. For tests that start stores of their own on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatalf("pick a free port: %v", err)
+	}
+	return n
 }
 
 // The ports freeAddr picks from, and those it gave.
