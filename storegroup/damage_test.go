@@ -250,6 +250,60 @@ func logStoreOf(file string) string {
 	return storegroup.LogStoreWAL
 }
 
+// flipWALMetaCodec flips one bit of the codec number of every segment in
+// raft-wal's meta file ('1' becomes '3'), leaving valid JSON that names a
+// codec raft-wal does not know.
+func flipWALMetaCodec(t *testing.T, dir string) {
+	path := filepath.Join(dir, "wal", "wal-meta.db")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := []byte(`"Codec":1`)
+	n := 0
+	for i := 0; ; n++ {
+		j := bytes.Index(data[i:], field)
+		if j < 0 {
+			break
+		}
+		i += j + len(field)
+		data[i-1] ^= 0x02
+	}
+	if n == 0 {
+		t.Fatalf("no segment's codec in %s", path)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flipSnapshotIndex flips the lowest bit of the last digit of every
+// snapshot's index in its meta.json.
+func flipSnapshotIndex(t *testing.T, dir string) {
+	metas, err := filepath.Glob(filepath.Join(dir, "snapshots", "*", "meta.json"))
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("no snapshot meta file in %s: %v", dir, err)
+	}
+	for _, m := range metas {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.Index(b, []byte(`"Index":`))
+		if i < 0 {
+			t.Fatalf("%s holds no index: %s", m, b)
+		}
+		j := i + len(`"Index":`)
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		b[j-1] ^= 0x01
+		if err := os.WriteFile(m, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func removeSnapshots(t *testing.T, dir string) {
 	if err := os.RemoveAll(filepath.Join(dir, "snapshots")); err != nil {
 		t.Fatal(err)
@@ -283,6 +337,11 @@ func TestDamagedFileOfAStoppedStore(t *testing.T) {
 		{"raft.db truncated", "raft.db", truncateFile("raft.db", 32<<10)},
 		{"snapshots deleted", "snapshots", removeSnapshots},
 		{"snapshot meta garbled", "snapshots", garbleSnapshotMeta},
+		// Chaos seed 1209, schedule 99: raft-wal believed the flipped codec
+		// number and the store's start failed, taking its host down.
+		{"wal meta's codec flipped", "wal-meta.db", flipWALMetaCodec},
+		// Valid JSON still: raft would have set its applied index to it.
+		{"snapshot meta's index flipped", "snapshots", flipSnapshotIndex},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

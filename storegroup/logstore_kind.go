@@ -12,9 +12,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 
 	"umstore/internal/boltfile"
+	"umstore/internal/walcache"
+	"umstore/internal/walmeta"
 )
 
 // Two raft log stores can hold a store's log:
@@ -47,9 +49,10 @@ const (
 	walDir     = "wal"
 )
 
-// errLogDamaged: raft-wal refused its segment files (a CRC or header that
-// does not match, a segment missing).
-var errLogDamaged = errors.New("the raft log's segment files are damaged")
+// errLogDamaged: raft-wal refused its files (a segment's CRC or header that
+// does not match, a segment missing, a value of its meta file that does not
+// match its checksum).
+var errLogDamaged = errors.New("the raft log's files are damaged")
 
 // CheckLogStore refuses a log-store setting that is neither "wal" nor
 // "boltdb" ("" means the default, wal). Its error names the flag.
@@ -128,7 +131,7 @@ type walLog struct {
 
 	mu      sync.RWMutex // exclusive while reopening
 	w       *wal.WAL
-	meta    *metadb.BoltMetaDB
+	meta    *walmeta.Store
 	rotated atomic.Bool // a segment was sealed since the last open
 }
 
@@ -138,8 +141,9 @@ var (
 )
 
 // openWALLog opens (creating if need be) the raft-wal log in dir/wal. Its
-// small bbolt file is checked before it is mapped, like raft.db; segment
-// files raft-wal refuses are damage.
+// small bbolt file is checked before it is mapped, like raft.db, and each
+// value in it against its checksum (internal/walmeta); files raft-wal
+// refuses are damage.
 func openWALLog(dir string, logger hclog.Logger) (rawLogStore, error) {
 	path := filepath.Join(dir, walDir)
 	if err := os.MkdirAll(path, 0o750); err != nil {
@@ -153,17 +157,19 @@ func openWALLog(dir string, logger hclog.Logger) (rawLogStore, error) {
 }
 
 func (l *walLog) open() error {
-	meta := filepath.Join(l.dir, metadb.FileName)
+	meta := filepath.Join(l.dir, walmeta.FileName)
 	if err := boltfile.Check(meta); err != nil {
 		return err
 	}
 	var w *wal.WAL
-	mdb := &metadb.BoltMetaDB{}
+	mdb := &walmeta.Store{}
 	err := boltfile.Guard(meta, "open the raft log", func() (err error) {
+		// The segments keep only their newest bytes in the page cache.
+		files := wal.WithSegmentFiler(segment.NewFiler(l.dir, walcache.New()))
 		if l.segmentSize > 0 {
-			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}), wal.WithSegmentSize(l.segmentSize))
+			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}), files, wal.WithSegmentSize(l.segmentSize))
 		} else {
-			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}))
+			w, err = wal.Open(l.dir, wal.WithLogger(l.logger), wal.WithMetaStore(mdb), wal.WithMetricsCollector(rotations{l}), files)
 		}
 		return err
 	})
@@ -173,6 +179,9 @@ func (l *walLog) open() error {
 			return fmt.Errorf("%w: %s: %w", errLogDamaged, l.dir, err)
 		}
 		return err
+	}
+	if mdb.Migrated {
+		l.logger.Info("raft-wal's meta file now carries a checksum of each value", "file", meta)
 	}
 	l.w, l.meta = w, mdb
 	return nil

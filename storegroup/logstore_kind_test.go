@@ -52,7 +52,7 @@ func TestDropLogBehindSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snaps := &snapshotStore{FileSnapshotStore: files, repo: repo}
+			snaps := &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: repo}
 			sink, err := files.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
 			if err != nil {
 				t.Fatal(err)

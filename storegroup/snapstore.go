@@ -45,6 +45,7 @@ var errBehindSnapshot = errors.New("the repository is behind its own snapshot: i
 // snapshotStore is raft's file snapshot store with reference snapshots.
 type snapshotStore struct {
 	*raft.FileSnapshotStore
+	dir     string // raft's snapshots directory, dir/snapshots
 	repo    *repository.Repo
 	metrics *storeMetrics
 	// intact finds intact copies of messages damaged in this store's
@@ -75,6 +76,10 @@ func decodeRef(head []byte) (index, term uint64, ok bool) {
 func (s *snapshotStore) open(id string) (meta *raft.SnapshotMeta, r io.ReadCloser, ref bool, refIndex uint64, err error) {
 	meta, rc, err := s.FileSnapshotStore.Open(id)
 	if err != nil {
+		return nil, nil, false, 0, err
+	}
+	if err := s.checkMeta(meta); err != nil {
+		rc.Close()
 		return nil, nil, false, 0, err
 	}
 	br := bufio.NewReader(rc)
@@ -113,13 +118,14 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 	if err != nil {
 		return nil, err
 	}
-	return &stagingSink{SnapshotSink: sink, repo: s.repo}, nil
+	return &stagingSink{SnapshotSink: sink, repo: s.repo, store: s}, nil
 }
 
 // stagingSink routes a received stream into repository.Stage.
 type stagingSink struct {
 	raft.SnapshotSink
-	repo *repository.Repo
+	repo  *repository.Repo
+	store *snapshotStore // writes the meta's checksum once raft closed it
 
 	head   []byte            // the first bytes, until the kind is known
 	pw     *chunkpipe.Writer // to Stage, once the stream is one it takes
@@ -165,8 +171,20 @@ func (k *stagingSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close finishes the stream: a staged one stores its marker.
+// Close finishes the stream: a staged one stores its marker. Once raft has
+// written the snapshot's meta.json, its checksum is written beside it.
 func (k *stagingSink) Close() error {
+	if err := k.finish(); err != nil {
+		return err
+	}
+	if err := k.store.writeMetaSum(k.ID()); err != nil {
+		return fmt.Errorf("snapshot %s: write the checksum of its meta.json: %w", k.ID(), err)
+	}
+	return nil
+}
+
+// finish ends the stream in raft's sink.
+func (k *stagingSink) finish() error {
 	if k.pw == nil {
 		if len(k.head) > 0 {
 			if _, err := k.SnapshotSink.Write(k.head); err != nil {

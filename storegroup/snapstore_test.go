@@ -33,7 +33,7 @@ func newSnapFixture(t *testing.T) *snapFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &snapFixture{t: t, repo: repo, store: &snapshotStore{FileSnapshotStore: files, repo: repo}}
+	return &snapFixture{t: t, repo: repo, store: &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: repo}}
 }
 
 // publish applies one Publish entry of n messages at the next raft index.
