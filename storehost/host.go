@@ -17,6 +17,9 @@ import (
 type Host struct {
 	name   string
 	stores []*storegroup.Store
+	// failed names the stores that could not start; the others run
+	// without them.
+	failed []string
 	// admission lets one empty store per group catch up at a time: the
 	// staged restart of SPEC §4 rule 4.
 	admission *storegroup.HostAdmission
@@ -25,9 +28,12 @@ type Host struct {
 // Start opens every store d places on host, each in dataDir/<store name>,
 // all at once: a standby store waits in Open for its data directory's lock,
 // and one waiting store must not hold up the others. The stores decide by
-// themselves whether to bootstrap, rejoin or refuse. ctx ends such waits;
-// when a store cannot start, the others are stopped again and the error
-// names every store that failed.
+// themselves whether to bootstrap, rejoin or refuse. ctx ends such waits
+// (every store is stopped again and the error returned). A store that
+// cannot start fails alone, as a store that stops itself while it runs
+// does: it is logged, with its error, and the host's other stores serve
+// (Serve then ends with ErrStoreStopped, so that a supervisor notices).
+// Start fails when no store of the host could start.
 func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, opts Options, log *slog.Logger) (*Host, error) {
 	cfgs, err := Configs(d, host, dataDir, opts)
 	if err != nil {
@@ -57,9 +63,17 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 			h.stores = append(h.stores, s)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	err = errors.Join(errs...)
+	if err != nil && (ctx.Err() != nil || len(h.stores) == 0) {
 		h.Stop()
 		return nil, err
+	}
+	for i, err := range errs {
+		if err != nil {
+			h.failed = append(h.failed, cfgs[i].Name)
+			log.Error("a store could not start; the host's other stores serve without it. Fix what the error says and restart the daemon",
+				"host", host, "store", cfgs[i].Name, "err", err)
+		}
 	}
 	return h, nil
 }
@@ -67,8 +81,11 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 // Name is the host's name in the deployment.
 func (h *Host) Name() string { return h.name }
 
-// Stores are the host's stores, in the deployment's order.
+// Stores are the host's running stores, in the deployment's order.
 func (h *Host) Stores() []*storegroup.Store { return h.stores }
+
+// Failed names the host's stores that could not start.
+func (h *Host) Failed() []string { return h.failed }
 
 // Stop closes every store, in parallel; each is marked stopped cleanly.
 func (h *Host) Stop() {
@@ -144,19 +161,23 @@ func keys(m map[int]bool) []int {
 	return out
 }
 
-// ErrStoreStopped is returned by Serve when a store stopped itself while
-// the others kept serving.
+// ErrStoreStopped is returned by Serve when a store stopped itself, or
+// could not start, while the others kept serving.
 var ErrStoreStopped = errors.New("a store stopped itself")
 
 // Serve serves until ctx ends (SIGINT, SIGTERM), then stops every store;
 // or until every store has stopped (`umstored stop`). A store that stops
 // itself (it could not apply an entry) is logged once and the host's other
 // stores keep serving their groups; Serve then returns an error wrapping
-// ErrStoreStopped, so that a supervisor notices.
+// ErrStoreStopped, so that a supervisor notices. So does a store that could
+// not start.
 func (hs Hosts) Serve(ctx context.Context, log *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	var stopped []string
+	for _, h := range hs {
+		stopped = append(stopped, h.failed...)
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -151,7 +151,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer srv.Close()
 		log.Info("status page", "url", "http://"+srv.Addr+"/")
 	}
-	log.Info("stores started", "host", *host, "stores", len(h.Stores()), "data_dir", *dataDir)
+	if failed := h.Failed(); len(failed) > 0 {
+		log.Warn("stores started, some could not (see above)", "host", *host, "stores", len(h.Stores()), "failed", failed, "data_dir", *dataDir)
+	} else {
+		log.Info("stores started", "host", *host, "stores", len(h.Stores()), "data_dir", *dataDir)
+	}
 	return serve(ctx, hosts, log)
 }
 
