@@ -127,11 +127,14 @@ type Config struct {
 	// ReconnectDelay is the pause between attempts to reach a group.
 	ReconnectDelay time.Duration
 	// StateFile, if set, is a file where the publisher keeps the last
-	// sequence number it was told was stable, the groups' identities and
-	// its session identity. A restarted publisher then resumes past it even
-	// when the groups holding it are unreachable, narrowing the
-	// sequence-reuse window of intergroup "any" (see the README), and takes
-	// its source over at once (see Session). One file per source.
+	// sequence number it was told was stable, a bound on the numbers it
+	// sent (written before they are sent, a few thousand at a time), the
+	// groups' identities and its session identity. A restarted publisher
+	// then resumes past what it was told was stable even when the groups
+	// holding it are unreachable, and, when some group does not answer,
+	// past everything it may have sent, narrowing the sequence-reuse window
+	// of intergroup "any" (see the README); and it takes its source over at
+	// once (see Session). One file per source.
 	StateFile string
 	// Session is the publisher's session identity: what the stores know
 	// it by (UM's RegID or session ID name one too: RegID, SessionID).

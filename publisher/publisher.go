@@ -42,8 +42,17 @@ type Publisher struct {
 	stableSignal chan struct{} // wakes the event goroutine
 	delivered    uint64        // highest sequence number OnStable has been called for
 	state        *stateFile    // nil without Config.StateFile
+	stateWrite   sync.Mutex    // held across each write of the state file, so writes never go back
 	busyWarned   bool          // the "another live publisher holds the source" warning was given
 	reg          Registration
+
+	// reserved is the state file's SentUpTo as on disk: Send hands the
+	// groups nothing above it (reserve.go). reserving: a write extending
+	// it runs; reserveErr: the last one failed, for Send to report.
+	reserved   uint64
+	reserving  bool
+	reserveErr error
+	sentBefore uint64 // SentUpTo as New read it: the earlier incarnations' bound
 
 	flight      flight        // the unstable messages: flight size, byte limit, lifetime (flight.go)
 	events      []any         // events waiting for the event goroutine (events.go)
@@ -126,6 +135,7 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 			}
 		}
 		p.state = st
+		p.reserved, p.sentBefore = st.SentUpTo, st.SentUpTo
 	}
 	session, err := p.incarnation()
 	if err != nil {
@@ -196,6 +206,23 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 			p.mu.Unlock()
 			return 0, fmt.Errorf("%w: source %q sent sequence number %d, the highest a source may have; publish under a new source name",
 				ErrSequenceExhausted, p.cfg.Source, uint64(wire.MaxSeq))
+		}
+		if p.reserveErr != nil {
+			err := p.reserveErr
+			p.reserveErr = nil
+			p.mu.Unlock()
+			return 0, err
+		}
+		if !p.reservedLocked(p.nextSeq) {
+			ch := p.changed
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+			p.mu.Lock()
+			continue
 		}
 		if full = p.flightFullLocked(len(payload)); !full || p.cfg.Flight == FlightNotify {
 			break
@@ -314,6 +341,17 @@ func (p *Publisher) Close() error {
 		// Settled only if nothing this incarnation sent is above what it
 		// records as stable, and nothing an earlier one sent is either.
 		p.state.Settled = p.fatal == nil && p.resumedPastAll && p.tracker != nil && p.nextSeq-1 <= p.delivered
+		// Nothing is sent any more: the bound shrinks to what was sent,
+		// by this incarnation and (unless its resume point was past
+		// everything) by the earlier ones.
+		var sent uint64
+		if p.tracker != nil {
+			sent = p.nextSeq - 1
+		}
+		if !p.resumedPastAll {
+			sent = max(sent, p.sentBefore)
+		}
+		p.state.SentUpTo = sent
 		p.mu.Unlock()
 	}
 	return p.saveState()
@@ -345,15 +383,13 @@ func (p *Publisher) saveState() error {
 	if p.state == nil {
 		return nil
 	}
+	p.stateWrite.Lock()
+	defer p.stateWrite.Unlock()
 	p.mu.Lock()
 	if p.tracker != nil {
 		p.state.LastStable = max(p.state.LastStable, p.delivered)
 	}
-	st := *p.state
-	st.Groups = make(map[int]string, len(p.state.Groups))
-	for k, v := range p.state.Groups {
-		st.Groups[k] = v
-	}
+	st := p.state.copy()
 	p.mu.Unlock()
 	return st.write(p.cfg.StateFile)
 }

@@ -2,8 +2,10 @@ package publisher_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -284,5 +286,86 @@ func TestStateFileResumesPastWhatOnlyAnUnreachableGroupHolds(t *testing.T) {
 	reg := with.Registration()
 	if reg.StateFileSeq != 100 || reg.ResumeSeq != 101 || reg.Groups[0].Answered || !reg.Groups[1].Answered {
 		t.Fatalf("registration report %+v", reg)
+	}
+}
+
+// With a state file no message leaves before the file bounds its sequence
+// number (stateFile.SentUpTo): a later incarnation that cannot reach every
+// group resumes past the bound. Chaos seed 1209, schedule 110: a killed
+// publisher's last two messages, committed by a group whose acknowledgement
+// never came back, were given second payloads by the next incarnation,
+// which reached only the other group.
+func TestStateFileBoundsWhatWasSentBeforeItIsSent(t *testing.T) {
+	c := clustertest.Start(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	state := filepath.Join(t.TempDir(), "orders.state")
+	sentUpTo := func() uint64 {
+		b, err := os.ReadFile(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			SentUpTo uint64 `json:"sent_up_to"`
+		}
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f.SentUpTo
+	}
+	p := newPublisher(t, c, "orders", func(cfg *publisher.Config) { cfg.StateFile = state })
+	const n = 20000
+	for i := uint64(1); i <= n; i++ {
+		seq, err := p.Send(ctx, payload(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%250 == 0 || i == 1 {
+			if b := sentUpTo(); b < seq {
+				t.Fatalf("message %d was handed to the groups, but the state file bounds what was sent at %d", seq, b)
+			}
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b := sentUpTo(); b != n {
+		t.Fatalf("after Close the state file bounds what was sent at %d, want %d (what was sent)", b, n)
+	}
+
+	// The next incarnation sends to group 1 alone (group 2 down) and is
+	// never closed, as if it crashed; the one after it reaches group 2
+	// alone, which holds none of that: it resumes past the bound, not
+	// where group 2 (or the last stable number) would put it.
+	for _, m := range c.Members(2) {
+		c.Kill(m.Name)
+	}
+	p2 := newPublisher(t, c, "orders", func(cfg *publisher.Config) {
+		cfg.StateFile, cfg.RegisterTimeout = state, 300*time.Millisecond
+	})
+	for i := uint64(1); i <= 10; i++ {
+		if _, err := p2.Send(ctx, payload(n+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p2.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members(1) {
+		c.Kill(m.Name)
+	}
+	for _, m := range c.Members(2) {
+		c.StartStore(m.Name)
+	}
+	c.WaitLeader(2, 30*time.Second)
+	bound := sentUpTo()
+	p3 := newPublisher(t, c, "orders", func(cfg *publisher.Config) {
+		cfg.StateFile, cfg.RegisterTimeout = state, 300*time.Millisecond
+	})
+	if got := p3.FirstSeq(); bound <= n+10 || got != bound+1 {
+		t.Fatalf("with only group 2 reachable the publisher resumed at %d; want past the bound %d (above the last message sent, %d)", got, bound, n+10)
 	}
 }

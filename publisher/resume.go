@@ -124,6 +124,15 @@ func decideResume(in resumeInput) resumeDecision {
 			[]any{"state_file_seq", in.state.LastStable, "groups_high_seq", d.high}})
 		last = in.state.LastStable
 	}
+	if in.state != nil && !in.settled && got < in.groups && in.state.SentUpTo > last {
+		// A group that did not answer may hold what an earlier incarnation
+		// sent after its last stable number: never give those numbers a
+		// second payload (reserve.go).
+		d.warnings = append(d.warnings, warning{slog.LevelWarn,
+			"a group that did not answer may hold messages an earlier incarnation sent up to the state file's bound: resuming past it; receivers will report the numbers no group holds as lost",
+			[]any{"sent_up_to", in.state.SentUpTo, "resume_after", last, "groups_answered", d.answered}})
+		last = in.state.SentUpTo
+	}
 	if last >= wire.MaxSeq {
 		// Nothing is left to send: fail now rather than at the first Send.
 		return resumeDecision{err: fmt.Errorf("%w: source %q is held up to sequence number %d, and %d is the highest a source may have; publish under a new source name",

@@ -23,7 +23,7 @@ import (
 //	answer group=2 high=300 low=1 id=g2
 //	refused group=1
 //	busy group=3
-//	state last-stable=500 group1=g1
+//	state last-stable=500 sent-up-to=600 group1=g1
 //
 // Lines are in the order the groups first reported. Every case is also
 // decided with its replies in every other order, and must come out the
@@ -110,7 +110,7 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 		case "busy":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: held by session other", ErrSourceBusy)})
 		case "state":
-			in.state = &stateFile{Source: "s", LastStable: num("last-stable"), Groups: map[int]string{}}
+			in.state = &stateFile{Source: "s", LastStable: num("last-stable"), SentUpTo: num("sent-up-to"), Groups: map[int]string{}}
 			switch kv["settled"] {
 			case "", "false":
 			case "true":

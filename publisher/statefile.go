@@ -36,6 +36,20 @@ type stateFile struct {
 	// of them can hold a number it would reuse. New clears it in the file
 	// before registering.
 	Settled bool `json:"settled,omitempty"`
+	// SentUpTo bounds what any incarnation of this publisher may have sent:
+	// no message leaves before the file says so (reserve.go). Absent in
+	// files written before the bound was kept.
+	SentUpTo uint64 `json:"sent_up_to,omitempty"`
+}
+
+// copy returns a copy of st that shares nothing with it.
+func (st *stateFile) copy() *stateFile {
+	c := *st
+	c.Groups = make(map[int]string, len(st.Groups))
+	for k, v := range st.Groups {
+		c.Groups[k] = v
+	}
+	return &c
 }
 
 func readStateFile(path, source string) (*stateFile, error) {

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.lifetime, "stability-lifetime", 20*time.Minute, "log a warning for messages still unstable after this long, 0 for never (UM ume_message_stability_lifetime)")
 	fs.StringVar(&o.sessionID, "session-id", "", "register as UM session `ID` (ume_session_id: decimal, 0x hex or 0 octal; at most 0xFFFFFFFFFFFFFFFE), so a restarted umpub is the same registration")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
-	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
+	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number, a bound on what was sent and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
 	fs.StringVar(&o.paced, "receiver-paced", "", "ask for receiver-paced persistence (UM ume_receiver_paced_persistence): blocking (held back at the retention limit until paced receivers consume) or non-blocking (the oldest released at the limit); the stores must run with --allow-receiver-paced-persistence")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
@@ -404,12 +405,19 @@ func generate(source string, seq uint64, size int, rng *rand.Rand) []byte {
 	b := make([]byte, size)
 	head := fmt.Sprintf("%s #%d ", source, seq)
 	n := copy(b, head)
-	for i := n; i < size; i++ {
-		if rng != nil {
-			b[i] = byte(rng.Uint32())
-		} else {
+	if rng == nil {
+		for i := n; i < size; i++ {
 			b[i] = '.'
 		}
+		return b
+	}
+	// Eight random bytes per step: a byte per step cost a benchmark's
+	// publisher a sixth of a core at 1 KiB and 45,000 msgs/s, taken from
+	// the stores on the same machine.
+	var word [8]byte
+	for i := n; i < size; i += 8 {
+		binary.LittleEndian.PutUint64(word[:], rng.Uint64())
+		copy(b[i:], word[:])
 	}
 	return b
 }
