@@ -50,7 +50,10 @@
 // stopped (SIGSTOP) or the machine is suspended. Once LeaseDuration −
 // SafetyMargin has passed since its last successful renewal, Check fails
 // and Lost is closed, so a holder that wakes up after its lease ran out
-// stops before writing anything.
+// stops before writing anything. The same holds for the claim itself: a
+// lease whose first write took longer than LeaseDuration − SafetyMargin
+// is handed back at once and claimed again, three times at most before
+// Acquire fails saying the storage is too slow for the lease settings.
 //
 // What remains is the usual limit of leases: a process paused between a
 // successful Check and the write that follows it writes once more when it

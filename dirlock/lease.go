@@ -42,6 +42,7 @@ func acquireLease(ctx context.Context, dir string, o Options) (Lock, error) {
 	skewWarned := false
 	var deadUntil time.Time // waiting for the lease of a dead process on this host
 	lostRaces := 0
+	slowClaims := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("data directory lease on %s: %w", dir, err)
@@ -61,6 +62,14 @@ func acquireLease(ctx context.Context, dir string, o Options) (Lock, error) {
 		}
 		if le == nil {
 			l, err := claimLease(dir, ldir, s, o)
+			if errors.Is(err, errSlowClaim) && slowClaims < maxSlowClaims {
+				// One slow write (a loaded disk, a pause of this process)
+				// need not end the start; storage that stays this slow does.
+				slowClaims++
+				o.Logger.Warn("claiming the data directory lease was too slow; handed it back, trying again",
+					"dir", dir, "attempt", slowClaims, "err", err)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -104,6 +113,18 @@ func acquireLease(ctx context.Context, dir string, o Options) (Lock, error) {
 	}
 }
 
+// maxSlowClaims is how many claims in a row acquireLease hands back for
+// taking too long before it gives up.
+const maxSlowClaims = 3
+
+// errSlowClaim marks a claim whose write took longer than the lease is
+// valid; the claim was handed back (or left to expire).
+var errSlowClaim = errors.New("the storage is too slow for these lease settings")
+
+// leaseClaimWritten runs after a claim's version is written; tests use it to
+// make a write slow.
+var leaseClaimWritten = func() {}
+
 // claimLease tries to take the lease from state s (absent, released or
 // expired) by writing the next version. It returns (nil, nil) when another
 // process got there first.
@@ -115,6 +136,9 @@ func claimLease(dir, ldir string, s leaseState, o Options) (*leaseLock, error) {
 	err := writeVersion(ldir, next, rec)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, nil
+	}
+	if err == nil {
+		leaseClaimWritten()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("data directory lease: writing %s: %w", filepath.Join(ldir, versionName(next)), err)
@@ -138,7 +162,7 @@ func claimLease(dir, ldir string, s leaseState, o Options) (*leaseLock, error) {
 		rec.Version, rec.Released = next+1, true
 		_ = writeVersion(ldir, next+1, rec)
 		return nil, fmt.Errorf("data directory lease: writing the lease took %v, longer than lease duration %v minus safety margin %v; "+
-			"the storage is too slow for these lease settings", took.Round(time.Millisecond), o.LeaseDuration, o.SafetyMargin)
+			"%w (a longer lock keepalive lengthens the lease)", took.Round(time.Millisecond), o.LeaseDuration, o.SafetyMargin, errSlowClaim)
 	}
 	l.cleanup()
 	if s.found {

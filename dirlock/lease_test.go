@@ -375,3 +375,61 @@ func TestLeaseClockStep(t *testing.T) {
 		}
 	}
 }
+
+// A claim whose write takes longer than the lease is valid is handed back
+// and tried again; storage that stays that slow makes Acquire fail, with
+// the lease left released for the next process.
+func TestLeaseSlowClaimIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		slow    int // claims made slow before writes are fast again
+		wantErr bool
+	}{
+		{"one slow write", 1, false},
+		{"as many as are retried", maxSlowClaims, false},
+		{"storage stays slow", maxSlowClaims + 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := leaseOpts(t, "slow")
+			valid := o.LeaseDuration - o.LeaseDuration/3
+			claims := 0
+			leaseClaimWritten = func() {
+				if claims++; claims <= tc.slow {
+					time.Sleep(valid + 50*time.Millisecond)
+				}
+			}
+			t.Cleanup(func() { leaseClaimWritten = func() {} })
+
+			l, err := Acquire(context.Background(), dir, o)
+			st, rerr := readLease(filepath.Join(dir, leaseDirName))
+			if rerr != nil || !st.found || st.rec == nil {
+				t.Fatalf("reading the lease: %v %+v", rerr, st)
+			}
+			if tc.wantErr {
+				if !errors.Is(err, errSlowClaim) || l != nil {
+					t.Fatalf("Acquire on storage that stays slow: %v, want %v", err, errSlowClaim)
+				}
+				if claims != maxSlowClaims+1 {
+					t.Errorf("%d claims, want %d", claims, maxSlowClaims+1)
+				}
+				if !st.rec.Released {
+					t.Errorf("the last slow claim was not handed back: %+v", st.rec)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Acquire after %d slow claims: %v", tc.slow, err)
+			}
+			defer l.Release()
+			if err := l.Check(); err != nil {
+				t.Error(err)
+			}
+			// Each slow claim wrote a version and its release: ours follows.
+			if want := uint64(2*tc.slow + 1); st.version != want || st.rec.Released || st.rec.ID != "slow" {
+				t.Errorf("lease after %d slow claims: version %d released %v holder %q, want version %d held by us",
+					tc.slow, st.version, st.rec.Released, st.rec.ID, want)
+			}
+		})
+	}
+}

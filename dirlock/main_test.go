@@ -32,9 +32,9 @@ const (
 
 // Short durations for the lease tests.
 const (
-	testKeepAlive = 100 * time.Millisecond
-	testLease     = 500 * time.Millisecond
-	testAcquire   = 200 * time.Millisecond
+	testKeepAlive = 200 * time.Millisecond
+	testLease     = time.Second
+	testAcquire   = 400 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
