@@ -20,6 +20,8 @@ type Host struct {
 	// failed names the stores that could not start; the others run
 	// without them.
 	failed []string
+	// startErr says why the failed stores could not start.
+	startErr error
 	// admission lets one empty store per group catch up at a time: the
 	// staged restart of SPEC §4 rule 4.
 	admission *storegroup.HostAdmission
@@ -68,6 +70,7 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 		h.Stop()
 		return nil, err
 	}
+	h.startErr = err
 	for i, err := range errs {
 		if err != nil {
 			h.failed = append(h.failed, cfgs[i].Name)
@@ -86,6 +89,11 @@ func (h *Host) Stores() []*storegroup.Store { return h.stores }
 
 // Failed names the host's stores that could not start.
 func (h *Host) Failed() []string { return h.failed }
+
+// StartErr says why the stores Failed names could not start (nil when every
+// store started), for callers that do not read the host's log: a harness
+// whose deployment is throwaway can start another instead.
+func (h *Host) StartErr() error { return h.startErr }
 
 // Stop closes every store, in parallel; each is marked stopped cleanly.
 func (h *Host) Stop() {

@@ -152,6 +152,9 @@ func TestStoreThatCannotStartFailsAlone(t *testing.T) {
 	if got := b.Failed(); len(got) != 1 || got[0] != blocked {
 		t.Fatalf("host B's failed stores = %v, want [%s]", got, blocked)
 	}
+	if err := b.StartErr(); err == nil || !strings.Contains(err.Error(), blocked) {
+		t.Errorf("host B's StartErr = %v, want the error of store %s", err, blocked)
+	}
 	if len(b.Stores()) != len(refs)-1 || len(hs.Stores()) != 5 {
 		t.Fatalf("host B runs %d stores (all hosts %d), want %d (5)", len(b.Stores()), len(hs.Stores()), len(refs)-1)
 	}

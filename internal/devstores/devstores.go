@@ -76,6 +76,14 @@ func start(ctx context.Context, base int) (*Stores, error) {
 			return nil, err
 		}
 		s.hosts = append(s.hosts, host)
+		// A host runs without a store that could not start (its port
+		// taken since freeBase looked, say); this deployment is
+		// throwaway, so try another rather than wait for a group whose
+		// bootstrapper is missing.
+		if err := host.StartErr(); err != nil {
+			s.Stop()
+			return nil, err
+		}
 	}
 	if err := s.hosts.WaitLeaders(ctx, quiet); err != nil {
 		s.Stop()
@@ -84,12 +92,18 @@ func start(ctx context.Context, base int) (*Stores, error) {
 	return s, nil
 }
 
+// The bases freeBase picks from: the highest port a base plans is
+// base+1023, so the range stays below the ports other packages' tests pick
+// (19000 and up: internal/clustertest, e2e, umstored's dev tests) and far
+// below the ephemeral range (32768 and up), which outgoing connections take.
+const lowestBase, bases = 10000, 80
+
 // freeBase picks a base port whose twelve raft and client ports are free
 // now (another process may still take one before the stores do; Start
 // then tries again elsewhere).
 func freeBase() int {
 	for {
-		base := 20000 + 100*rand.IntN(300)
+		base := lowestBase + 100*rand.IntN(bases)
 		if portsFree(base) {
 			return base
 		}
