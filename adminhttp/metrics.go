@@ -19,8 +19,7 @@ func newRegistry(hosts storehost.Hosts) *prometheus.Registry {
 	phase := func(pick func(waiting, catching bool) bool) func() float64 {
 		return func() float64 {
 			n := 0
-			for _, s := range hosts.Stores() {
-				st := s.Status()
+			for _, st := range hosts.Statuses() {
 				if pick(st.WaitingToJoin, st.CatchingUp) {
 					n++
 				}

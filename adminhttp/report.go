@@ -8,7 +8,6 @@ import (
 	"umstore/deploystatus"
 	"umstore/internal/cli"
 	"umstore/placement"
-	"umstore/storegroup"
 	"umstore/storehost"
 	"umstore/wire"
 )
@@ -60,11 +59,7 @@ func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
 // view is the deployment as seen now.
 func (r *reporter) view() deploystatus.View {
 	remote := r.remote.Round()
-	var local []storegroup.Status
-	for _, s := range r.hosts.Stores() {
-		local = append(local, s.Status())
-	}
-	return deploystatus.Build(r.d, r.analysis, r.localHosts, local, remote, time.Now())
+	return deploystatus.Build(r.d, r.analysis, r.localHosts, r.hosts.Statuses(), remote, time.Now())
 }
 
 // deployment serves /v1/deployment.

@@ -110,8 +110,7 @@ func newServer(d *placement.Deployment, hosts storehost.Hosts, opts Options) *Se
 
 func (a *Server) snapshot() hostStatus {
 	st := hostStatus{Deployment: a.d.Name, Time: time.Now().UTC().Format(time.RFC3339), Ready: true}
-	for _, s := range a.hosts.Stores() {
-		ss := s.Status()
+	for _, ss := range a.hosts.Statuses() {
 		st.Stores = append(st.Stores, ss)
 		if ss.Leader == "" || ss.Error != "" {
 			st.Ready = false

@@ -27,6 +27,7 @@ type HostAdmission struct {
 	mu    sync.Mutex
 	slots map[int]chan struct{}
 	now   map[int]string // group -> store catching up
+	turns uint64         // turns given so far, for Turns
 }
 
 // NewHostAdmission returns an Admission for the stores of one host.
@@ -55,6 +56,7 @@ func (h *HostAdmission) Acquire(ctx context.Context, group int, store string) (f
 	}
 	h.mu.Lock()
 	h.now[group] = store
+	h.turns++
 	h.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -76,6 +78,18 @@ func (h *HostAdmission) CatchingUp() map[int]string {
 		out[g] = s
 	}
 	return out
+}
+
+// Turns counts the turns given so far. A store closes its vote gate only
+// after its turn is given and opens it before giving the turn back, so a
+// reader of several stores' statuses that sees the count unchanged across
+// its reads saw at most one store per group catching up, as it was; a
+// changed count means a turn was handed on between two reads (see
+// storehost's Statuses).
+func (h *HostAdmission) Turns() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.turns
 }
 
 // unlimited admits every store at once (a store used alone, in tests).
