@@ -291,7 +291,10 @@ func checkDurableCoverage(src string, acked map[uint64]string, delivered map[uin
 // position past what some incarnation had been handed by the time of the
 // sample (a position is only recorded for what was consumed), and an
 // incarnation that closed cleanly left its last position recorded in
-// every group (Close records it synchronously).
+// every group (Close records it synchronously), except a group its Close
+// reported holding the name for another session: that group keeps the
+// other session's record until it expires it, as the receiver's contract
+// says (strong names, receiver-activity-timeout).
 func checkRecordedPositions(h *History, src string, incs []*DurableIncarnation, add addFunc) {
 	var all []handedAt
 	for i, d := range incs {
@@ -350,6 +353,9 @@ func checkRecordedPositions(h *History, src string, incs []*DurableIncarnation, 
 		stores[p.Group][p.Store] = max(stores[p.Group][p.Store], p.Consumed)
 	}
 	for _, g := range sortedInts(stores) {
+		if slices.Contains(last.HeldByAnother, g) {
+			continue
+		}
 		sampled := false
 		var seen []string
 		for _, st := range sortedSources(stores[g]) {

@@ -185,6 +185,36 @@ func TestCheckFlagsBrokenDurableReceiver(t *testing.T) {
 			rule: "durable", want: "closed at 10, but the stores of group 2 recorded at most 4 afterwards",
 		},
 		{
+			// Close could not record where the group holds the name for
+			// another session (strong names): not a violation.
+			name: "close refused by a group that holds the name for another session",
+			mutate: func(h *History) {
+				h.ReceiverPositions = h.ReceiverPositions[:len(h.ReceiverPositions)-3] // group 2 stayed at 4
+				for _, st := range []string{"G2S1", "G2S2", "G2S3"} {
+					h.LastSample[st] = at(2000)
+				}
+				h.DurableHeld("s1", 2, []int{2})
+			},
+		},
+		{
+			// ...but the other groups are still judged.
+			name: "close that did not record where the name was this session's",
+			mutate: func(h *History) {
+				var kept []ReceiverPos
+				for _, p := range h.ReceiverPositions {
+					if p.Group != 1 || p.Consumed != 10 {
+						kept = append(kept, p)
+					}
+				}
+				h.ReceiverPositions = kept // group 1 stayed at 4
+				for _, st := range []string{"G1S1", "G1S2", "G1S3"} {
+					h.LastSample[st] = at(2000)
+				}
+				h.DurableHeld("s1", 2, []int{2})
+			},
+			rule: "durable", want: "closed at 10, but the stores of group 1 recorded at most 4 afterwards",
+		},
+		{
 			name: "durable receiver handed a damaged payload",
 			mutate: func(h *History) {
 				x := &h.Durable["s1"][1].Handed[2]

@@ -33,6 +33,12 @@ type DurableIncarnation struct {
 	// Closed is the position it had when it closed cleanly (its
 	// Receiver.Consumed): what Close must have recorded.
 	Closed uint64 `json:"closed,omitempty"`
+	// HeldByAnother lists the groups whose farewell, the receiver said,
+	// found the name held by another session (an earlier incarnation the
+	// group had not yet expired): such a group keeps that session's record
+	// (strong names: receiver-activity-timeout), so Close cannot record
+	// there.
+	HeldByAnother []int `json:"held_by_another,omitempty"`
 }
 
 // Handed is one message a durable receiver was handed (its handler had
@@ -126,6 +132,14 @@ func (h *History) DurableEnded(source string, inc int, how string, closed uint64
 		return // the first word stands: a kill is not an exit
 	}
 	d.How, d.Ended, d.Closed = how, at, closed
+}
+
+// DurableHeld records the groups an incarnation's Close found holding the
+// name for another session.
+func (h *History) DurableHeld(source string, inc int, groups []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.durable(source, inc).HeldByAnother = groups
 }
 
 // DurableProgress says whether the latest incarnation of source's durable

@@ -134,6 +134,7 @@ func (p *rcvProc) handle(inc int, line []byte) {
 			p.state = "closed"
 		}
 		p.mu.Unlock()
+		p.hist.DurableHeld(src, inc, e.Held)
 		p.hist.DurableEnded(src, inc, "closed", e.Consumed, time.Now())
 	case "fatal":
 		p.hist.Problemf("receiver", "the durable receiver of %s, incarnation %d: %s", src, inc, e.Err)

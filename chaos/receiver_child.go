@@ -51,6 +51,10 @@ type receiverEvent struct {
 	Consumed uint64 `json:"consumed,omitempty"`
 	Groups   string `json:"groups,omitempty"`
 	Err      string `json:"err,omitempty"`
+	// Held lists, with closed, the groups whose farewell the receiver
+	// reported refused: they hold the name for another session
+	// (receiver.Farewell.HeldByAnother).
+	Held []int `json:"held,omitempty"`
 }
 
 // receiverChildMain runs one durable receiver incarnation: register under
@@ -146,7 +150,13 @@ func receiverChildMain(config string) int {
 		_ = sleepCtx(stop, time.Second)
 	}
 	r.Close()
-	emit(receiverEvent{Ev: "closed", Consumed: r.Consumed()})
+	var held []int
+	for _, f := range r.Farewells() {
+		if f.HeldByAnother {
+			held = append(held, f.Group)
+		}
+	}
+	emit(receiverEvent{Ev: "closed", Consumed: r.Consumed(), Held: held})
 	log.Info("closed", "consumed", r.Consumed())
 	return 0
 }

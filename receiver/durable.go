@@ -42,6 +42,22 @@ type GroupRegistration struct {
 	Stores []StorePosition
 }
 
+// Farewell is what Close left with one group of a durable receiver.
+type Farewell struct {
+	Group int // 1-based
+	// Recorded: the group took the last position and freed the name.
+	Recorded bool
+	// HeldByAnother: the group holds the name for another session (an
+	// earlier incarnation of this receiver not yet expired, or another
+	// receiver), so it keeps that session's record: strong names, as UM's
+	// receiver-activity-timeout. The next registration weighs the other
+	// groups' records too (Consensus).
+	HeldByAnother bool
+	// Err says why the group took nothing otherwise (unreachable within
+	// Close's bound).
+	Err string
+}
+
 // StorePosition is one store's own record of the receiver.
 type StorePosition struct {
 	Store    string
@@ -61,6 +77,8 @@ type durable struct {
 	handed uint64 // highest sequence number handed to the application (or skipped as lost)
 	acked  uint64 // highest acknowledged: the position to record
 	closed bool
+	// farewells is what Close left with each group (Farewells).
+	farewells []Farewell
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -94,6 +112,20 @@ func (r *Receiver) Register(ctx context.Context) (Registration, error) {
 		return Registration{}, ErrNotDurable
 	}
 	return r.durable.ensure(ctx)
+}
+
+// Farewells says, after Close, what Close left with each group of a
+// durable receiver, in group order (nil before Close, or when it never
+// registered). A group that did not record the last position keeps an
+// older one, which a next incarnation under ConsensusLowest resumes from
+// (redelivering the difference).
+func (r *Receiver) Farewells() []Farewell {
+	if r.durable == nil {
+		return nil
+	}
+	r.durable.mu.Lock()
+	defer r.durable.mu.Unlock()
+	return append([]Farewell(nil), r.durable.farewells...)
 }
 
 // Registration returns the durable receiver's registration (zero before
@@ -339,12 +371,25 @@ func (d *durable) close() {
 	d.cancel()
 	d.wg.Wait()
 	if started {
+		out := make([]Farewell, len(d.groups))
 		var wg sync.WaitGroup
-		for _, g := range d.groups {
+		for i, g := range d.groups {
 			wg.Add(1)
-			go func() { defer wg.Done(); g.farewell() }()
+			go func() { defer wg.Done(); out[i] = g.farewell() }()
 		}
 		wg.Wait()
+		for _, f := range out {
+			switch {
+			case f.HeldByAnother:
+				d.r.log.Warn("closed without recording the last position in a group: it holds the name for another session (an earlier incarnation not yet expired, or another receiver) and keeps that one's record",
+					"group", f.Group, "receiver", d.r.cfg.Name, "consumed", d.acknowledged())
+			case !f.Recorded:
+				d.r.log.Warn("closed without recording the last position in a group: it did not answer in time", "group", f.Group, "receiver", d.r.cfg.Name, "consumed", d.acknowledged(), "err", f.Err)
+			}
+		}
+		d.mu.Lock()
+		d.farewells = out
+		d.mu.Unlock()
 	}
 	for _, g := range d.groups {
 		g.client.Close()
@@ -359,6 +404,9 @@ type ackGroup struct {
 
 	// Set by registerUntil before run starts, then run's own.
 	registered bool // the group's leader holds the name for this session
+	// everRegistered: some registration of this session with the group
+	// succeeded, so a later "busy" means the session was expired there.
+	everRegistered bool
 	known      bool // the group holds the source (else the name is held in memory only)
 	regAt      time.Time
 	recorded   uint64 // the last position the group acknowledged
@@ -383,7 +431,7 @@ func (g *ackGroup) registerOnce(ctx context.Context) (*wire.ReceiverRegistered, 
 	if !ok {
 		return nil, fmt.Errorf("%w: registration answered with frame type %d", wire.ErrMalformed, m.Type())
 	}
-	g.registered, g.known, g.regAt = true, rep.Known, time.Now()
+	g.registered, g.everRegistered, g.known, g.regAt = true, true, rep.Known, time.Now()
 	g.recorded = max(g.recorded, rep.Consumed)
 	g.busy = nil
 	return rep, nil
@@ -445,7 +493,11 @@ func (g *ackGroup) run() {
 			if _, err := g.registerOnce(d.ctx); err != nil {
 				if isCode(err, wire.CodeBusy) && !g.warned {
 					g.warned = true
-					d.r.log.Error("another receiver took this receiver's name over in a group: this one was expired (silent for the stores' receiver-activity-timeout); its position is no longer recorded there", "group", g.group, "receiver", cfg.Name)
+					if g.everRegistered {
+						d.r.log.Error("another receiver took this receiver's name over in a group: this one was expired (silent for the stores' receiver-activity-timeout); its position is no longer recorded there", "group", g.group, "receiver", cfg.Name)
+					} else {
+						d.r.log.Warn("waiting: a group holds this receiver's name for another session (an earlier incarnation not yet expired, or another receiver); registering there once it frees the name", "group", g.group, "receiver", cfg.Name, "detail", err)
+					}
 				}
 				continue
 			}
@@ -492,17 +544,26 @@ const farewellTimeout = 2 * callTimeout
 // is registered with again first, so that Close records the position
 // with every group it can reach, not only those whose leader did not
 // change; a group that says another receiver holds the name is left alone.
-func (g *ackGroup) farewell() {
+func (g *ackGroup) farewell() Farewell {
+	f := Farewell{Group: g.group}
 	ctx, cancel := context.WithTimeout(context.Background(), farewellTimeout)
 	defer cancel()
 	for try := 0; try < 2 && ctx.Err() == nil; try++ {
 		if !g.registered {
 			if _, err := g.registerOnce(ctx); err != nil {
-				return // unreachable now, or the name is another receiver's
+				// Unreachable now, or the name is another session's.
+				f.HeldByAnother, f.Err = isCode(err, wire.CodeBusy), err.Error()
+				return f
 			}
 		}
 		if g.send(ctx, g.d.acknowledged(), true) {
-			return
+			f.Recorded = true
+			return f
 		}
 	}
+	f.Err = "the group did not take the last position within " + farewellTimeout.String()
+	if g.lastErr != nil {
+		f.Err += ": " + g.lastErr.Error()
+	}
+	return f
 }

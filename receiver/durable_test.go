@@ -321,3 +321,67 @@ func TestDurableCloseAfterTheGroupLostTheRegistration(t *testing.T) {
 		})
 	}
 }
+
+// A group that holds the name for another session when the receiver
+// closes keeps that session's record, and Farewells says so, as the chaos
+// suite met it (seed 1209, schedule 149): a later incarnation registered
+// with group 1 while group 2 had no quorum, and group 2 came back holding
+// the name for an earlier incarnation that had not expired there.
+func TestDurableCloseReportsAGroupThatHoldsTheNameForAnother(t *testing.T) {
+	c := clustertest.Start(t, 2, fastReceivers)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	publishAll(t, ctx, c, "s", 10)
+
+	earlierCfg := durableConfig(c, "s", "app")
+	earlierCfg.Group, earlierCfg.Session = 2, "earlier"
+	earlier, err := receiver.New(earlierCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer earlier.Close()
+	if _, err := earlier.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, m := range c.Members(2) {
+		c.Stop(m.Name)
+	}
+	cfg := durableConfig(c, "s", "app")
+	cfg.Session = "later"
+	r, err := receiver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := r.Register(ctx)
+	if err != nil {
+		t.Fatalf("register with group 2 down: %v", err)
+	}
+	if !reg.Groups[0].Registered || reg.Groups[1].Registered {
+		t.Fatalf("registration with group 2 down: %+v", reg.Groups)
+	}
+	if err := r.Read(ctx, receiver.Resume, 10, func(receiver.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members(2) {
+		c.StartStore(m.Name)
+	}
+	c.WaitLeader(2, 30*time.Second)
+	c.Eventually(20*time.Second, "group 2 holds app for the earlier session", func() bool {
+		pos, _, found, err := c.WaitLeader(2, time.Second).Repository().Receiver("s", "app")
+		return err == nil && found && pos.Active
+	})
+
+	r.Close()
+	got := r.Farewells()
+	if len(got) != 2 || !got[0].Recorded || got[0].HeldByAnother || got[1].Recorded || !got[1].HeldByAnother {
+		t.Fatalf("farewells = %+v, want group 1 recorded, group 2 held by another session", got)
+	}
+	c.Eventually(10*time.Second, "group 1 records app at 10", func() bool {
+		pos, _, found, err := c.WaitLeader(1, time.Second).Repository().Receiver("s", "app")
+		return err == nil && found && pos.Seq == 10
+	})
+	if pos, _, _, err := c.WaitLeader(2, time.Second).Repository().Receiver("s", "app"); err != nil || pos.Seq == 10 {
+		t.Errorf("group 2 took the later session's position while the earlier held the name: %+v, %v", pos, err)
+	}
+}
