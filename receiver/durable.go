@@ -407,12 +407,12 @@ type ackGroup struct {
 	// everRegistered: some registration of this session with the group
 	// succeeded, so a later "busy" means the session was expired there.
 	everRegistered bool
-	known      bool // the group holds the source (else the name is held in memory only)
-	regAt      time.Time
-	recorded   uint64 // the last position the group acknowledged
-	busy       error  // the last "name busy" answer
-	lastErr    error
-	warned     bool
+	known          bool // the group holds the source (else the name is held in memory only)
+	regAt          time.Time
+	recorded       uint64 // the last position the group acknowledged
+	busy           error  // the last "name busy" answer
+	lastErr        error
+	warned         bool
 }
 
 // callTimeout bounds one acknowledgement or registration round trip.
