@@ -213,24 +213,17 @@ func (p *Publisher) Send(ctx context.Context, payload []byte) (uint64, error) {
 			p.mu.Unlock()
 			return 0, err
 		}
-		if !p.reservedLocked(p.nextSeq) {
-			ch := p.changed
-			p.mu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return 0, ctx.Err()
+		if p.reservedLocked(p.nextSeq) {
+			if full = p.flightFullLocked(len(payload)); !full || p.cfg.Flight == FlightNotify {
+				break
 			}
-			p.mu.Lock()
-			continue
+			if p.cfg.Flight == FlightRefuse {
+				p.mu.Unlock()
+				return 0, ErrFlightFull
+			}
 		}
-		if full = p.flightFullLocked(len(payload)); !full || p.cfg.Flight == FlightNotify {
-			break
-		}
-		if p.cfg.Flight == FlightRefuse {
-			p.mu.Unlock()
-			return 0, ErrFlightFull
-		}
+		// Wait until the state file's bound covers the number, or the
+		// flight has room.
 		ch := p.changed
 		p.mu.Unlock()
 		select {

@@ -29,7 +29,7 @@ func (p *Publisher) reservedLocked(seq uint64) bool {
 	if p.state == nil {
 		return true
 	}
-	if !p.reserving && seq+sentReserve/2 > p.state.SentUpTo {
+	if !p.reserving && p.state.SentUpTo < wire.MaxSeq && seq+sentReserve/2 > p.state.SentUpTo {
 		p.reserving = true
 		p.wg.Add(1)
 		go p.reserve(seq)
