@@ -13,9 +13,7 @@ import (
 func newRegistry(hosts storehost.Hosts) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, s := range hosts.Stores() {
-		reg.MustRegister(s.Collector())
-	}
+	reg.MustRegister(storesCollector{hosts})
 	phase := func(pick func(waiting, catching bool) bool) func() float64 {
 		return func() float64 {
 			n := 0
@@ -38,4 +36,19 @@ func newRegistry(hosts storehost.Hosts) *prometheus.Registry {
 		}, phase(func(_, c bool) bool { return c })),
 	)
 	return reg
+}
+
+// storesCollector collects every store the hosts run at scrape time: a
+// store that umstored started again after damage replaces its predecessor
+// (storehost), so the collectors cannot be registered once at start.
+type storesCollector struct{ hosts storehost.Hosts }
+
+// Describe sends nothing: the stores' collectors are unchecked.
+func (storesCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (c storesCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.hosts.Stores() {
+		s.Collector().Collect(ch)
+	}
 }

@@ -137,11 +137,13 @@ func (s *Store) fileFailed(file string, err error, damaged bool) {
 		mark()
 		return
 	}
-	advice := "start it again (restart umstored): it moves its files to a numbered backup and rejoins its group empty"
 	if !damaged {
-		advice = fmt.Sprintf("start it again; if it stops the same way, %s is likely damaged: stop umstored, move the data directory %s aside and start again, the store rejoins its group empty", file, s.cfg.DataDir)
+		advice := fmt.Sprintf("start it again; if it stops the same way, %s is likely damaged: stop umstored, move the data directory %s aside and start again, the store rejoins its group empty", file, s.cfg.DataDir)
+		s.failThen(fmt.Errorf("store %s stopped: %w; the other stores of this process go on serving: %s", s.cfg.Name, err, advice), mark)
+		return
 	}
-	s.failThen(fmt.Errorf("store %s stopped: %w; the other stores of this process go on serving: %s", s.cfg.Name, err, advice), mark)
+	advice := "start it again (umstored does, a few times): it moves its files to a numbered backup and rejoins its group empty"
+	s.failThen(fmt.Errorf("store %s stopped: %w; %w; the other stores of this process go on serving: %s", s.cfg.Name, err, ErrFilesMarkedDamaged, advice), mark)
 }
 
 // failThen is fail (stop.go) with then run before the store closes, while

@@ -75,7 +75,7 @@ func TestDamageFoundAtApplyRejoinsAtTheNextStart(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s released a damaged message run and kept running", victim)
 	}
-	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "moves its files to a numbered backup") {
+	if err := s.Err(); !errors.Is(err, storegroup.ErrFilesMarkedDamaged) || !strings.Contains(err.Error(), "moves its files to a numbered backup") {
 		t.Fatalf("%s stopped with %v; want the advice for damaged files", victim, err)
 	}
 	for _, m := range append(c.Members(1), c.Members(2)...) {

@@ -13,6 +13,13 @@ var (
 	// rule 6).
 	ErrStoreFailed = errors.New("store stopped: cannot durably apply committed entries")
 
+	// ErrFilesMarkedDamaged says a store that stopped itself found damage
+	// in its files while it ran and marked them (damaged.json): starting it
+	// again moves them to a numbered backup and it rejoins its group empty,
+	// through the staged join. The host daemon does that by itself
+	// (storehost), a bounded number of times.
+	ErrFilesMarkedDamaged = errors.New("its files are marked damaged")
+
 	// ErrNoStoreWithState is why an empty store refuses to start its group:
 	// every member of the group is empty although the group existed (another
 	// group remembers its identity), and bootstrapping it again would

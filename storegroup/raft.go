@@ -74,6 +74,8 @@ func (s *Store) newRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableS
 			err = fmt.Errorf("raft could not read its log %s: %v; the log is damaged: start the store again, it moves its files to a numbered backup and rejoins its group empty", s.logStore.file.Path, v)
 			if werr := writeDamageMark(s.cfg.DataDir, s.logStore.file.Path, err); werr != nil {
 				err = fmt.Errorf("%w (marking the files damaged failed too: %v; move the data directory %s aside by hand)", err, werr, s.cfg.DataDir)
+			} else {
+				err = fmt.Errorf("%w: %w", ErrFilesMarkedDamaged, err)
 			}
 		}
 	}()

@@ -15,7 +15,10 @@ import (
 
 // Host is the running stores of one host of a deployment.
 type Host struct {
-	name   string
+	name string
+
+	mu sync.Mutex // guards stores: a store started again replaces its predecessor
+	// stores are the running stores, in the deployment's order.
 	stores []*storegroup.Store
 	// failed names the stores that could not start; the others run
 	// without them.
@@ -25,6 +28,9 @@ type Host struct {
 	// admission lets one empty store per group catch up at a time: the
 	// staged restart of SPEC §4 rule 4.
 	admission *storegroup.HostAdmission
+	// restarts starts again stores that stopped on damaged files
+	// (restart.go).
+	restarts damageRestarts
 }
 
 // Start opens every store d places on host, each in dataDir/<store name>,
@@ -47,9 +53,12 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 	stores := make([]*storegroup.Store, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
+	for i := range cfgs {
+		cfgs[i].Admission = h.admission
+		cfgs[i].Logger = log.With("host", host)
+	}
+	h.restarts.init(cfgs)
 	for i, cfg := range cfgs {
-		cfg.Admission = h.admission
-		cfg.Logger = log.With("host", host)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -85,7 +94,11 @@ func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, o
 func (h *Host) Name() string { return h.name }
 
 // Stores are the host's running stores, in the deployment's order.
-func (h *Host) Stores() []*storegroup.Store { return h.stores }
+func (h *Host) Stores() []*storegroup.Store {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.stores)
+}
 
 // Failed names the host's stores that could not start.
 func (h *Host) Failed() []string { return h.failed }
@@ -97,8 +110,9 @@ func (h *Host) StartErr() error { return h.startErr }
 
 // Stop closes every store, in parallel; each is marked stopped cleanly.
 func (h *Host) Stop() {
+	h.restarts.stop()
 	var wg sync.WaitGroup
-	for _, s := range h.stores {
+	for _, s := range h.Stores() {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = s.Close() }()
 	}
@@ -123,7 +137,7 @@ func (hs Hosts) Names() []string {
 func (hs Hosts) Stores() []*storegroup.Store {
 	var out []*storegroup.Store
 	for _, h := range hs {
-		out = append(out, h.stores...)
+		out = append(out, h.Stores()...)
 	}
 	return out
 }
@@ -176,43 +190,73 @@ var ErrStoreStopped = errors.New("a store stopped itself")
 // Serve serves until ctx ends (SIGINT, SIGTERM), then stops every store;
 // or until every store has stopped (`umstored stop`). A store that stops
 // itself (it could not apply an entry) is logged once and the host's other
-// stores keep serving their groups; Serve then returns an error wrapping
-// ErrStoreStopped, so that a supervisor notices. So does a store that could
-// not start.
+// stores keep serving their groups; one that stopped on damage it marked in
+// its files is started again, a bounded number of times, which moves the
+// files to a backup and rejoins its group empty (damage_restart.go). Serve
+// returns an error wrapping ErrStoreStopped when a store is still stopped
+// at the end, so that a supervisor notices. So does a store that could not
+// start.
 func (hs Hosts) Serve(ctx context.Context, log *slog.Logger) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	var stopped []string
-	for _, h := range hs {
-		stopped = append(stopped, h.failed...)
-	}
+	logged := map[*storegroup.Store]bool{}
 	for {
 		select {
 		case <-ctx.Done():
 			log.Info("stopping stores")
 			hs.Stop()
 			log.Info("stores stopped")
-			return stoppedErr(stopped)
+			return hs.stoppedErr()
 		case <-tick.C:
-			if hs.allStopped() {
+			if hs.allStopped() && !hs.restarting() {
 				log.Info("every store has stopped (umstored stop); exiting")
-				return stoppedErr(stopped)
+				hs.Stop()
+				return hs.stoppedErr()
 			}
 			for _, s := range hs.Stores() {
-				if err := s.Err(); err != nil && !slices.Contains(stopped, s.Name()) {
-					stopped = append(stopped, s.Name())
+				if err := s.Err(); err != nil && !logged[s] {
+					logged[s] = true
 					log.Error("a store stopped itself; the others keep serving", "store", s.Name(), "err", err)
 				}
+			}
+			for _, h := range hs {
+				h.restartDamaged(log)
 			}
 		}
 	}
 }
 
-func stoppedErr(stores []string) error {
+// stoppedErr names the stores that could not start or stopped themselves
+// (and were not started again), wrapped in ErrStoreStopped; nil if none.
+func (hs Hosts) stoppedErr() error {
+	var stores []string
+	for _, h := range hs {
+		stores = append(stores, h.failed...)
+		for _, s := range h.Stores() {
+			if s.Err() != nil {
+				stores = append(stores, s.Name())
+			}
+		}
+	}
 	if len(stores) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %v (see the log)", ErrStoreStopped, stores)
+}
+
+// restarting reports whether a store of the hosts is being started again.
+func (hs Hosts) restarting() bool {
+	for _, h := range hs {
+		h.restarts.mu.Lock()
+		for _, on := range h.restarts.running {
+			if on {
+				h.restarts.mu.Unlock()
+				return true
+			}
+		}
+		h.restarts.mu.Unlock()
+	}
+	return false
 }
 
 // allStopped reports whether every store of the hosts has stopped.

@@ -43,10 +43,16 @@ func (w testLog) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // startAll starts every host of d in dir and waits for both leaders.
 func startAll(t *testing.T, d *placement.Deployment, dir string) Hosts {
 	t.Helper()
+	return startAllWith(t, d, dir, DefaultOptions())
+}
+
+// startAllWith is startAll with the stores' options.
+func startAllWith(t *testing.T, d *placement.Deployment, dir string, opts Options) Hosts {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var hs Hosts
 	for _, h := range d.Hosts {
-		host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), DefaultOptions(), log)
+		host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), opts, log)
 		if err != nil {
 			hs.Stop()
 			t.Fatal(err)
