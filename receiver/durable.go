@@ -433,7 +433,7 @@ func (g *ackGroup) registerOnce(ctx context.Context) (*wire.ReceiverRegistered, 
 	}
 	g.registered, g.everRegistered, g.known, g.regAt = true, true, rep.Known, time.Now()
 	g.recorded = max(g.recorded, rep.Consumed)
-	g.busy = nil
+	g.busy, g.warned = nil, false // a later refusal is news again
 	return rep, nil
 }
 
