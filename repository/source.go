@@ -156,7 +156,26 @@ func decodeState(b []byte) (sourceState, error) {
 	if err := s.checkReleased(); err != nil {
 		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
 	}
+	if err := s.checkGaps(); err != nil {
+		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
+	}
 	return s, nil
+}
+
+// checkGaps refuses gaps this code could not have written (read from a
+// damaged file): a range reversed, out of order or overlapping the one
+// before it, or reaching HighSeq, which is always held. Read as they are,
+// they would have the store call held messages missing or missing ones
+// held.
+func (s *sourceState) checkGaps() error {
+	var low uint64
+	for i, g := range s.Gaps {
+		if g.From < 1 || g.To < g.From || (i > 0 && g.From <= low) || g.To >= s.HighSeq {
+			return fmt.Errorf("gap %v reversed, out of order or not below the highest sequence number %d", g, s.HighSeq)
+		}
+		low = g.To
+	}
+	return nil
 }
 
 // checkReleased refuses a record of released gaps that this code could

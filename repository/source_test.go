@@ -213,3 +213,36 @@ func TestDecodeStateRefusesABadReleasedRecord(t *testing.T) {
 		t.Fatalf("a well-formed record: %v", err)
 	}
 }
+
+// Gaps this code could not have written are refused as damage when the
+// state is read.
+func TestDecodeStateRefusesBadGaps(t *testing.T) {
+	tests := []struct {
+		name string
+		gaps []Range
+	}{
+		{"reversed", []Range{{6, 5}}},
+		{"from zero", []Range{{0, 3}}},
+		{"out of order", []Range{{8, 9}, {2, 3}}},
+		{"overlapping", []Range{{2, 5}, {5, 6}}},
+		{"reaching HighSeq", []Range{{25, 30}}},
+		{"above HighSeq", []Range{{31, 40}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sourceState{HighSeq: 30, Gaps: tt.gaps}
+			b, err := encodeState(&s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeState(b); !errors.Is(err, ErrFormat) {
+				t.Fatalf("decodeState = %v, want ErrFormat", err)
+			}
+		})
+	}
+	ok := sourceState{HighSeq: 30, Gaps: []Range{{1, 3}, {5, 5}, {7, 29}}}
+	b, _ := encodeState(&ok)
+	if _, err := decodeState(b); err != nil {
+		t.Fatalf("well-formed gaps: %v", err)
+	}
+}
