@@ -389,28 +389,29 @@ func (c *cluster) deploymentStatus(ctx context.Context) ([]groupState, bool, err
 // through what its group's leader had applied when the wait first saw it
 // (marks, by group: a store that came back and has not replayed what it
 // missed is not whole yet, and may still meet damage in what it replays).
-// The string says what is missing; failed names a store that stopped
-// itself, when that is what is missing.
-func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (ok bool, why string, failed *stoppedStore) {
+// The string says what is missing. A store that stopped itself on damaged
+// files is its daemon's to start again (storehost does, docs/operations.md
+// "A failed store"): the harness does not restart a daemon for it.
+func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (ok bool, why string) {
 	for _, h := range c.hosts {
 		if !h.running() {
-			return false, "host " + h.name + " is not running", nil
+			return false, "host " + h.name + " is not running"
 		}
 	}
 	groups, publishing, err := c.deploymentStatus(ctx)
 	if err != nil {
-		return false, err.Error(), nil
+		return false, err.Error()
 	}
 	if !publishing {
-		return false, "umstored status says publishing is not possible", nil
+		return false, "umstored status says publishing is not possible"
 	}
 	for _, g := range groups {
 		if g.Leader == "" {
-			return false, fmt.Sprintf("group %d has no leader", g.Index), nil
+			return false, fmt.Sprintf("group %d has no leader", g.Index)
 		}
 		for _, s := range g.Stores {
 			if s.State != "up" && s.State != "leader" {
-				return false, fmt.Sprintf("store %s is %s", s.Name, s.State), nil
+				return false, fmt.Sprintf("store %s is %s", s.Name, s.State)
 			}
 		}
 	}
@@ -418,15 +419,11 @@ func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (ok bool, 
 	for _, h := range c.hosts {
 		sts, err := h.status(ctx)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, err.Error()
 		}
 		for _, s := range sts {
 			if s.CatchingUp || s.WaitingToJoin || s.Error != "" {
-				why := fmt.Sprintf("store %s: catching_up=%v waiting_to_join=%v error=%q", s.Name, s.CatchingUp, s.WaitingToJoin, s.Error)
-				if s.Error != "" {
-					failed = &stoppedStore{host: h, name: s.Name, err: s.Error}
-				}
-				return false, why, failed
+				return false, fmt.Sprintf("store %s: catching_up=%v waiting_to_join=%v error=%q", s.Name, s.CatchingUp, s.WaitingToJoin, s.Error)
 			}
 		}
 		all = append(all, sts...)
@@ -438,52 +435,21 @@ func (c *cluster) restored(ctx context.Context, marks map[int]uint64) (ok bool, 
 	}
 	for _, s := range all {
 		if s.AppliedIndex < marks[s.Group] {
-			return false, fmt.Sprintf("store %s applied through %d, its group's leader had applied %d", s.Name, s.AppliedIndex, marks[s.Group]), nil
+			return false, fmt.Sprintf("store %s applied through %d, its group's leader had applied %d", s.Name, s.AppliedIndex, marks[s.Group])
 		}
 	}
-	return true, "", nil
-}
-
-// stoppedStore is a store that stopped itself, as its host's status said.
-type stoppedStore struct {
-	host      *host
-	name, err string
-}
-
-// restartDamaged does what the operator guide says for a store that
-// stopped itself because its files are damaged (it left damaged.json in
-// its data directory): restart its host's daemon, whose next start moves
-// the files aside and rejoins the store empty (docs/operations.md, "A
-// failed store"). It restarts each host at most once per wait (done) and
-// reports whether it restarted one.
-func (c *cluster) restartDamaged(st *stoppedStore, done map[string]bool) bool {
-	if st == nil || done[st.host.name] || !st.host.running() {
-		return false
-	}
-	if _, err := os.Stat(filepath.Join(st.host.dataDir, st.name, "damaged.json")); err != nil {
-		return false
-	}
-	done[st.host.name] = true
-	c.log.Warn("restarting a host daemon, as the operator guide says for a store stopped by damaged files", "host", st.host.name, "store", st.name, "err", st.err)
-	st.host.stop()
-	if err := st.host.start(fmt.Sprintf("operator restart: store %s stopped itself for damaged files", st.name)); err != nil {
-		c.log.Error("restart after damage failed", "host", st.host.name, "err", err)
-	}
-	return true
+	return true, ""
 }
 
 // waitRestored waits until restored holds, at most timeout.
 func (c *cluster) waitRestored(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var why string
-	marks, restarts := map[int]uint64{}, map[string]bool{}
+	marks := map[int]uint64{}
 	for {
-		ok, w, failed := c.restored(ctx, marks)
+		ok, w := c.restored(ctx, marks)
 		if why = w; ok {
 			return nil
-		}
-		if c.restartDamaged(failed, restarts) {
-			clear(marks) // the restarted stores' groups' leaders may have moved
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not restored after %v: %s", timeout, why)
