@@ -30,7 +30,7 @@ func TestPolicyDigestIsPinned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfgs, err := Configs(d, "A", t.TempDir(), PolicyOptions(d.Policy))
+			cfgs, err := Configs(d, "A", t.TempDir(), BaseConfig(d.Policy))
 			if err != nil {
 				t.Fatal(err)
 			}
