@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"umstore/storehost"
+	"umstore/storegroup"
 )
 
 // runEnv is what every schedule of one run shares.
@@ -396,7 +396,7 @@ const finalPhase = 4 * time.Minute
 // a source can publish is --rate messages of payloadSize bytes a second for
 // the schedule and its final phase.
 func retentionCanRelease(opts options, snaps *SnapshotSettings, limits *LifetimeLimits) bool {
-	def := storehost.DefaultOptions()
+	def := storegroup.DefaultConfig()
 	if snaps != nil && snaps.RetentionMaxMessages > 0 {
 		def.RetentionMaxMessages = snaps.RetentionMaxMessages
 	}

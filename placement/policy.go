@@ -41,7 +41,8 @@ type Policy struct {
 	KeepAliveInterval Duration `yaml:"keepalive-interval" json:"keepalive-interval"`
 	// RepairRate caps the payload bytes per second a group's leader copies
 	// from other groups (intergroup repair), so live publishing keeps
-	// priority (32 MiB/s).
+	// priority (32 MiB/s; 0 stands for the default, see
+	// [Policy.WithDefaults]).
 	RepairRate int `yaml:"repair-rate" json:"repair-rate"`
 	// Lock is how each store locks its data directory.
 	Lock LockPolicy `yaml:"lock" json:"lock"`
@@ -132,6 +133,42 @@ func DefaultPolicy() Policy {
 		Snapshot:              SnapshotPolicy{Threshold: 8192, Interval: Duration(2 * time.Minute), TrailingLogs: 4096},
 		Leadership:            LeadershipPolicy{Settle: Duration(2 * time.Second), MinInterval: Duration(30 * time.Second)},
 	}
+}
+
+// WithDefaults returns p with each key that holds no setting replaced by
+// its default from [DefaultPolicy]: every key of a wholly unset policy (one
+// built in code; a file's keys get their defaults as it is read), an empty
+// lock.mode, a key that must be positive and is not (retention.interval,
+// source-activity-timeout, keepalive-interval, lock.keepalive) and a
+// repair-rate of 0 or less, which has always stood for the default rate.
+// Every other key keeps its value, zero included (0 turns a retention limit
+// off, keeps no trailing logs, turns leader placement off).
+//
+// It is the policy the stores run: a store's configuration is built from
+// it (package storehost), and its [Policy.Digest] is what the members of a
+// group compare, the same for the same deployment file from one version to
+// the next.
+func (p Policy) WithDefaults() Policy {
+	def := DefaultPolicy()
+	if p == (Policy{}) {
+		return def
+	}
+	if p.Lock.Mode == "" {
+		p.Lock.Mode = def.Lock.Mode
+	}
+	positive := func(v *Duration, d Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	positive(&p.Retention.Interval, def.Retention.Interval)
+	positive(&p.SourceActivityTimeout, def.SourceActivityTimeout)
+	positive(&p.KeepAliveInterval, def.KeepAliveInterval)
+	positive(&p.Lock.KeepAlive, def.Lock.KeepAlive)
+	if p.RepairRate <= 0 {
+		p.RepairRate = def.RepairRate
+	}
+	return p
 }
 
 // Canonical is the policy as one line of key=value pairs in a fixed order:
@@ -225,7 +262,7 @@ func (v *validator) policy() {
 			p.KeepAliveInterval, p.SourceActivityTimeout)
 	}
 	if p.RepairRate < 0 {
-		v.add(at+"repair-rate", "must not be negative (bytes per second; 0: no limit)")
+		v.add(at+"repair-rate", "must not be negative (bytes per second; 0: the default, 32 MiB/s)")
 	}
 	if p.Retention.MaxAge < 0 {
 		v.add(at+"retention.max-age", "must not be negative (0: no age limit)")

@@ -137,3 +137,27 @@ func TestPreferredHost(t *testing.T) {
 		}
 	}
 }
+
+// WithDefaults fills only the keys that hold no setting: a zero that is a
+// setting (no retention limit, no trailing logs, no leader placement) is
+// kept, and a policy with every key set is its own.
+func TestPolicyWithDefaults(t *testing.T) {
+	def := DefaultPolicy()
+	if got := (Policy{}).WithDefaults(); got != def {
+		t.Fatalf("unset policy: %s", got.Canonical())
+	}
+	if got := def.WithDefaults(); got != def {
+		t.Fatalf("default policy: %s", got.Canonical())
+	}
+	p := def
+	p.Retention.MaxBytes, p.Snapshot.TrailingLogs, p.Leadership.Settle, p.Lock.AcquireInterval = 0, 0, 0, 0
+	if got := p.WithDefaults(); got != p {
+		t.Fatalf("zero settings were replaced:\n got  %s\n want %s", got.Canonical(), p.Canonical())
+	}
+	p.RepairRate, p.SourceActivityTimeout, p.KeepAliveInterval, p.Retention.Interval, p.Lock = 0, 0, -1, 0, LockPolicy{}
+	want := p
+	want.RepairRate, want.SourceActivityTimeout, want.KeepAliveInterval, want.Retention.Interval, want.Lock = def.RepairRate, def.SourceActivityTimeout, def.KeepAliveInterval, def.Retention.Interval, LockPolicy{Mode: LockFlock, KeepAlive: def.Lock.KeepAlive}
+	if got := p.WithDefaults(); got != want {
+		t.Fatalf("keys without a setting:\n got  %s\n want %s", got.Canonical(), want.Canonical())
+	}
+}

@@ -55,6 +55,13 @@ type PeerGroup struct {
 
 // Config describes one store. Build it with DefaultConfig and fill in the
 // identity fields; Validate says what is missing.
+//
+// Config is the one statement of a store's settings. The deployment's
+// policy (placement.Policy) sets the retention, activity-timeout, repair,
+// lock, snapshot and leader-placement fields, each from one key, and
+// Policy and PolicyDigest (storehost.ApplyPolicy); umstored's flags set
+// the others straight. A field's zero means what its comment says,
+// whichever layer set it.
 type Config struct {
 	// Name is this store's name; it must be one of Members.
 	Name string
@@ -217,6 +224,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the tuning defaults; the identity fields are empty.
+// For the fields the deployment's policy sets, they are
+// placement.DefaultPolicy's (storehost's tests hold the two together).
 func DefaultConfig() Config {
 	return Config{
 		HeartbeatTimeout:   500 * time.Millisecond,

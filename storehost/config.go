@@ -14,14 +14,16 @@ import (
 )
 
 // Configs returns the configuration of every store d places on host, in
-// d's order: each store's name and group, its group's members and every
-// other group (names, raft and client addresses), its data directory
+// d's order: base (the settings every store of the host shares, the
+// policy's included: see [BaseConfig]) with each store's name and group,
+// its group's members and every other group (names, raft and client
+// addresses), its group's preferred host, its data directory
 // dataDir/<store name>, the host's address as the address its connections
 // leave from (a name resolved to one address of this machine, see
-// localAddress), the transport security of d's security section, and opts.
-// Logger and Admission are left for the caller: Start shares one admission
-// among the host's stores.
-func Configs(d *placement.Deployment, host, dataDir string, opts Options) ([]storegroup.Config, error) {
+// localAddress), the transport security of d's security section and d's
+// intragroup stability. Logger and Admission are left for the caller:
+// Start shares one admission among the host's stores.
+func Configs(d *placement.Deployment, host, dataDir string, base storegroup.Config) ([]storegroup.Config, error) {
 	h, ok := d.HostByName(host)
 	if !ok {
 		return nil, fmt.Errorf("host %q is not in the deployment %q (its hosts: %s)", host, d.Name, hostNames(d))
@@ -43,36 +45,21 @@ func Configs(d *placement.Deployment, host, dataDir string, opts Options) ([]sto
 	}
 	cfgs := make([]storegroup.Config, len(refs))
 	for i, ref := range refs {
-		cfgs[i] = storeConfig(d, ref, dataDir, sec, opts)
+		cfgs[i] = storeConfig(d, ref, dataDir, sec, base)
 		cfgs[i].LocalIP = net.IP(local.AsSlice())
 	}
 	return cfgs, nil
 }
 
-// storeConfig is the configuration of one store of d.
-func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, sec storegroup.Security, opts Options) storegroup.Config {
-	cfg := storegroup.DefaultConfig()
+// storeConfig is the configuration of one store of d: base with the
+// store's place in d.
+func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string, sec storegroup.Security, base storegroup.Config) storegroup.Config {
+	cfg := base
 	topology(d).Place(&cfg, ref.Store.Name)
 	cfg.DataDir = filepath.Join(dataDir, ref.Store.Name)
 	// LocalIP is set by Configs, which resolves the host's address.
 	cfg.Security = sec
-	cfg.Lock = opts.Lock
-	cfg.RetentionMaxBytes, cfg.RetentionMaxMessages, cfg.RetentionMaxAge = opts.RetentionMaxBytes, opts.RetentionMaxMessages, opts.RetentionMaxAge
-	if opts.RepairBytesPerSecond > 0 {
-		cfg.RepairBytesPerSecond = opts.RepairBytesPerSecond
-	}
-	if opts.SourceActivityTimeout > 0 {
-		cfg.SourceActivityTimeout = opts.SourceActivityTimeout
-	}
-	if opts.ReceiverActivityTimeout > 0 {
-		cfg.ReceiverActivityTimeout = opts.ReceiverActivityTimeout
-	}
-	cfg.ReceiverStateLifetime, cfg.AllowReceiverPacedPersistence = opts.ReceiverStateLifetime, opts.AllowReceiverPacedPersistence
-	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs
-	if opts.RetentionInterval > 0 {
-		cfg.RetentionInterval = opts.RetentionInterval
-	}
-	cfg.LeaderSettle, cfg.LeaderMinInterval = opts.LeaderSettle, opts.LeaderMinInterval
+	cfg.PreferredHost, cfg.PreferredMembers = "", nil
 	if g, ok := d.GroupByIndex(ref.Group); ok {
 		if h := g.Preferred(); h != "" {
 			cfg.PreferredHost = h
@@ -83,11 +70,8 @@ func storeConfig(d *placement.Deployment, ref placement.StoreRef, dataDir string
 			}
 		}
 	}
-	p := opts.Policy()
-	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
 	// A valid deployment names a known behaviour; an unset one is quorum.
 	cfg.Intragroup, _ = quorum.ParseIntragroupBehavior(d.Stability.WithDefaults().Intragroup)
-	cfg.LogStore = opts.LogStore
 	return cfg
 }
 

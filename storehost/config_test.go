@@ -5,11 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"umstore/dirlock"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -21,11 +19,13 @@ func TestConfigs(t *testing.T) {
 	d := placement.Dev("127.0.0.1", 14000)
 	d.Hosts[0].Address = "127.0.0.2"
 	dir := t.TempDir()
-	opts := DefaultOptions()
-	opts.Lock = dirlock.Options{Standby: true}
-	opts.RetentionMaxMessages, opts.RetentionMaxAge = 500, time.Hour
-	opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs = 64, time.Second, 0
-	cfgs, err := Configs(d, "A", dir, opts)
+	p := placement.DefaultPolicy()
+	p.Retention.MaxMessages, p.Retention.MaxAge = 500, placement.Duration(time.Hour)
+	p.Snapshot = placement.SnapshotPolicy{Threshold: 64, Interval: placement.Duration(time.Second), TrailingLogs: 0}
+	base := BaseConfig(p)
+	base.Lock.Standby = true
+	base.ReceiverActivityTimeout, base.LogStore = 7*time.Second, storegroup.LogStoreBoltDB
+	cfgs, err := Configs(d, "A", dir, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,19 +59,23 @@ func TestConfigs(t *testing.T) {
 	def := storegroup.DefaultConfig()
 	if g2s1.RetentionMaxBytes != def.RetentionMaxBytes || g2s1.RetentionMaxMessages != 500 || g2s1.RetentionMaxAge != time.Hour ||
 		g2s1.SnapshotThreshold != 64 || g2s1.SnapshotInterval != time.Second || g2s1.TrailingLogs != 0 {
-		t.Errorf("G2S1's options: %+v", g2s1)
+		t.Errorf("G2S1's policy settings: %+v", g2s1)
 	}
 	if g2s1.SourceActivityTimeout != def.SourceActivityTimeout || g2s1.RepairBytesPerSecond != def.RepairBytesPerSecond {
 		t.Errorf("G2S1: source activity timeout %v, repair rate %d: want the defaults", g2s1.SourceActivityTimeout, g2s1.RepairBytesPerSecond)
+	}
+	if g2s1.ReceiverActivityTimeout != 7*time.Second || g2s1.LogStore != storegroup.LogStoreBoltDB || g2s1.PolicyDigest != p.Digest() {
+		t.Errorf("G2S1: receiver activity timeout %v, log store %q, policy digest %s: want base's", g2s1.ReceiverActivityTimeout, g2s1.LogStore, g2s1.PolicyDigest)
 	}
 	if g2s1.Admission != nil || g2s1.Logger != nil {
 		t.Error("Configs sets the admission or the logger, which are the caller's")
 	}
 
-	// Zero means the store's default for the timeout and the repair rate.
-	opts.SourceActivityTimeout, opts.RepairBytesPerSecond = 0, 0
-	if cfgs, _ := Configs(d, "B", dir, opts); cfgs[0].SourceActivityTimeout != def.SourceActivityTimeout || cfgs[0].RepairBytesPerSecond != def.RepairBytesPerSecond {
-		t.Errorf("zero options: %+v", cfgs[0])
+	// A policy key that holds no setting stands for its default: the
+	// timeout and the repair rate.
+	p.SourceActivityTimeout, p.RepairRate = 0, 0
+	if cfgs, _ := Configs(d, "B", dir, BaseConfig(p)); cfgs[0].SourceActivityTimeout != def.SourceActivityTimeout || cfgs[0].RepairBytesPerSecond != def.RepairBytesPerSecond {
+		t.Errorf("zero policy keys: %+v", cfgs[0])
 	}
 }
 
@@ -82,19 +86,8 @@ func TestConfigsRefusals(t *testing.T) {
 		{"Z", `host "Z" is not in the deployment "dev" (its hosts: A, B, C)`},
 		{"C", `the deployment places no stores on host "C"`},
 	} {
-		if _, err := Configs(d, tc.host, t.TempDir(), DefaultOptions()); err == nil || err.Error() != tc.want {
+		if _, err := Configs(d, tc.host, t.TempDir(), BaseConfig(d.Policy)); err == nil || err.Error() != tc.want {
 			t.Errorf("host %s: %v, want %q", tc.host, err, tc.want)
 		}
-	}
-}
-
-func TestOptionsValidate(t *testing.T) {
-	o := DefaultOptions()
-	if err := o.Validate(); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	o.SnapshotInterval = time.Millisecond
-	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--snapshot-interval 1ms is too short") {
-		t.Fatalf("1ms: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"umstore/internal/cli"
+	"umstore/placement"
 	"umstore/publisher"
 	"umstore/storegroup"
 )
@@ -59,11 +60,11 @@ func TestStoreDamagedWhileRunningIsStartedAgain(t *testing.T) {
 	}
 	d := devOnFreePorts(t)
 	dir := t.TempDir()
-	opts := DefaultOptions()
 	// Small snapshots: the repository's pages are written (and read) as
 	// entries are applied, not only at a far-off snapshot.
-	opts.SnapshotThreshold, opts.SnapshotInterval, opts.TrailingLogs = 32, 200*time.Millisecond, 8
-	hs := startAllWith(t, d, dir, opts)
+	p := placement.DefaultPolicy()
+	p.Snapshot = placement.SnapshotPolicy{Threshold: 32, Interval: placement.Duration(200 * time.Millisecond), TrailingLogs: 8}
+	hs := startAllWith(t, d, dir, BaseConfig(p))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := serve(ctx, hs)
 	served := false

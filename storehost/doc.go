@@ -5,7 +5,11 @@
 // [Configs] maps the deployment file to each store's storegroup.Config:
 // its group's members and the other groups with their addresses, its data
 // directory, the deployment's transport security, the host's address as
-// the stores' source address, and the daemon's [Options]. [Start] opens
+// the stores' source address, over one base configuration that every store
+// of the host shares. [ApplyPolicy] puts the deployment's policy into that
+// base (and [BaseConfig] starts one from storegroup's defaults), once per
+// daemon: each key of the policy sets one field of storegroup.Config, and
+// the policy's digest is what the members of a group compare. [Start] opens
 // every store of the host at once, sharing one admission among them so
 // that at most one empty store per group catches up at a time (the staged
 // restart of SPEC §4 rule 4), and logs the order placement.RestartPlan

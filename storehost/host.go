@@ -33,8 +33,8 @@ type Host struct {
 	restarts damageRestarts
 }
 
-// Start opens every store d places on host, each in dataDir/<store name>,
-// all at once: a standby store waits in Open for its data directory's lock,
+// Start opens every store d places on host, each in dataDir/<store name>
+// with base's settings ([Configs]), all at once: a standby store waits in Open for its data directory's lock,
 // and one waiting store must not hold up the others. The stores decide by
 // themselves whether to bootstrap, rejoin or refuse. ctx ends such waits
 // (every store is stopped again and the error returned). A store that
@@ -42,8 +42,8 @@ type Host struct {
 // does: it is logged, with its error, and the host's other stores serve
 // (Serve then ends with ErrStoreStopped, so that a supervisor notices).
 // Start fails when no store of the host could start.
-func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, opts Options, log *slog.Logger) (*Host, error) {
-	cfgs, err := Configs(d, host, dataDir, opts)
+func Start(ctx context.Context, d *placement.Deployment, host, dataDir string, base storegroup.Config, log *slog.Logger) (*Host, error) {
+	cfgs, err := Configs(d, host, dataDir, base)
 	if err != nil {
 		return nil, err
 	}

@@ -43,16 +43,16 @@ func (w testLog) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p
 // startAll starts every host of d in dir and waits for both leaders.
 func startAll(t *testing.T, d *placement.Deployment, dir string) Hosts {
 	t.Helper()
-	return startAllWith(t, d, dir, DefaultOptions())
+	return startAllWith(t, d, dir, BaseConfig(placement.DefaultPolicy()))
 }
 
-// startAllWith is startAll with the stores' options.
-func startAllWith(t *testing.T, d *placement.Deployment, dir string, opts Options) Hosts {
+// startAllWith is startAll with the stores' base configuration.
+func startAllWith(t *testing.T, d *placement.Deployment, dir string, base storegroup.Config) Hosts {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var hs Hosts
 	for _, h := range d.Hosts {
-		host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), opts, log)
+		host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), base, log)
 		if err != nil {
 			hs.Stop()
 			t.Fatal(err)
@@ -184,7 +184,7 @@ func TestStoreThatCannotStartFailsAlone(t *testing.T) {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h, err := Start(context.Background(), d, "B", other, DefaultOptions(), log)
+	h, err := Start(context.Background(), d, "B", other, BaseConfig(placement.DefaultPolicy()), log)
 	if err == nil {
 		h.Stop()
 		t.Fatal("a host none of whose stores can start started")

@@ -5,76 +5,55 @@ import (
 
 	"umstore/dirlock"
 	"umstore/placement"
+	"umstore/storegroup"
 )
 
-// PolicyOptions returns the options that put a deployment's policy into
-// effect on a host: every store of the host runs it. Per-daemon settings
-// that are no part of the policy (standby) are left at their zero values.
-func PolicyOptions(p placement.Policy) Options {
+// BaseConfig returns the configuration every store of a host starts from
+// when it runs the policy p and nothing else: storegroup's defaults with p
+// over them ([ApplyPolicy]). A daemon sets its own settings on it (the
+// receivers', the log store, standby), and [Configs] fills in each store's
+// identity.
+func BaseConfig(p placement.Policy) storegroup.Config {
+	cfg := storegroup.DefaultConfig()
+	ApplyPolicy(&cfg, p)
+	return cfg
+}
+
+// ApplyPolicy puts the deployment's policy p into effect on cfg: each key
+// of p sets its one field of cfg, and cfg.Policy and cfg.PolicyDigest
+// become p's canonical form and digest, which the members of a group
+// compare. A key that holds no setting stands for its default
+// ([placement.Policy.WithDefaults]); every other key is taken as it is,
+// zero included. Fields that are no part of the policy (the receivers'
+// settings, the log store, the lock's standby) are left as they are.
+//
+// The policy's keepalive-interval is the publishers' and sets nothing of a
+// store; it is part of the digest all the same, as is lock.keepalive when
+// the lock is a flock (which does not renew).
+func ApplyPolicy(cfg *storegroup.Config, p placement.Policy) {
+	p = p.WithDefaults()
 	mode, err := dirlock.ParseMode(p.Lock.Mode)
 	if err != nil {
 		mode = dirlock.ModeFlock // a validated deployment names a known mode
 	}
-	lock := dirlock.Options{Mode: mode, AcquireInterval: time.Duration(p.Lock.AcquireInterval)}
-	if mode == dirlock.ModeLease {
-		lock.KeepAlive = time.Duration(p.Lock.KeepAlive)
-	}
-	return Options{
-		Lock:                  lock,
-		LockKeepAlive:         time.Duration(p.Lock.KeepAlive),
-		RetentionMaxBytes:     p.Retention.MaxBytes,
-		RetentionMaxMessages:  p.Retention.MaxMessages,
-		RetentionMaxAge:       time.Duration(p.Retention.MaxAge),
-		RetentionInterval:     time.Duration(p.Retention.Interval),
-		SourceActivityTimeout: time.Duration(p.SourceActivityTimeout),
-		KeepAliveInterval:     time.Duration(p.KeepAliveInterval),
-		RepairBytesPerSecond:  p.RepairRate,
-		SnapshotThreshold:     p.Snapshot.Threshold,
-		SnapshotInterval:      time.Duration(p.Snapshot.Interval),
-		TrailingLogs:          p.Snapshot.TrailingLogs,
-		LeaderSettle:          time.Duration(p.Leadership.Settle),
-		LeaderMinInterval:     time.Duration(p.Leadership.MinInterval),
-	}
-}
+	p.Lock.Mode = string(mode)
 
-// Policy returns the policy o puts into effect: what the stores of the
-// host run, and compare with their groups' other members. A zero field
-// that storegroup fills with its default reads as that default.
-func (o Options) Policy() placement.Policy {
-	def := DefaultOptions()
-	mode := string(o.Lock.Mode)
-	if mode == "" {
-		mode = placement.LockFlock
+	cfg.RetentionMaxBytes = p.Retention.MaxBytes
+	cfg.RetentionMaxMessages = p.Retention.MaxMessages
+	cfg.RetentionMaxAge = time.Duration(p.Retention.MaxAge)
+	cfg.RetentionInterval = time.Duration(p.Retention.Interval)
+	cfg.SourceActivityTimeout = time.Duration(p.SourceActivityTimeout)
+	cfg.RepairBytesPerSecond = p.RepairRate
+	cfg.Lock.Mode = mode
+	cfg.Lock.AcquireInterval = time.Duration(p.Lock.AcquireInterval)
+	cfg.Lock.KeepAlive = 0
+	if mode == dirlock.ModeLease {
+		cfg.Lock.KeepAlive = time.Duration(p.Lock.KeepAlive)
 	}
-	keepAlive := o.LockKeepAlive
-	if o.Lock.KeepAlive > 0 {
-		keepAlive = o.Lock.KeepAlive
-	}
-	if keepAlive <= 0 {
-		keepAlive = dirlock.DefaultKeepAlive
-	}
-	or := func(v, d time.Duration) placement.Duration {
-		if v <= 0 {
-			return placement.Duration(d)
-		}
-		return placement.Duration(v)
-	}
-	repair := o.RepairBytesPerSecond
-	if repair <= 0 {
-		repair = def.RepairBytesPerSecond
-	}
-	return placement.Policy{
-		Retention: placement.RetentionPolicy{
-			MaxBytes:    o.RetentionMaxBytes,
-			MaxMessages: o.RetentionMaxMessages,
-			MaxAge:      placement.Duration(o.RetentionMaxAge),
-			Interval:    or(o.RetentionInterval, def.RetentionInterval),
-		},
-		SourceActivityTimeout: or(o.SourceActivityTimeout, def.SourceActivityTimeout),
-		KeepAliveInterval:     or(o.KeepAliveInterval, def.KeepAliveInterval),
-		RepairRate:            repair,
-		Lock:                  placement.LockPolicy{Mode: mode, KeepAlive: placement.Duration(keepAlive), AcquireInterval: placement.Duration(o.Lock.AcquireInterval)},
-		Snapshot:              placement.SnapshotPolicy{Threshold: o.SnapshotThreshold, Interval: placement.Duration(o.SnapshotInterval), TrailingLogs: o.TrailingLogs},
-		Leadership:            placement.LeadershipPolicy{Settle: placement.Duration(o.LeaderSettle), MinInterval: placement.Duration(o.LeaderMinInterval)},
-	}
+	cfg.SnapshotThreshold = p.Snapshot.Threshold
+	cfg.SnapshotInterval = time.Duration(p.Snapshot.Interval)
+	cfg.TrailingLogs = p.Snapshot.TrailingLogs
+	cfg.LeaderSettle = time.Duration(p.Leadership.Settle)
+	cfg.LeaderMinInterval = time.Duration(p.Leadership.MinInterval)
+	cfg.Policy, cfg.PolicyDigest = p.Canonical(), p.Digest()
 }

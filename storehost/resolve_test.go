@@ -87,7 +87,7 @@ func TestConfigsRefusesAddressesThatCannotBeListenedOn(t *testing.T) {
 	} {
 		d := placement.Dev("127.0.0.1", 14000)
 		d.Hosts[1].Address = tc.address
-		_, err := Configs(d, "B", t.TempDir(), DefaultOptions())
+		_, err := Configs(d, "B", t.TempDir(), BaseConfig(placement.DefaultPolicy()))
 		if err == nil {
 			t.Errorf("%s: accepted", tc.address)
 			continue
@@ -112,7 +112,7 @@ func TestConfigsWithAName(t *testing.T) {
 	}
 	d := placement.Dev("127.0.0.1", 14000)
 	d.Hosts[0].Address = "host-a.example"
-	cfgs, err := Configs(d, "A", t.TempDir(), DefaultOptions())
+	cfgs, err := Configs(d, "A", t.TempDir(), BaseConfig(placement.DefaultPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func writeDeployment(t *testing.T, d *placement.Deployment, dir string, withSecr
 func TestConfigsLoadTheMemberSecret(t *testing.T) {
 	dir := t.TempDir()
 	d := writeDeployment(t, placement.Dev("127.0.0.1", 14000), dir, true)
-	cfgs, err := Configs(d, "A", t.TempDir(), DefaultOptions())
+	cfgs, err := Configs(d, "A", t.TempDir(), BaseConfig(placement.DefaultPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestConfigsLoadTheMemberSecret(t *testing.T) {
 		if content != "" {
 			os.WriteFile(p, []byte(content), 0o600)
 		}
-		_, err := Configs(d, "A", t.TempDir(), DefaultOptions())
+		_, err := Configs(d, "A", t.TempDir(), BaseConfig(placement.DefaultPolicy()))
 		if err == nil || !strings.Contains(err.Error(), "security.member-secret-file") {
 			t.Errorf("%s secret file: %v, want an error naming security.member-secret-file", name, err)
 		}
@@ -100,7 +100,7 @@ func TestDeploymentWithoutMemberSecretRunsWithAWarning(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		var hs Hosts
 		for _, h := range d.Hosts {
-			host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), DefaultOptions(), log)
+			host, err := Start(context.Background(), d, h.Name, filepath.Join(dir, h.Name), BaseConfig(placement.DefaultPolicy()), log)
 			if err != nil {
 				hs.Stop()
 				t.Fatal(err)

@@ -43,9 +43,8 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address")
-	opts := storehost.DefaultOptions()
-	addRetentionFlags(fs, &opts)
-	addSnapshotFlags(fs, &opts)
+	flags := defaultStoreFlags()
+	flags.bind(fs, false)
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, devUsage); fs.PrintDefaults() }
@@ -55,7 +54,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	if *pprofOn && *adminAddr == "" {
 		return cli.UsageError(stderr, "umstored dev", "--pprof serves the profiler on the admin address: give --admin-addr too")
 	}
-	if err := opts.Validate(); err != nil {
+	if err := flags.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 2
 	}
@@ -74,7 +73,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	d := placement.Dev("127.0.0.1", *basePort)
-	d.Policy = opts.Policy() // the flags are the policy: dev owns its file
+	d.Policy = flags.policy.WithDefaults() // the flags are the policy: dev owns its file
 	if ka, timeout := d.Policy.KeepAliveInterval, d.Policy.SourceActivityTimeout; ka >= timeout {
 		d.Policy.KeepAliveInterval = timeout / 3 // a short --source-activity-timeout for a test: keep-alives well within it
 	}
@@ -102,13 +101,13 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
-	opts = storehost.PolicyOptions(d.Policy)
+	cfg := flags.config(d.Policy)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var hosts storehost.Hosts
 	for _, h := range d.Hosts {
-		hs, err := storehost.Start(ctx, d, h.Name, filepath.Join(dir, h.Name), opts, log)
+		hs, err := storehost.Start(ctx, d, h.Name, filepath.Join(dir, h.Name), cfg, log)
 		if err != nil {
 			hosts.Stop()
 			fmt.Fprintln(stderr, "umstored dev:", err)

@@ -8,12 +8,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"umstore/adminhttp"
-	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
 	"umstore/storehost"
@@ -50,12 +48,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "", "name of this host in the deployment (required)")
 	dataDir := fs.String("data-dir", "", "directory for this host's stores (required)")
 	standby := fs.Bool("standby", false, "if another process holds a store's data directory, wait and take the store over when it exits (a hot standby on shared storage)")
-	lockMode := fs.String("lock", "flock", "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted (overrides the policy's lock.mode)")
-	lockKeepAlive := fs.Duration("lock-keepalive", time.Second, "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this; overrides the policy's lock.keepalive)")
 	acceptUnsafe := fs.Bool("accept-unsafe-layout", false, "run a deployment whose layout stops publishing when some single host is lost (the planner would refuse it)")
-	var flagOpts storehost.Options
-	addRetentionFlags(fs, &flagOpts)
-	addSnapshotFlags(fs, &flagOpts)
+	flags := defaultStoreFlags()
+	flags.bind(fs, true)
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address (for performance work: whoever reaches the address can read the process's profiles and stacks)")
 	debugClock := fs.Bool("debug-clock", false, "also serve /debug/clock on the admin address, through which a POST offset=DURATION steps this process's wall clock (for fault testing only: the stores write its times into their logs)")
@@ -76,7 +71,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := flagOpts.Validate(); err != nil {
+	if err := flags.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
@@ -99,39 +94,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := storehost.PolicyOptions(d.Policy)
-	overridePolicy(fs, flagOpts, &opts, log)
-	applyReceiverFlags(flagOpts, &opts)
-	if fs.Changed("lock") {
-		mode, err := dirlock.ParseMode(*lockMode)
-		if err != nil {
-			fmt.Fprintln(stderr, "umstored run: --lock:", err)
-			return 2
-		}
-		warnOverride(log, "lock", mode, d.Policy.Lock.Mode)
-		opts.Lock.Mode = mode
-	}
-	if fs.Changed("lock-keepalive") {
-		warnOverride(log, "lock-keepalive", *lockKeepAlive, d.Policy.Lock.KeepAlive)
-		opts.LockKeepAlive = *lockKeepAlive
-	}
-	opts.Lock.KeepAlive = 0
-	if opts.Lock.Mode == dirlock.ModeLease {
-		opts.Lock.KeepAlive = opts.LockKeepAlive
-	}
-	opts.Lock.Standby = *standby
-	if err := opts.Lock.Validate(); err != nil {
+	policy, err := overPolicy(fs, d.Policy, log)
+	if err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
-	if err := opts.Validate(); err != nil {
+	cfg := flags.config(policy)
+	cfg.Lock.Standby = *standby
+	if err := cfg.Lock.Validate(); err != nil {
 		fmt.Fprintln(stderr, "umstored run:", err)
 		return 2
 	}
 	if *standby {
-		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", opts.Lock.Mode)
+		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", cfg.Lock.Mode)
 	}
-	h, err := storehost.Start(ctx, d, *host, *dataDir, opts, log)
+	h, err := storehost.Start(ctx, d, *host, *dataDir, cfg, log)
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped while waiting")
 		return 0

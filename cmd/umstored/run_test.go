@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"umstore/placement"
-	"umstore/storehost"
 )
 
 // A host whose address is a name that does not resolve is refused at once,
@@ -72,25 +71,90 @@ func TestRunRefusesAnUnsafeLayout(t *testing.T) {
 func TestPolicyFlagsOverrideTheFileWithAWarning(t *testing.T) {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags := storehost.DefaultOptions()
-	addRetentionFlags(fs, &flags)
-	addSnapshotFlags(fs, &flags)
+	flags := defaultStoreFlags()
+	flags.bind(fs, true)
 	if err := fs.Parse([]string{"--source-activity-timeout", "5s"}); err != nil {
 		t.Fatal(err)
 	}
 	p := placement.DefaultPolicy()
 	p.Retention.MaxMessages = 77 // from the file, not overridden
-	opts := storehost.PolicyOptions(p)
 	var logs bytes.Buffer
-	overridePolicy(fs, flags, &opts, slog.New(slog.NewTextHandler(&logs, nil)))
-	if opts.SourceActivityTimeout != 5*time.Second || opts.RetentionMaxMessages != 77 || opts.RetentionMaxBytes != p.Retention.MaxBytes {
-		t.Fatalf("options %+v", opts)
+	policy, err := overPolicy(fs, p, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := flags.config(policy)
+	if cfg.SourceActivityTimeout != 5*time.Second || cfg.RetentionMaxMessages != 77 || cfg.RetentionMaxBytes != p.Retention.MaxBytes {
+		t.Fatalf("config %+v", cfg)
 	}
 	if got := logs.String(); strings.Count(got, "level=WARN") != 1 || !strings.Contains(got, "flag=--source-activity-timeout value=5s deployment_file=30s") {
 		t.Fatalf("warnings:\n%s", got)
 	}
-	if opts.Policy().Digest() == p.Digest() {
+	if cfg.PolicyDigest == p.Digest() {
 		t.Fatal("the overridden policy has the file's digest: the group's leader would not notice")
+	}
+}
+
+// The daemon's policy is the file's with the flags given over it: a key no
+// flag was given for keeps the file's value (not the flag's default), a
+// flag given beats the file, zero included where zero is a setting, and a
+// flag's value that holds no setting stands for the default, as in the
+// file.
+func TestOverPolicy(t *testing.T) {
+	file := placement.DefaultPolicy()
+	file.Retention.MaxMessages, file.Snapshot.TrailingLogs, file.RepairRate = 77, 10, 1000
+	file.Lock = placement.LockPolicy{Mode: placement.LockLease, KeepAlive: placement.Duration(2 * time.Second)}
+	def := placement.DefaultPolicy()
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		want  func(p *placement.Policy) // from the file's
+		warns int
+	}{
+		{"no flag: the file's", nil, func(p *placement.Policy) {}, 0},
+		{"unrelated flags: the file's", []string{"--receiver-activity-timeout", "7s", "--log-store", "boltdb"}, func(p *placement.Policy) {}, 0},
+		{"flags beat the file", []string{"--retention-max-messages", "5", "--trailing-logs", "20", "--snapshot-interval", "1s"}, func(p *placement.Policy) {
+			p.Retention.MaxMessages, p.Snapshot.TrailingLogs, p.Snapshot.Interval = 5, 20, placement.Duration(time.Second)
+		}, 3},
+		{"zero is a setting", []string{"--retention-max-bytes", "0", "--retention-max-messages=0", "--trailing-logs", "0", "--retention-max-age", "0s"}, func(p *placement.Policy) {
+			p.Retention.MaxBytes, p.Retention.MaxMessages, p.Snapshot.TrailingLogs = 0, 0, 0
+		}, 4},
+		{"a flag at its default still beats the file", []string{"--trailing-logs", "4096", "--repair-rate", "33554432"}, func(p *placement.Policy) {
+			p.Snapshot.TrailingLogs, p.RepairRate = 4096, def.RepairRate
+		}, 2},
+		{"zero that holds no setting: the default", []string{"--repair-rate", "0", "--source-activity-timeout", "0s"}, func(p *placement.Policy) {
+			p.RepairRate, p.SourceActivityTimeout = def.RepairRate, def.SourceActivityTimeout
+		}, 2},
+		{"lock flags", []string{"--lock", "flock", "--lock-keepalive", "3s"}, func(p *placement.Policy) {
+			p.Lock = placement.LockPolicy{Mode: placement.LockFlock, KeepAlive: placement.Duration(3 * time.Second)}
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			flags := defaultStoreFlags()
+			flags.bind(fs, true)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := flags.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			got, err := overPolicy(fs, file, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := file
+			tc.want(&want)
+			cfg := flags.config(got)
+			if cfg.Policy != want.WithDefaults().Canonical() {
+				t.Errorf("policy run:\n %s\nwant\n %s", cfg.Policy, want.WithDefaults().Canonical())
+			}
+			if n := strings.Count(logs.String(), "level=WARN"); n != tc.warns {
+				t.Errorf("%d warnings, want %d:\n%s", n, tc.warns, logs.String())
+			}
+		})
 	}
 }
 
@@ -100,18 +164,54 @@ func TestPolicyFlagsOverrideTheFileWithAWarning(t *testing.T) {
 func TestRunAppliesTheReceiverFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var flags storehost.Options
-	addRetentionFlags(fs, &flags)
+	flags := defaultStoreFlags()
+	flags.bind(fs, true)
 	if err := fs.Parse([]string{"--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m"}); err != nil {
 		t.Fatal(err)
 	}
 	p := placement.DefaultPolicy()
-	opts := storehost.PolicyOptions(p)
-	applyReceiverFlags(flags, &opts)
-	if !opts.AllowReceiverPacedPersistence || opts.ReceiverActivityTimeout != 7*time.Second || opts.ReceiverStateLifetime != time.Minute {
-		t.Fatalf("options %+v", opts)
+	policy, err := overPolicy(fs, p, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if opts.Policy().Digest() != p.Digest() {
+	cfg := flags.config(policy)
+	if !cfg.AllowReceiverPacedPersistence || cfg.ReceiverActivityTimeout != 7*time.Second || cfg.ReceiverStateLifetime != time.Minute {
+		t.Fatalf("config %+v", cfg)
+	}
+	if cfg.PolicyDigest != p.Digest() {
 		t.Fatal("the receiver flags changed the policy's digest: they are no part of it")
+	}
+}
+
+// The flags' values are checked before any store starts; each refusal
+// names its flag.
+func TestStoreFlagsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		err  string // empty: accepted
+	}{
+		{nil, ""},
+		{[]string{"--snapshot-interval", "1ms"}, "--snapshot-interval 1ms is too short"},
+		{[]string{"--snapshot-threshold", "0"}, "--snapshot-threshold must be at least 1"},
+		{[]string{"--log-store", "x"}, `--log-store "x"`},
+		{[]string{"--lock", "nfs"}, `--lock: unknown lock mode "nfs"`},
+		{[]string{"--retention-max-age", "-1s"}, "--retention-max-age -1s: must not be negative"},
+		{[]string{"--receiver-activity-timeout", "0s"}, "--receiver-activity-timeout 0s: must be positive"},
+		{[]string{"--receiver-state-lifetime", "-1m"}, "--receiver-state-lifetime -1m0s: must not be negative"},
+		{[]string{"--receiver-state-lifetime", "0s", "--trailing-logs", "0", "--retention-max-bytes", "0"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			flags := defaultStoreFlags()
+			flags.bind(fs, true)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := flags.Validate()
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("err = %v, want %q", err, tc.err)
+			}
+		})
 	}
 }

@@ -45,11 +45,11 @@ func TestSnapshotFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			var opts storehost.Options
-			addSnapshotFlags(fs, &opts)
+			flags := defaultStoreFlags()
+			flags.bind(fs, true)
 			err := fs.Parse(tc.args)
 			if err == nil {
-				err = opts.Validate()
+				err = flags.Validate()
 			}
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -61,7 +61,7 @@ func TestSnapshotFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := placement.Dev("127.0.0.1", 14000)
-			cfgs, err := storehost.Configs(d, "A", t.TempDir(), opts)
+			cfgs, err := storehost.Configs(d, "A", t.TempDir(), flags.config(flags.policy))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,11 +137,11 @@ func TestLogStoreFlag(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			opts := storehost.DefaultOptions()
-			addSnapshotFlags(fs, &opts)
+			flags := defaultStoreFlags()
+			flags.bind(fs, true)
 			err := fs.Parse(tc.args)
 			if err == nil {
-				err = opts.Validate()
+				err = flags.Validate()
 			}
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -152,7 +152,7 @@ func TestLogStoreFlag(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfgs, err := storehost.Configs(placement.Dev("127.0.0.1", 14000), "A", t.TempDir(), opts)
+			cfgs, err := storehost.Configs(placement.Dev("127.0.0.1", 14000), "A", t.TempDir(), flags.config(flags.policy))
 			if err != nil {
 				t.Fatal(err)
 			}

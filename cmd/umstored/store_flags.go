@@ -1,115 +1,137 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"umstore/dirlock"
 	"umstore/internal/cli"
-
+	"umstore/placement"
 	"umstore/storegroup"
 	"umstore/storehost"
 )
 
-// addRetentionFlags declares the retention flags shared by run and dev.
-func addRetentionFlags(fs *pflag.FlagSet, o *storehost.Options) {
-	def := storegroup.DefaultConfig()
-	fs.Uint64Var(&o.RetentionMaxBytes, "retention-max-bytes", def.RetentionMaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
-	fs.Uint64Var(&o.RetentionMaxMessages, "retention-max-messages", def.RetentionMaxMessages, "per source: keep at most this many messages (0: no limit)")
-	fs.DurationVar(&o.RetentionMaxAge, "retention-max-age", def.RetentionMaxAge, "per source: release messages older than this (0: no limit)")
-	fs.IntVar(&o.RepairBytesPerSecond, "repair-rate", def.RepairBytesPerSecond, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
-	fs.DurationVar(&o.SourceActivityTimeout, "source-activity-timeout", def.SourceActivityTimeout, "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
-	fs.DurationVar(&o.ReceiverActivityTimeout, "receiver-activity-timeout", def.ReceiverActivityTimeout, "expire a named receiver silent this long: its name may be taken over and it holds no paced source back; its position is kept (UM receiver-activity-timeout)")
-	fs.DurationVar(&o.ReceiverStateLifetime, "receiver-state-lifetime", def.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
-	fs.BoolVar(&o.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", false, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
+// storeFlags are what the flags of run and dev set of the daemon's stores,
+// bound in one place (bind): a flag that sets a key of the deployment's
+// policy binds into policy, and the store settings that are no part of the
+// policy (the receivers', --log-store) bind into store, the configuration
+// every store of the daemon starts from. A flag's default is its field's
+// value when it is bound: placement's default policy, storegroup's
+// defaults.
+type storeFlags struct {
+	policy placement.Policy
+	store  storegroup.Config
 }
 
-// applyReceiverFlags copies into opts the receiver flags, which are not
-// part of the deployment's policy (so a daemon's value is its own and no
-// leader compares it): --receiver-activity-timeout,
-// --receiver-state-lifetime and --allow-receiver-paced-persistence.
-func applyReceiverFlags(flags storehost.Options, opts *storehost.Options) {
-	opts.ReceiverActivityTimeout = flags.ReceiverActivityTimeout
-	opts.ReceiverStateLifetime = flags.ReceiverStateLifetime
-	opts.AllowReceiverPacedPersistence = flags.AllowReceiverPacedPersistence
+// defaultStoreFlags returns the flags' defaults.
+func defaultStoreFlags() storeFlags {
+	f := storeFlags{policy: placement.DefaultPolicy(), store: storegroup.DefaultConfig()}
+	f.store.LogStore = storegroup.LogStoreWAL
+	return f
 }
 
-// policyFlags are the flags that override a value of the deployment's
-// policy, and how each is copied from the parsed flags into the options.
-var policyFlags = []struct {
-	name string
-	copy func(from storehost.Options, to *storehost.Options) (value, file any)
-}{
-	{"retention-max-bytes", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.RetentionMaxBytes
-		o.RetentionMaxBytes = f.RetentionMaxBytes
-		return f.RetentionMaxBytes, old
-	}},
-	{"retention-max-messages", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.RetentionMaxMessages
-		o.RetentionMaxMessages = f.RetentionMaxMessages
-		return f.RetentionMaxMessages, old
-	}},
-	{"retention-max-age", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.RetentionMaxAge
-		o.RetentionMaxAge = f.RetentionMaxAge
-		return f.RetentionMaxAge, old
-	}},
-	{"repair-rate", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.RepairBytesPerSecond
-		o.RepairBytesPerSecond = f.RepairBytesPerSecond
-		return f.RepairBytesPerSecond, old
-	}},
-	{"source-activity-timeout", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.SourceActivityTimeout
-		o.SourceActivityTimeout = f.SourceActivityTimeout
-		return f.SourceActivityTimeout, old
-	}},
-	{"snapshot-threshold", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.SnapshotThreshold
-		o.SnapshotThreshold = f.SnapshotThreshold
-		return f.SnapshotThreshold, old
-	}},
-	{"snapshot-interval", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.SnapshotInterval
-		o.SnapshotInterval = f.SnapshotInterval
-		return f.SnapshotInterval, old
-	}},
-	{"trailing-logs", func(f storehost.Options, o *storehost.Options) (any, any) {
-		old := o.TrailingLogs
-		o.TrailingLogs = f.TrailingLogs
-		return f.TrailingLogs, old
-	}},
+// bind declares the flags on fs; with lock, run's --lock and
+// --lock-keepalive too.
+func (f *storeFlags) bind(fs *pflag.FlagSet, lock bool) {
+	bindPolicyFlags(fs, &f.policy, lock)
+	s := &f.store
+	fs.DurationVar(&s.ReceiverActivityTimeout, "receiver-activity-timeout", s.ReceiverActivityTimeout, "expire a named receiver silent this long: its name may be taken over and it holds no paced source back; its position is kept (UM receiver-activity-timeout)")
+	fs.DurationVar(&s.ReceiverStateLifetime, "receiver-state-lifetime", s.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
+	fs.BoolVar(&s.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", s.AllowReceiverPacedPersistence, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
+	fs.StringVar(&s.LogStore, "log-store", s.LogStore, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
 }
 
-// overridePolicy copies into opts (the deployment's policy) the value of
-// every policy flag given on the command line, warning about each: the
-// daemon's stores then run another policy than the rest of their groups.
-func overridePolicy(fs *pflag.FlagSet, flags storehost.Options, opts *storehost.Options, log *slog.Logger) {
-	for _, f := range policyFlags {
-		if fs.Changed(f.name) {
-			v, file := f.copy(flags, opts)
-			warnOverride(log, f.name, v, file)
-		}
+// bindPolicyFlags declares the flags that set a key of the policy p, each
+// with p's value as its default.
+func bindPolicyFlags(fs *pflag.FlagSet, p *placement.Policy, lock bool) {
+	fs.Uint64Var(&p.Retention.MaxBytes, "retention-max-bytes", p.Retention.MaxBytes, "per source: keep at most this many payload bytes, oldest released first (UM repository-disk-file-size-limit; 0: no limit)")
+	fs.Uint64Var(&p.Retention.MaxMessages, "retention-max-messages", p.Retention.MaxMessages, "per source: keep at most this many messages (0: no limit)")
+	fs.DurationVar(duration(&p.Retention.MaxAge), "retention-max-age", time.Duration(p.Retention.MaxAge), "per source: release messages older than this (0: no limit)")
+	fs.IntVar(&p.RepairRate, "repair-rate", p.RepairRate, "intergroup repair copies at most this many payload bytes per second, so live publishing keeps priority")
+	fs.DurationVar(duration(&p.SourceActivityTimeout), "source-activity-timeout", time.Duration(p.SourceActivityTimeout), "free a source for a new publisher after its publisher has been silent this long (UM source-activity-timeout)")
+	fs.Uint64Var(&p.Snapshot.Threshold, "snapshot-threshold", p.Snapshot.Threshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep the raft log small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
+	fs.DurationVar(duration(&p.Snapshot.Interval), "snapshot-interval", time.Duration(p.Snapshot.Interval), "how often raft checks --snapshot-threshold (each wait is drawn between this and twice this, so the stores of a group do not snapshot together; at least 5ms)")
+	fs.Uint64Var(&p.Snapshot.TrailingLogs, "trailing-logs", p.Snapshot.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
+	if lock {
+		fs.StringVar(&p.Lock.Mode, "lock", p.Lock.Mode, "how a store locks its data directory: flock, or lease for shared storage where flock cannot be trusted (overrides the policy's lock.mode)")
+		fs.DurationVar(duration(&p.Lock.KeepAlive), "lock-keepalive", time.Duration(p.Lock.KeepAlive), "with --lock lease: how often the holder renews its lease (the lease lasts 3 times this; a standby checks every 2 times this; overrides the policy's lock.keepalive)")
 	}
 }
 
-// warnOverride warns that a flag overrides the deployment's policy.
-func warnOverride(log *slog.Logger, flag string, value, file any) {
-	log.Warn("a flag overrides the deployment's policy for this daemon only: its stores run another policy than the rest of their groups (their leaders report the difference); set it in the deployment file's policy section instead",
-		"flag", "--"+flag, "value", fmt.Sprint(value), "deployment_file", fmt.Sprint(file))
+// duration lets a flag set a policy's duration.
+func duration(d *placement.Duration) *time.Duration { return (*time.Duration)(d) }
+
+// Validate refuses values the stores would reject, before any starts; its
+// errors name the flag. A policy flag set to a value that holds no setting
+// (--source-activity-timeout 0, --repair-rate 0) stands for the default,
+// as the same key in the deployment file does
+// ([placement.Policy.WithDefaults]).
+func (f *storeFlags) Validate() error {
+	p, s := f.policy, f.store
+	if err := storegroup.CheckLogStore(s.LogStore); err != nil {
+		return err
+	}
+	if err := storegroup.CheckSnapshotSettings(p.Snapshot.Threshold, time.Duration(p.Snapshot.Interval)); err != nil {
+		return err
+	}
+	if _, err := dirlock.ParseMode(p.Lock.Mode); err != nil {
+		return fmt.Errorf("--lock: %w", err)
+	}
+	if p.Retention.MaxAge < 0 {
+		return fmt.Errorf("--retention-max-age %v: must not be negative (0: no age limit)", p.Retention.MaxAge)
+	}
+	if s.ReceiverActivityTimeout <= 0 {
+		return fmt.Errorf("--receiver-activity-timeout %v: must be positive (%v by default)", s.ReceiverActivityTimeout, storegroup.DefaultConfig().ReceiverActivityTimeout)
+	}
+	if s.ReceiverStateLifetime < 0 {
+		return fmt.Errorf("--receiver-state-lifetime %v: must not be negative (0 keeps a receiver's position)", s.ReceiverStateLifetime)
+	}
+	return nil
 }
 
-// addSnapshotFlags declares the log-compaction flags shared by run and dev.
-// storehost.Options.Validate checks them.
-func addSnapshotFlags(fs *pflag.FlagSet, o *storehost.Options) {
-	def := storegroup.DefaultConfig()
-	fs.Uint64Var(&o.SnapshotThreshold, "snapshot-threshold", def.SnapshotThreshold, "take a raft snapshot and compact the log once this many entries were written since the last snapshot (at least 1). A snapshot is only a reference to the repository file, so it is cheap; lower values keep the raft log small, and make a member that falls further behind than --trailing-logs (or lost its disk) receive a copy of the repository instead of the log")
-	fs.DurationVar(&o.SnapshotInterval, "snapshot-interval", def.SnapshotInterval, "how often raft checks --snapshot-threshold (each wait is drawn between this and twice this, so the stores of a group do not snapshot together; at least 5ms)")
-	fs.StringVar(&o.LogStore, "log-store", storegroup.LogStoreWAL, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
-	fs.Uint64Var(&o.TrailingLogs, "trailing-logs", def.TrailingLogs, "log entries kept after a snapshot, so a member only slightly behind (a short crash, pause or partition) catches up from the log; a member further behind is sent a full copy of the repository (0: keep none)")
+// config returns the configuration every store of the daemon starts from
+// when it runs the policy p: the flags' store settings with p over them
+// (storehost.ApplyPolicy).
+func (f *storeFlags) config(p placement.Policy) storegroup.Config {
+	cfg := f.store
+	storehost.ApplyPolicy(&cfg, p)
+	return cfg
+}
+
+// overPolicy returns the deployment file's policy with the value of every
+// policy flag given on the command line over it, warning about each: the
+// daemon's stores then run another policy than the rest of their groups.
+// A key no flag was given for keeps the file's value, whatever the flag's
+// default.
+func overPolicy(fs *pflag.FlagSet, file placement.Policy, log *slog.Logger) (placement.Policy, error) {
+	p := file
+	over := pflag.NewFlagSet("policy", pflag.ContinueOnError)
+	bindPolicyFlags(over, &p, true)
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		o := over.Lookup(f.Name)
+		if o == nil {
+			return // no key of the policy
+		}
+		fileValue := o.Value.String()
+		if err := o.Value.Set(f.Value.String()); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
+			return
+		}
+		warnOverride(log, f.Name, f.Value.String(), fileValue)
+	})
+	return p, errors.Join(errs...)
+}
+
+// warnOverride warns that a flag overrides the deployment's policy.
+func warnOverride(log *slog.Logger, flag, value, file string) {
+	log.Warn("a flag overrides the deployment's policy for this daemon only: its stores run another policy than the rest of their groups (their leaders report the difference); set it in the deployment file's policy section instead",
+		"flag", "--"+flag, "value", value, "deployment_file", file)
 }
 
 // parseFlags parses a subcommand's flags. It returns -1 when the command

@@ -70,7 +70,7 @@ func start(ctx context.Context, base int) (*Stores, error) {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, h := range s.d.Hosts {
-		host, err := storehost.Start(ctx, s.d, h.Name, filepath.Join(dir, h.Name), storehost.DefaultOptions(), quiet)
+		host, err := storehost.Start(ctx, s.d, h.Name, filepath.Join(dir, h.Name), storehost.BaseConfig(s.d.Policy), quiet)
 		if err != nil {
 			s.Stop()
 			return nil, err
