@@ -217,3 +217,23 @@ func TestSummaryPlacementAndPolicy(t *testing.T) {
 		t.Errorf("policy mismatch %q", s.PolicyMismatch)
 	}
 }
+
+// A file whose policy writes a key as its "use the default" zero
+// (repair-rate: 0) runs the same policy as the stores that read it: status
+// compares the normalised policy, not the file's spelling of it.
+func TestPolicyWrittenWithDefaultZeroesIsNoMismatch(t *testing.T) {
+	d := twoHosts(t)
+	d.Policy = placement.DefaultPolicy()
+	d.Policy.RepairRate = 0
+	running := d.Policy.WithDefaults() // what storehost.ApplyPolicy gives each store
+	round := Round{Stores: map[string]ProbeResult{}}
+	for _, ref := range d.Stores() {
+		round.Stores[ref.Store.Name] = ProbeResult{
+			Reply: &wire.ProbeReply{Store: ref.Store.Name, Group: ref.Group, HasState: true, State: "Follower"},
+			Pong:  &wire.Pong{PolicyDigest: running.Digest(), Policy: running.Canonical()},
+		}
+	}
+	if s := Build(d, nil, nil, nil, round, time.Now()).Summary(); len(s.PolicyMismatch) != 0 {
+		t.Errorf("policy mismatch %q for a file that only spells a default as 0", s.PolicyMismatch)
+	}
+}

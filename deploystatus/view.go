@@ -144,7 +144,7 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		Groups:       []Group{},
 		Stores:       []Store{},
 		Analysis:     analysis,
-		PolicyDigest: d.Policy.Digest(),
+		PolicyDigest: d.Policy.WithDefaults().Digest(),
 	}
 	if intra != quorum.IntragroupQuorum {
 		v.Intragroup = intra.String()
