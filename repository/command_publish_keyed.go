@@ -22,8 +22,8 @@ import (
 // is absent for a plain Publish. "crc" is as in PublishChecksums, absent when
 // the publisher sent no checksums. The encoder writes the keys in that order;
 // the decoder takes them in any order, but refuses a key twice, an empty
-// key, a missing required key and trailing bytes (ErrBadCommand: every store
-// refuses the same entry the same way).
+// key, a missing required key, "sess" or "crc" present as nil, and trailing
+// bytes (ErrBadCommand: every store refuses the same entry the same way).
 //
 // A key the decoder does not know follows the unknown-field rule:
 //
@@ -136,13 +136,13 @@ func decodePublishKeyed(r *mpReader) any {
 		case pkFirstSeq:
 			c.FirstSeq = r.uint()
 		case pkSession:
+			notNil(r, key)
 			c.Session = r.str()
 		case pkPayloads:
 			c.Payloads = readPayloads(r)
 		case pkChecksums:
-			if sums = r.raw(); sums == nil {
-				sums = []byte{} // nil or empty: present all the same
-			}
+			notNil(r, key)
+			sums = r.raw()
 		default:
 			if strings.HasPrefix(key, advisoryKeyPrefix) {
 				r.skip()
@@ -170,6 +170,15 @@ func decodePublishKeyed(r *mpReader) any {
 		return c
 	}
 	return c.Publish
+}
+
+// notNil fails on a nil value for key: an optional field is either present
+// with a value or absent, never present as nil (which msgpack libraries
+// read as absent).
+func notNil(r *mpReader, key string) {
+	if r.err == nil && r.remaining() > 0 && r.b[r.off] == mpNil {
+		r.fail("PublishKeyed body has %q as nil", key)
+	}
 }
 
 // publishKeyed applies a keyed Publish body as the positional type it

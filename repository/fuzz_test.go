@@ -12,7 +12,8 @@ import (
 
 // FuzzDecodeCommand feeds DecodeCommand arbitrary entries, as a corrupted or
 // hostile log could. It must never panic; whatever it accepts must survive a
-// re-encoding unchanged and must read the same with the reference msgpack
+// re-encoding unchanged (a keyed Publish body both as its positional twin
+// and keyed again) and must read the same with the reference msgpack
 // library.
 func FuzzDecodeCommand(f *testing.F) {
 	for _, g := range goldenCommands {
@@ -26,6 +27,10 @@ func FuzzDecodeCommand(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	for _, g := range goldenKeyed {
+		f.Add(keyedOf(g.cmd))
+	}
+	f.Add(keyedExtension())
 	f.Add([]byte{})
 	f.Add([]byte{byte(CmdPublish)})
 	f.Add([]byte{byte(CmdPublish), 0x93, 0xc0, 0x01, 0x91, 0xc0})
@@ -67,6 +72,20 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("re-encoding changed %+v into %+v", cmd, again)
 		}
 		var lib any
+		if CommandType(data[0])&^IgnorableFlag == CmdPublishKeyed {
+			again, err := DecodeCommand(keyedOf(cmd))
+			if err != nil || !commandsEqual(cmd, again) {
+				t.Fatalf("keyed re-encoding changed %+v into %+v (%v)", cmd, again, err)
+			}
+			var v libPublishKeyed
+			if err := msgpack.Unmarshal(data[1:], &v); err != nil {
+				t.Fatalf("accepted %x, which the msgpack library refuses: %v", data, err)
+			}
+			if lib := v.value(); !commandsEqual(cmd, lib) {
+				t.Fatalf("%x: we read %+v, the msgpack library reads %+v", data, cmd, lib)
+			}
+			return
+		}
 		switch cmd.(type) {
 		case InitGroup:
 			var v libInitGroup
@@ -116,6 +135,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		case RegisterPaced:
 			var v libRegisterPaced
 			err, lib = msgpack.Unmarshal(data[1:], &v), RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}
+		case MemberAddress:
+			var v libMemberAddress
+			err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}
 		default:
 			t.Fatalf("no msgpack library check for %T", cmd)
 		}
@@ -126,4 +148,12 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("%x: we read %+v, the msgpack library reads %+v", data, cmd, lib)
 		}
 	})
+}
+
+type libMemberAddress struct {
+	_msgpack   struct{} `msgpack:",as_array"`
+	Name       string
+	RaftAddr   string
+	ClientAddr string
+	UnixNano   int64
 }
