@@ -114,7 +114,8 @@
 // Publish's messages are stored as references into the entry that carried
 // them, read back through the LogReader, and LowestLogRef tells the log
 // store which entries it must keep (logref.go). Snapshots carry every
-// message inline either way (snapstream.go).
+// message inline either way (snapstream.go has the format; writing it,
+// reading it and building a file from it are the snapstream_*.go files).
 //
 // # A damaged file
 //
