@@ -4,10 +4,15 @@ import "math"
 
 // CommandType is the first byte of every replicated command: it says how to
 // read the msgpack body that follows. Values are pinned forever; a command
-// whose body or meaning changes gets a new type, never a reused one.
+// whose positional body or meaning changes gets a new type, never a reused
+// one. Publish grows by keyed fields instead (CmdPublishKeyed). What each
+// type's name, decoder and apply rule are is the command table's
+// (command_table.go).
 type CommandType byte
 
-// Command types known to this version.
+// Command types of the group's identities, sources and sessions; the
+// receivers' types are in receiver_commands.go, CmdMemberAddress in
+// members.go, CmdPublishKeyed in command_publish_keyed.go.
 const (
 	// CmdInitGroup is the first entry of a brand-new group: its identity.
 	CmdInitGroup CommandType = 1
