@@ -290,51 +290,6 @@ func newApplier(tx *bolt.Tx) *applier {
 	}
 }
 
-// apply applies one entry above the applied index. Domain failures go to
-// res.Err; a returned error aborts the whole batch.
-func (a *applier) apply(e *Entry, res *Result) error {
-	if len(e.Data) == 0 {
-		return nil // raft configuration entries and the like: index only
-	}
-	a.index = e.Index
-	cmd, err := DecodeCommand(e.Data)
-	switch {
-	case errors.Is(err, ErrUnknownCommand) && IsIgnorable(e.Data):
-		res.Ignored = true
-		return nil
-	case errors.Is(err, ErrUnknownCommand):
-		return &unknownCommandError{index: e.Index, err: err}
-	case err != nil:
-		res.Err = err
-		return nil
-	}
-	switch c := cmd.(type) {
-	case InitGroup:
-		return a.initGroup(c, res)
-	case Register:
-		return a.register(c, res)
-	case Publish:
-		return a.publish(c, res)
-	case PeerGroup:
-		return a.peerGroup(c, res)
-	case Consumed:
-		return a.consumed(c, res)
-	case Trim:
-		return a.trim(c, res)
-	case ExpireSession:
-		return a.expireSession(c, res)
-	case PublishAs:
-		return a.publishAs(c, res)
-	}
-	if ok, err := a.applyReceiverCommand(cmd, res); ok {
-		return err
-	}
-	if ok, err := a.applyMemberCommand(cmd, res); ok {
-		return err
-	}
-	return fmt.Errorf("internal error: decoded %T has no apply rule", cmd)
-}
-
 func (a *applier) initGroup(c InitGroup, res *Result) error {
 	if c.GroupID == "" {
 		res.Err = fmt.Errorf("%w: InitGroup with an empty group id", ErrBadCommand)

@@ -22,40 +22,19 @@ func (a *applier) publishAs(c PublishAs, res *Result) error {
 	return a.publish(c.Publish, res)
 }
 
+// publish stores the messages of c the source does not hold yet, in runs,
+// and counts the others: duplicates (conflicting or not), and those below
+// retention (PublishResult).
 func (a *applier) publish(c Publish, res *Result) error {
-	if err := validSourceName(c.Source); err != nil {
+	if err := checkPublish(c); err != nil {
 		res.Err = err
 		return nil
 	}
+	crcs, err := a.publishChecksums(c)
+	if err != nil {
+		return err
+	}
 	n := uint64(len(c.Payloads))
-	switch {
-	case c.FirstSeq == 0:
-		res.Err = fmt.Errorf("%w: Publish on %q starts at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
-		return nil
-	case n == 0:
-		res.Err = fmt.Errorf("%w: Publish on %q carries no message", ErrBadCommand, c.Source)
-		return nil
-	case c.FirstSeq > MaxSeq || n-1 > MaxSeq-c.FirstSeq:
-		res.Err = fmt.Errorf("%w: %w: Publish on %q of %d messages from %d goes past %d", ErrBadCommand, ErrSeqCeiling, c.Source, n, c.FirstSeq, uint64(MaxSeq))
-		return nil
-	}
-	for _, p := range c.Payloads {
-		if len(p) > maxPayloadSize {
-			res.Err = fmt.Errorf("%w: message of %d bytes on %q is too large", ErrBadCommand, len(p), c.Source)
-			return nil
-		}
-	}
-	// Every stored message keeps its CRC32C. One carried by the entry must
-	// match its payload: a mismatch means the entry was damaged after it
-	// was checked on receipt (in this store's log, or its memory), so this
-	// store stops rather than store something its peers do not.
-	crcs := make([]uint32, n)
-	for i, p := range c.Payloads {
-		crcs[i] = Checksum(p)
-		if len(c.Checksums) > 0 && c.Checksums[i] != crcs[i] {
-			return fmt.Errorf("%w: raft log entry %d: message %d of source %q does not match the checksum it carries; this store's copy of the entry is damaged", ErrCorrupt, a.index, c.FirstSeq+uint64(i), c.Source)
-		}
-	}
 	src, _, err := a.source(c.Source)
 	if err != nil {
 		return err
@@ -140,4 +119,42 @@ func (a *applier) publish(c Publish, res *Result) error {
 	pr.HighSeq = src.state.HighSeq
 	res.Publish = pr
 	return nil
+}
+
+// checkPublish returns why c is refused as a whole (a Result.Err), or nil.
+func checkPublish(c Publish) error {
+	if err := validSourceName(c.Source); err != nil {
+		return err
+	}
+	n := uint64(len(c.Payloads))
+	switch {
+	case c.FirstSeq == 0:
+		return fmt.Errorf("%w: Publish on %q starts at sequence number 0; sequence numbers start at 1", ErrBadCommand, c.Source)
+	case n == 0:
+		return fmt.Errorf("%w: Publish on %q carries no message", ErrBadCommand, c.Source)
+	case c.FirstSeq > MaxSeq || n-1 > MaxSeq-c.FirstSeq:
+		return fmt.Errorf("%w: %w: Publish on %q of %d messages from %d goes past %d", ErrBadCommand, ErrSeqCeiling, c.Source, n, c.FirstSeq, uint64(MaxSeq))
+	}
+	for _, p := range c.Payloads {
+		if len(p) > maxPayloadSize {
+			return fmt.Errorf("%w: message of %d bytes on %q is too large", ErrBadCommand, len(p), c.Source)
+		}
+	}
+	return nil
+}
+
+// publishChecksums returns the CRC32C of each of c's payloads, which every
+// stored message keeps. One carried by the entry must match its payload: a
+// mismatch means the entry was damaged after it was checked on receipt (in
+// this store's log, or its memory), so this store stops rather than store
+// something its peers do not.
+func (a *applier) publishChecksums(c Publish) ([]uint32, error) {
+	crcs := make([]uint32, len(c.Payloads))
+	for i, p := range c.Payloads {
+		crcs[i] = Checksum(p)
+		if len(c.Checksums) > 0 && c.Checksums[i] != crcs[i] {
+			return nil, fmt.Errorf("%w: raft log entry %d: message %d of source %q does not match the checksum it carries; this store's copy of the entry is damaged", ErrCorrupt, a.index, c.FirstSeq+uint64(i), c.Source)
+		}
+	}
+	return crcs, nil
 }

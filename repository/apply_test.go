@@ -62,13 +62,7 @@ func pub(src string, first uint64, n int) Publish {
 }
 
 func TestApply(t *testing.T) {
-	tests := []struct {
-		name    string
-		cmds    []any
-		wants   []want
-		sources []SourceInfo // expected Sources() afterwards (Bytes ignored)
-		group   string
-	}{
+	runApplyCases(t, []applyCase{
 		{
 			name: "publish in order creates the source",
 			cmds: []any{pub("a", 1, 3), pub("a", 4, 2)},
@@ -136,6 +130,21 @@ func TestApply(t *testing.T) {
 			},
 			sources: []SourceInfo{{Name: "a", HighSeq: 4, LowSeq: 2, Count: 2, Gaps: []Range{{1, 1}, {3, 3}}}},
 		},
+	})
+}
+
+// applyCase is one case of TestApply and its siblings.
+type applyCase struct {
+	name    string
+	cmds    []any
+	wants   []want
+	sources []SourceInfo // expected Sources() afterwards (Bytes ignored)
+	group   string
+}
+
+// Registrations, and sources listed by name.
+func TestApplyRegisterAndList(t *testing.T) {
+	runApplyCases(t, []applyCase{
 		{
 			name: "register new then existing source",
 			cmds: []any{
@@ -164,6 +173,13 @@ func TestApply(t *testing.T) {
 				{Name: "c", HighSeq: 1, LowSeq: 1, Count: 1},
 			},
 		},
+	})
+}
+
+// The group identity, and entries that are not plain commands: none, a
+// malformed or invalid one, unknown and ignorable, known with the flag.
+func TestApplyIdentityAndOddEntries(t *testing.T) {
+	runApplyCases(t, []applyCase{
 		{
 			name: "init group: same id again, then a different id",
 			cmds: []any{
@@ -236,7 +252,13 @@ func TestApply(t *testing.T) {
 			},
 			sources: []SourceInfo{{Name: "a", CreatedUnixNano: 3, LastRegisterUnixNano: 3}},
 		},
-	}
+	})
+}
+
+// runApplyCases applies each case to a fresh repository and checks its
+// results, group identity and sources.
+func runApplyCases(t *testing.T, tests []applyCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := applyChecked(t, tt.cmds, tt.wants)

@@ -1,17 +1,18 @@
 package repository
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math"
-)
+import "math"
 
 // CommandType is the first byte of every replicated command: it says how to
 // read the msgpack body that follows. Values are pinned forever; a command
-// whose body or meaning changes gets a new type, never a reused one.
+// whose positional body or meaning changes gets a new type, never a reused
+// one. Publish grows by keyed fields instead (CmdPublishKeyed). What each
+// type's name, decoder and apply rule are is the command table's
+// (command_table.go).
 type CommandType byte
 
-// Command types known to this version.
+// Command types of the group's identities, sources and sessions; the
+// receivers' types are in receiver_commands.go, CmdMemberAddress in
+// members.go, CmdPublishKeyed in command_publish_keyed.go.
 const (
 	// CmdInitGroup is the first entry of a brand-new group: its identity.
 	CmdInitGroup CommandType = 1
@@ -44,42 +45,6 @@ const (
 // whether or not the flag is set.
 const IgnorableFlag CommandType = 0x80
 
-// String names the type for logs and errors.
-func (t CommandType) String() string {
-	name := ""
-	switch t &^ IgnorableFlag {
-	case CmdInitGroup:
-		name = "InitGroup"
-	case CmdRegister:
-		name = "Register"
-	case CmdPublish:
-		name = "Publish"
-	case CmdPeerGroup:
-		name = "PeerGroup"
-	case CmdConsumed:
-		name = "Consumed"
-	case CmdTrim:
-		name = "Trim"
-	case CmdExpireSession:
-		name = "ExpireSession"
-	case CmdPublishAs:
-		name = "PublishAs"
-	case CmdPublishChecksums:
-		name = "PublishChecksums"
-	case CmdPublishAsChecksums:
-		name = "PublishAsChecksums"
-	default:
-		name = receiverCommandName(t&^IgnorableFlag) + memberCommandName(t&^IgnorableFlag)
-		if name == "" {
-			name = fmt.Sprintf("CommandType(%d)", byte(t&^IgnorableFlag))
-		}
-	}
-	if t&IgnorableFlag != 0 {
-		name += "|Ignorable"
-	}
-	return name
-}
-
 // InitGroup is the first entry a new group commits: the identity its stores
 // keep forever, so that a store of another group (or an empty store) can never
 // be mistaken for a member.
@@ -95,18 +60,6 @@ type Register struct {
 	Source   string
 	Session  string // the publisher's session, so a later registration can tell a new incarnation
 	UnixNano int64  // registration time, stamped by the proposer
-}
-
-// Publish carries consecutive messages of one source: Payloads[i] has sequence
-// number FirstSeq+i. Packing many messages into one entry is how the group
-// amortises raft's per-entry cost.
-type Publish struct {
-	Source   string
-	FirstSeq uint64
-	Payloads [][]byte
-	// Checksums, if not empty, holds the CRC32C (Castagnoli) of each
-	// payload as the publisher computed it, in the same order.
-	Checksums []uint32
 }
 
 // PeerGroup records the identity of another group of the deployment, as
@@ -236,82 +189,6 @@ func EncodeRegister(c Register) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
-// EncodePublish returns the replicated form of c: a CmdPublishChecksums
-// when c carries Checksums (one per payload), else a CmdPublish. It is on
-// the publishing hot path: it computes the exact size first and allocates
-// once, copying each payload exactly once.
-func EncodePublish(c Publish) []byte {
-	if len(c.Checksums) > 0 {
-		n := 1 + sizeArrayLen(publishSumsFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads) + sizeBin(4*len(c.Checksums))
-		b := make([]byte, 0, n)
-		b = append(b, byte(CmdPublishChecksums))
-		b = appendArrayLen(b, publishSumsFields)
-		b = appendString(b, c.Source)
-		b = appendUint(b, c.FirstSeq)
-		b = appendPayloads(b, c.Payloads)
-		return appendChecksums(b, c.Checksums)
-	}
-	n := 1 + sizeArrayLen(publishFields) + sizeString(len(c.Source)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
-	b := make([]byte, 0, n)
-	b = append(b, byte(CmdPublish))
-	b = appendArrayLen(b, publishFields)
-	b = appendString(b, c.Source)
-	b = appendUint(b, c.FirstSeq)
-	return appendPayloads(b, c.Payloads)
-}
-
-// appendChecksums appends checksums as one bin of 4 big-endian bytes each.
-func appendChecksums(b []byte, sums []uint32) []byte {
-	n := 4 * len(sums)
-	switch {
-	case n <= math.MaxUint8:
-		b = append(b, mpBin8, byte(n))
-	case n <= math.MaxUint16:
-		b = binary.BigEndian.AppendUint16(append(b, mpBin16), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, mpBin32), uint32(n))
-	}
-	for _, c := range sums {
-		b = binary.BigEndian.AppendUint32(b, c)
-	}
-	return b
-}
-
-// readChecksums reads the Checksums bin of a command with n payloads.
-func readChecksums(r *mpReader, n int) []uint32 {
-	raw := r.raw()
-	if r.err != nil {
-		return nil
-	}
-	if len(raw) != 4*n {
-		r.fail("checksums of %d bytes for %d payloads, want 4 bytes each", len(raw), n)
-		return nil
-	}
-	sums := make([]uint32, n)
-	for i := range sums {
-		sums[i] = binary.BigEndian.Uint32(raw[4*i:])
-	}
-	return sums
-}
-
-// sizePayloads and appendPayloads encode a Publish's payloads: an array of
-// bin values.
-func sizePayloads(payloads [][]byte) int {
-	n := sizeArrayLen(len(payloads))
-	for _, p := range payloads {
-		n += sizeBin(len(p))
-	}
-	return n
-}
-
-func appendPayloads(b []byte, payloads [][]byte) []byte {
-	b = appendArrayLen(b, len(payloads))
-	for _, p := range payloads {
-		b = appendBin(b, p)
-	}
-	return b
-}
-
 // EncodePeerGroup returns the replicated form of c.
 func EncodePeerGroup(c PeerGroup) []byte {
 	n := 1 + sizeArrayLen(peerGroupFields) + sizeInt(int64(c.Index)) + sizeString(len(c.GroupID)) + sizeInt(c.UnixNano)
@@ -358,75 +235,6 @@ func EncodeExpireSession(c ExpireSession) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
-// IsIgnorable reports whether data is a command marked with IgnorableFlag.
-func IsIgnorable(data []byte) bool {
-	return len(data) > 0 && CommandType(data[0])&IgnorableFlag != 0
-}
-
-// DecodeCommand reads an encoded command and returns an InitGroup, Register,
-// Publish, PeerGroup, Consumed, Trim, ExpireSession, PublishAs,
-// RegisterReceiver, ExpireReceiver, ForgetReceiver or RegisterPaced value. A type this version does not know
-// gives an error wrapping ErrUnknownCommand (see IsIgnorable for whether it
-// may be skipped); a body that cannot be read, or empty data, gives an error
-// wrapping ErrBadCommand.
-//
-// A decoded Publish's Payloads alias data: do not modify data while they are
-// in use, and copy them to keep them beyond data's lifetime.
-func DecodeCommand(data []byte) (any, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty command", ErrBadCommand)
-	}
-	t := CommandType(data[0])
-	r := mpReader{b: data, off: 1}
-	var cmd any
-	switch t &^ IgnorableFlag {
-	case CmdInitGroup:
-		cmd = decodeInitGroup(&r)
-	case CmdRegister:
-		cmd = decodeRegister(&r)
-	case CmdPublish:
-		cmd = decodePublish(&r)
-	case CmdPeerGroup:
-		cmd = decodePeerGroup(&r)
-	case CmdConsumed:
-		cmd = decodeConsumed(&r)
-	case CmdTrim:
-		cmd = decodeTrim(&r)
-	case CmdExpireSession:
-		cmd = decodeExpireSession(&r)
-	case CmdPublishAs:
-		cmd = decodePublishAs(&r)
-	case CmdPublishChecksums:
-		cmd = decodePublishChecksums(&r)
-	case CmdPublishAsChecksums:
-		cmd = decodePublishAsChecksums(&r)
-	default:
-		var ok bool
-		if cmd, ok = decodeReceiverCommand(t&^IgnorableFlag, &r); ok {
-			break
-		}
-		if cmd, ok = decodeMemberCommand(t&^IgnorableFlag, &r); ok {
-			break
-		}
-		hint := "this store must be upgraded to apply it"
-		if t&IgnorableFlag != 0 {
-			hint = "it is marked ignorable and may be skipped"
-		}
-		return nil, fmt.Errorf("%w %d: %s", ErrUnknownCommand, byte(t&^IgnorableFlag), hint)
-	}
-	r.end()
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: %v body: %v", ErrBadCommand, t&^IgnorableFlag, r.err)
-	}
-	return cmd, nil
-}
-
-func expectFields(r *mpReader, t CommandType, want int) {
-	if n := r.arrayLen(); r.err == nil && n != want {
-		r.fail("%v body has %d fields, want %d", t, n, want)
-	}
-}
-
 func decodeInitGroup(r *mpReader) InitGroup {
 	var c InitGroup
 	expectFields(r, CmdInitGroup, initGroupFields)
@@ -462,96 +270,6 @@ func decodeRegister(r *mpReader) Register {
 	c.Session = r.str()
 	c.UnixNano = r.int()
 	return c
-}
-
-// PublishAs is Publish sent by the publisher session that registered the
-// source. Applying it checks that the session still holds the source: the
-// messages of a publisher whose session expired, or that another publisher
-// replaced, arriving late (queued in a socket, or from a frozen leader) are
-// refused rather than stored under sequence numbers the new publisher
-// reuses.
-//
-//	PublishAs: [Source str, Session str, FirstSeq uint, Payloads [bin, ...]]
-type PublishAs struct {
-	Session string
-	Publish
-}
-
-// EncodePublishAs returns the replicated form of c: a
-// CmdPublishAsChecksums when c carries Checksums, else a CmdPublishAs.
-func EncodePublishAs(c PublishAs) []byte {
-	if len(c.Checksums) > 0 {
-		n := 1 + sizeArrayLen(publishAsSumsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads) + sizeBin(4*len(c.Checksums))
-		b := make([]byte, 0, n)
-		b = append(b, byte(CmdPublishAsChecksums))
-		b = appendArrayLen(b, publishAsSumsFields)
-		b = appendString(b, c.Source)
-		b = appendString(b, c.Session)
-		b = appendUint(b, c.FirstSeq)
-		b = appendPayloads(b, c.Payloads)
-		return appendChecksums(b, c.Checksums)
-	}
-	n := 1 + sizeArrayLen(publishAsFields) + sizeString(len(c.Source)) + sizeString(len(c.Session)) + sizeUint(c.FirstSeq) + sizePayloads(c.Payloads)
-	b := make([]byte, 0, n)
-	b = append(b, byte(CmdPublishAs))
-	b = appendArrayLen(b, publishAsFields)
-	b = appendString(b, c.Source)
-	b = appendString(b, c.Session)
-	b = appendUint(b, c.FirstSeq)
-	return appendPayloads(b, c.Payloads)
-}
-
-func decodePublishChecksums(r *mpReader) Publish {
-	var c Publish
-	expectFields(r, CmdPublishChecksums, publishSumsFields)
-	c.Source = r.str()
-	c.FirstSeq = r.uint()
-	c.Payloads = readPayloads(r)
-	c.Checksums = readChecksums(r, len(c.Payloads))
-	return c
-}
-
-func decodePublishAsChecksums(r *mpReader) PublishAs {
-	var c PublishAs
-	expectFields(r, CmdPublishAsChecksums, publishAsSumsFields)
-	c.Source = r.str()
-	c.Session = r.str()
-	c.FirstSeq = r.uint()
-	c.Payloads = readPayloads(r)
-	c.Checksums = readChecksums(r, len(c.Payloads))
-	return c
-}
-
-func decodePublishAs(r *mpReader) PublishAs {
-	var c PublishAs
-	expectFields(r, CmdPublishAs, publishAsFields)
-	c.Source = r.str()
-	c.Session = r.str()
-	c.FirstSeq = r.uint()
-	c.Payloads = readPayloads(r)
-	return c
-}
-
-func decodePublish(r *mpReader) Publish {
-	var c Publish
-	expectFields(r, CmdPublish, publishFields)
-	c.Source = r.str()
-	c.FirstSeq = r.uint()
-	c.Payloads = readPayloads(r)
-	return c
-}
-
-// readPayloads reads a Publish's payloads; they point into the entry.
-func readPayloads(r *mpReader) [][]byte {
-	n := r.arrayLen()
-	if r.err != nil {
-		return nil
-	}
-	payloads := make([][]byte, n)
-	for i := range payloads {
-		payloads[i] = r.raw()
-	}
-	return payloads
 }
 
 func decodeConsumed(r *mpReader) Consumed {

@@ -517,10 +517,33 @@ func TestCommandTypeString(t *testing.T) {
 		CmdRegisterPaced:                  "RegisterPaced",
 		CmdPublishChecksums:               "PublishChecksums",
 		CmdPublishAsChecksums:             "PublishAsChecksums",
+		CmdMemberAddress:                  "MemberAddress",
+		CmdPublishKeyed:                   "PublishKeyed",
+		CmdPublishKeyed | IgnorableFlag:   "PublishKeyed|Ignorable",
 		99:                                "CommandType(99)",
+		0:                                 "CommandType(0)",
+		99 | IgnorableFlag:                "CommandType(99)|Ignorable",
 	} {
 		if got := typ.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", byte(typ), got, want)
+		}
+	}
+}
+
+// Every row of the command table has a pinned sample: a type that could be
+// applied but has none could change its body unnoticed.
+func TestEveryCommandTypeIsPinned(t *testing.T) {
+	pinned := map[CommandType]bool{}
+	for _, g := range goldenCommands {
+		pinned[CommandType(readGolden(t, g.file)[0])] = true
+	}
+	for _, g := range goldenKeyed {
+		pinned[CommandType(readGolden(t, g.file)[0])] = true
+	}
+	pinned[CommandType(readGolden(t, "memberaddress-v1.hex")[0])] = true
+	for typ := range IgnorableFlag {
+		if spec := specOf(typ); spec.known() && !pinned[typ] {
+			t.Errorf("command type %d (%s) has no golden sample under testdata/commands", byte(typ), spec.name)
 		}
 	}
 }

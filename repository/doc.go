@@ -16,12 +16,23 @@
 // (see EncodePublish, EncodeRegister, EncodeInitGroup, EncodePeerGroup,
 // EncodeConsumed, EncodeTrim, EncodeExpireSession, EncodePublishAs, the
 // receivers' EncodeRegisterReceiver, EncodeExpireReceiver,
-// EncodeForgetReceiver and EncodeRegisterPaced, and DecodeCommand). Types
-// and body layouts are pinned; samples of every type are kept under testdata/
-// and a test checks that they still decode. A future command that older
-// stores may safely skip carries IgnorableFlag in its type byte; any other
-// unknown command makes Apply fail, so that an outdated store stops instead
-// of silently diverging from its peers.
+// EncodeForgetReceiver and EncodeRegisterPaced, EncodeMemberAddress, and
+// DecodeCommand). Every type is one row of one table (command_table.go):
+// its number, name, decoder and apply rule, which String, DecodeCommand and
+// Apply all read. Types and body layouts are pinned; samples of every type
+// are kept under testdata/ and a test checks that they still decode. A
+// future command that older stores may safely skip carries IgnorableFlag in
+// its type byte; any other unknown command makes Apply fail, so that an
+// outdated store stops instead of silently diverging from its peers.
+//
+// Publish grows by keyed fields, not by new types: the keyed Publish body
+// (CmdPublishKeyed) carries optional fields only when they are set, and a
+// store meeting a field it does not know skips it only if the field is
+// marked advisory (its key starts with "_"); any other unknown field stops
+// the store (ErrUnknownField), as an unknown command type does. The keyed
+// body is decoded, applied and pinned, but not written yet: the Publish
+// encoders still write the four positional types, so that every store
+// running an older release keeps applying the log. DESIGN.md says why.
 //
 // # Determinism and idempotence
 //
@@ -103,7 +114,8 @@
 // Publish's messages are stored as references into the entry that carried
 // them, read back through the LogReader, and LowestLogRef tells the log
 // store which entries it must keep (logref.go). Snapshots carry every
-// message inline either way (snapstream.go).
+// message inline either way (snapstream.go has the format; writing it,
+// reading it and building a file from it are the snapstream_*.go files).
 //
 // # A damaged file
 //

@@ -40,6 +40,13 @@ var (
 	// umstored on this host.
 	ErrUnknownCommand = errors.New("unknown command type")
 
+	// ErrUnknownField means an entry of a known type carries an essential
+	// field this binary does not know (command_publish_keyed.go). Like an
+	// unknown command type not marked ignorable, Apply refuses the whole
+	// batch so that the store stops instead of applying the entry without
+	// what the field says: upgrade umstored on this host.
+	ErrUnknownField = errors.New("unknown command field")
+
 	// ErrBadCommand means a command of a known type could not be decoded or
 	// carries invalid values (empty source name, sequence number 0, ...). It is
 	// a deterministic outcome: every store rejects the same entry the same way,

@@ -9,7 +9,6 @@ import (
 )
 
 func TestApplyExpireSession(t *testing.T) {
-	long := strings.Repeat("s", MaxSourceNameLen+1)
 	runSourceCases(t, []sourceCase{
 		{
 			name: "expire the session recorded",
@@ -109,6 +108,14 @@ func TestApplyExpireSession(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", CreatedUnixNano: 1, LastRegisterUnixNano: 7, ExpiredSession: "s1", ExpiredUnixNano: 9}},
 			held:    map[string][]uint64{"a": nil},
 		},
+	})
+}
+
+// What an ExpireSession refuses: a source without a session, one the group
+// does not hold, an empty session and bad names.
+func TestApplyExpireSessionRefused(t *testing.T) {
+	long := strings.Repeat("s", MaxSourceNameLen+1)
+	runSourceCases(t, []sourceCase{
 		{
 			name: "a source without a session (created by a publish, or registered without one) has none to expire",
 			cmds: []any{
@@ -169,6 +176,13 @@ func TestApplyExpireSession(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", Session: "s1", CreatedUnixNano: 1, LastRegisterUnixNano: 1}},
 			held:    map[string][]uint64{"a": nil},
 		},
+	})
+}
+
+// An expiry changes only the session of its own source, and the ignorable
+// flag does not stop a known command.
+func TestApplyExpireSessionTouchesOnlyTheSession(t *testing.T) {
+	runSourceCases(t, []sourceCase{
 		{
 			name: "sources expire independently",
 			cmds: []any{

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,8 @@ import (
 
 // FuzzDecodeCommand feeds DecodeCommand arbitrary entries, as a corrupted or
 // hostile log could. It must never panic; whatever it accepts must survive a
-// re-encoding unchanged and must read the same with the reference msgpack
+// re-encoding unchanged (a keyed Publish body both as its positional twin
+// and keyed again) and must read the same with the reference msgpack
 // library.
 func FuzzDecodeCommand(f *testing.F) {
 	for _, g := range goldenCommands {
@@ -26,6 +28,10 @@ func FuzzDecodeCommand(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	for _, g := range goldenKeyed {
+		f.Add(keyedOf(g.cmd))
+	}
+	f.Add(keyedExtension())
 	f.Add([]byte{})
 	f.Add([]byte{byte(CmdPublish)})
 	f.Add([]byte{byte(CmdPublish), 0x93, 0xc0, 0x01, 0x91, 0xc0})
@@ -66,64 +72,92 @@ func FuzzDecodeCommand(f *testing.F) {
 		if !commandsEqual(cmd, again) {
 			t.Fatalf("re-encoding changed %+v into %+v", cmd, again)
 		}
-		var lib any
-		switch cmd.(type) {
-		case InitGroup:
-			var v libInitGroup
-			err, lib = msgpack.Unmarshal(data[1:], &v), InitGroup{v.GroupID, v.Index, v.UnixNano}
-		case Register:
-			var v libRegister
-			err, lib = msgpack.Unmarshal(data[1:], &v), Register{v.Source, v.Session, v.UnixNano}
-		case Publish:
-			if CommandType(data[0])&^IgnorableFlag == CmdPublishChecksums {
-				var v libPublishSums
-				err = msgpack.Unmarshal(data[1:], &v)
-				lib = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}
-				break
+		if CommandType(data[0])&^IgnorableFlag == CmdPublishKeyed {
+			again, err := DecodeCommand(keyedOf(cmd))
+			if err != nil || !commandsEqual(cmd, again) {
+				t.Fatalf("keyed re-encoding changed %+v into %+v (%v)", cmd, again, err)
 			}
-			var v libPublish
-			err, lib = msgpack.Unmarshal(data[1:], &v), Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}
-		case PublishAs:
-			if CommandType(data[0])&^IgnorableFlag == CmdPublishAsChecksums {
-				var v libPublishAsSums
-				err = msgpack.Unmarshal(data[1:], &v)
-				lib = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}}
-				break
-			}
-			var v libPublishAs
-			err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}
-		case PeerGroup:
-			var v libPeerGroup
-			err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}
-		case Consumed:
-			var v libConsumed
-			err, lib = msgpack.Unmarshal(data[1:], &v), Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}
-		case Trim:
-			var v libTrim
-			err, lib = msgpack.Unmarshal(data[1:], &v), Trim{v.Source, v.Through, v.Reason, v.UnixNano}
-		case ExpireSession:
-			var v libExpireSession
-			err, lib = msgpack.Unmarshal(data[1:], &v), ExpireSession{v.Source, v.Session, v.UnixNano}
-		case RegisterReceiver:
-			var v libRegisterReceiver
-			err, lib = msgpack.Unmarshal(data[1:], &v), RegisterReceiver{v.Source, v.Receiver, v.Session, v.Paced, v.UnixNano}
-		case ExpireReceiver:
-			var v libReceiverSession
-			err, lib = msgpack.Unmarshal(data[1:], &v), ExpireReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
-		case ForgetReceiver:
-			var v libReceiverSession
-			err, lib = msgpack.Unmarshal(data[1:], &v), ForgetReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
-		case RegisterPaced:
-			var v libRegisterPaced
-			err, lib = msgpack.Unmarshal(data[1:], &v), RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}
-		default:
-			t.Fatalf("no msgpack library check for %T", cmd)
 		}
+		lib, err := libRead(data, cmd)
 		if err != nil {
-			t.Fatalf("accepted %x, which the msgpack library refuses: %v", data, err)
+			t.Fatalf("accepted %x, which the msgpack library check refuses: %v", data, err)
 		}
 		if !commandsEqual(cmd, lib) {
 			t.Fatalf("%x: we read %+v, the msgpack library reads %+v", data, cmd, lib)
 		}
 	})
+}
+
+// libRead reads data, which DecodeCommand read as cmd, with the reference
+// msgpack library, into the value DecodeCommand should have returned.
+func libRead(data []byte, cmd any) (lib any, err error) {
+	if CommandType(data[0])&^IgnorableFlag == CmdPublishKeyed {
+		var v libPublishKeyed
+		err = msgpack.Unmarshal(data[1:], &v)
+		return v.value(), err
+	}
+	switch cmd.(type) {
+	case InitGroup:
+		var v libInitGroup
+		err, lib = msgpack.Unmarshal(data[1:], &v), InitGroup{v.GroupID, v.Index, v.UnixNano}
+	case Register:
+		var v libRegister
+		err, lib = msgpack.Unmarshal(data[1:], &v), Register{v.Source, v.Session, v.UnixNano}
+	case Publish:
+		if CommandType(data[0])&^IgnorableFlag == CmdPublishChecksums {
+			var v libPublishSums
+			err = msgpack.Unmarshal(data[1:], &v)
+			lib = Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}
+			break
+		}
+		var v libPublish
+		err, lib = msgpack.Unmarshal(data[1:], &v), Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}
+	case PublishAs:
+		if CommandType(data[0])&^IgnorableFlag == CmdPublishAsChecksums {
+			var v libPublishAsSums
+			err = msgpack.Unmarshal(data[1:], &v)
+			lib = PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads, Checksums: sumsOf(v.Checksums)}}
+			break
+		}
+		var v libPublishAs
+		err, lib = msgpack.Unmarshal(data[1:], &v), PublishAs{v.Session, Publish{Source: v.Source, FirstSeq: v.FirstSeq, Payloads: v.Payloads}}
+	case PeerGroup:
+		var v libPeerGroup
+		err, lib = msgpack.Unmarshal(data[1:], &v), PeerGroup{v.Index, v.GroupID, v.UnixNano}
+	case Consumed:
+		var v libConsumed
+		err, lib = msgpack.Unmarshal(data[1:], &v), Consumed{v.Source, v.Receiver, v.Seq, v.UnixNano}
+	case Trim:
+		var v libTrim
+		err, lib = msgpack.Unmarshal(data[1:], &v), Trim{v.Source, v.Through, v.Reason, v.UnixNano}
+	case ExpireSession:
+		var v libExpireSession
+		err, lib = msgpack.Unmarshal(data[1:], &v), ExpireSession{v.Source, v.Session, v.UnixNano}
+	case RegisterReceiver:
+		var v libRegisterReceiver
+		err, lib = msgpack.Unmarshal(data[1:], &v), RegisterReceiver{v.Source, v.Receiver, v.Session, v.Paced, v.UnixNano}
+	case ExpireReceiver:
+		var v libReceiverSession
+		err, lib = msgpack.Unmarshal(data[1:], &v), ExpireReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
+	case ForgetReceiver:
+		var v libReceiverSession
+		err, lib = msgpack.Unmarshal(data[1:], &v), ForgetReceiver{v.Source, v.Receiver, v.Session, v.UnixNano}
+	case RegisterPaced:
+		var v libRegisterPaced
+		err, lib = msgpack.Unmarshal(data[1:], &v), RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}
+	case MemberAddress:
+		var v libMemberAddress
+		err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}
+	default:
+		return nil, fmt.Errorf("no msgpack library check for %T", cmd)
+	}
+	return lib, err
+}
+
+type libMemberAddress struct {
+	_msgpack   struct{} `msgpack:",as_array"`
+	Name       string
+	RaftAddr   string
+	ClientAddr string
+	UnixNano   int64
 }

@@ -62,37 +62,14 @@ func EncodeMemberAddress(c MemberAddress) []byte {
 	return appendInt(b, c.UnixNano)
 }
 
-// decodeMemberCommand decodes the commands of this file; ok is false for
-// any other type.
-func decodeMemberCommand(t CommandType, r *mpReader) (cmd any, ok bool) {
-	if t != CmdMemberAddress {
-		return nil, false
-	}
+func decodeMemberAddress(r *mpReader) MemberAddress {
 	var c MemberAddress
 	expectFields(r, CmdMemberAddress, memberAddressFields)
 	c.Name = r.str()
 	c.RaftAddr = r.str()
 	c.ClientAddr = r.str()
 	c.UnixNano = r.int()
-	return c, true
-}
-
-// memberCommandName names the types of this file; "" for any other.
-func memberCommandName(t CommandType) string {
-	if t == CmdMemberAddress {
-		return "MemberAddress"
-	}
-	return ""
-}
-
-// applyMemberCommand applies the commands of this file; ok is false for
-// any other command.
-func (a *applier) applyMemberCommand(cmd any, res *Result) (ok bool, err error) {
-	c, isMember := cmd.(MemberAddress)
-	if !isMember {
-		return false, nil
-	}
-	return true, a.memberAddress(c, res)
+	return c
 }
 
 // memberAddress records a member's addresses. The same addresses again

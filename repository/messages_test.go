@@ -3,7 +3,6 @@ package repository
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -533,121 +532,5 @@ func TestRunsRandomized(t *testing.T) {
 		if w := readModel(want, from, to, maxCount, maxBytes); !reflect.DeepEqual(got, w) {
 			t.Fatalf("step %d: Read(%d, %d, %d, %d) = %v, want %v", step, from, to, maxCount, maxBytes, got, w)
 		}
-	}
-}
-
-func TestOpenRefusesFormatVersion1(t *testing.T) {
-	_, err := Open(repoWithFormat(t, 1), Options{})
-	if !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "format version 1") {
-		t.Fatalf("Open of a version 1 file: %v, want ErrFormat naming version 1", err)
-	}
-}
-
-// A damaged run is an error wrapping ErrFormat wherever it is met, never a
-// panic or a wrong answer.
-func TestDamagedRuns(t *testing.T) {
-	damage := map[string]struct {
-		spoil     func(msgs *bolt.Bucket) error
-		trimMeets bool // a Trim through 5 reads the damaged run
-	}{
-		"truncated run": {func(msgs *bolt.Bucket) error {
-			return msgs.Put(u64(1), encodeRun(payloads("a", 1, 5))[:9])
-		}, true},
-		"count beyond the bytes": {func(msgs *bolt.Bucket) error {
-			return msgs.Put(u64(1), []byte{200, 1, 'a'})
-		}, true},
-		"overlapping runs": {func(msgs *bolt.Bucket) error {
-			return msgs.Put(u64(3), encodeRun(payloads("a", 3, 4)))
-		}, true}, // drops more than the bookkeeping holds
-		"run past the last sequence number": {func(msgs *bolt.Bucket) error {
-			return msgs.Put(u64(^uint64(0)), encodeRun(payloads("a", 1, 2)))
-		}, false},
-		"short key": {func(msgs *bolt.Bucket) error {
-			return msgs.Put([]byte{1}, encodeRun(payloads("a", 1, 1))) // sorts after every 8-byte key here
-		}, true},
-	}
-	for name, d := range damage {
-		t.Run(name, func(t *testing.T) {
-			r := openTest(t)
-			mustApply(t, r, logOf(1, pub("a", 1, 5)))
-			if err := r.db.Update(func(tx *bolt.Tx) error {
-				return d.spoil(tx.Bucket(bucketSources).Bucket([]byte("a")).Bucket(bucketMsgs))
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.Read("a", 0, ^uint64(0), 0, 0); !errors.Is(err, ErrFormat) {
-				t.Errorf("Read: %v, want ErrFormat", err)
-			}
-			if _, err := r.Digest(); !errors.Is(err, ErrFormat) {
-				t.Errorf("Digest: %v, want ErrFormat", err)
-			}
-			if _, _, err := r.RetentionPlan("a", 1, 0); !errors.Is(err, ErrFormat) { // walks every message
-				t.Errorf("RetentionPlan: %v, want ErrFormat", err)
-			}
-			if _, err := r.Apply(logOf(2, Trim{Source: "a", Through: 5})); d.trimMeets && !errors.Is(err, ErrFormat) {
-				t.Errorf("Apply of a Trim: %v, want ErrFormat", err)
-			}
-		})
-	}
-	// A duplicate's conflict check meets the damage too.
-	r := openTest(t)
-	mustApply(t, r, logOf(1, pub("a", 1, 5)))
-	if err := r.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSources).Bucket([]byte("a")).Bucket(bucketMsgs).Put(u64(1), []byte{5, 1})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Apply(logOf(2, pub("a", 3, 1))); !errors.Is(err, ErrFormat) {
-		t.Errorf("Apply of a duplicate: %v, want ErrFormat", err)
-	}
-}
-
-// msgCursor on its own: seek from every position, and at in any order.
-func TestMsgCursor(t *testing.T) {
-	r := openTest(t)
-	mustApply(t, r, logOf(1, pub("a", 1, 3), pub("a", 5, 5), pub("a", 12, 1)))
-	if got := spans(t, r, "a"); got != "1-3 5-9 12" {
-		t.Fatalf("runs %q", got)
-	}
-	held := map[uint64]bool{1: true, 2: true, 3: true, 5: true, 6: true, 7: true, 8: true, 9: true, 12: true}
-	err := r.view(func(tx *bolt.Tx) error {
-		msgs := tx.Bucket(bucketSources).Bucket([]byte("a")).Bucket(bucketMsgs)
-		for target := uint64(0); target <= 14; target++ {
-			var want []uint64
-			for seq := target; seq <= 14; seq++ {
-				if held[seq] {
-					want = append(want, seq)
-				}
-			}
-			var got []uint64
-			mc := newMsgCursor(msgs)
-			seq, p, ok, err := mc.seek(target)
-			for ; ok; seq, p, ok, err = mc.next() {
-				if string(p) != fmt.Sprintf("a-%d", seq) {
-					t.Errorf("message %d reads %q", seq, p)
-				}
-				got = append(got, seq)
-			}
-			if err != nil {
-				return err
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("from %d: %v, want %v", target, got, want)
-			}
-		}
-		mc := newMsgCursor(msgs)
-		for _, seq := range []uint64{7, 8, 3, 4, 9, 12, 13, 1, 6, 6, 10, 5, 2, 0, 11, 8} {
-			p, ok, err := mc.at(seq)
-			if err != nil {
-				return err
-			}
-			if ok != held[seq] || (ok && string(p) != fmt.Sprintf("a-%d", seq)) {
-				t.Errorf("at(%d) = %q, %v; held: %v", seq, p, ok, held[seq])
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

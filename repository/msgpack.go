@@ -32,6 +32,8 @@ const (
 	mpStr32   = 0xdb
 	mpArray16 = 0xdc
 	mpArray32 = 0xdd
+	mpMap16   = 0xde
+	mpMap32   = 0xdf
 )
 
 func sizeArrayLen(n int) int {
@@ -53,6 +55,29 @@ func appendArrayLen(b []byte, n int) []byte {
 		return binary.BigEndian.AppendUint16(append(b, mpArray16), uint16(n))
 	default:
 		return binary.BigEndian.AppendUint32(append(b, mpArray32), uint32(n))
+	}
+}
+
+// sizeMapLen and appendMapLen encode a map header of n key-value pairs.
+func sizeMapLen(n int) int {
+	switch {
+	case n < 16:
+		return 1
+	case n <= math.MaxUint16:
+		return 3
+	default:
+		return 5
+	}
+}
+
+func appendMapLen(b []byte, n int) []byte {
+	switch {
+	case n < 16:
+		return append(b, 0x80|byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, mpMap16), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, mpMap32), uint32(n))
 	}
 }
 
@@ -252,6 +277,104 @@ func (r *mpReader) arrayLen() int {
 		return 0
 	}
 	return int(n)
+}
+
+// mapLen reads a map header. Every pair takes at least two bytes, so a
+// length beyond the remaining bytes is refused at once.
+func (r *mpReader) mapLen() int {
+	c := r.byte1()
+	var n uint64
+	switch {
+	case r.err != nil:
+		return 0
+	case c&0xf0 == 0x80:
+		n = uint64(c & 0x0f)
+	case c == mpMap16:
+		n = r.be(2)
+	case c == mpMap32:
+		n = r.be(4)
+	default:
+		r.fail("expected a map, found code 0x%02x", c)
+		return 0
+	}
+	if n > uint64(r.remaining())/2 {
+		r.fail("map of %d pairs is longer than the data", n)
+		return 0
+	}
+	return int(n)
+}
+
+// maxSkipDepth bounds the nesting skip follows, so hostile input cannot
+// exhaust the stack.
+const maxSkipDepth = 16
+
+// skip reads past one msgpack value of any kind: an advisory field's value,
+// which this version does not interpret.
+func (r *mpReader) skip() { r.skipDepth(0) }
+
+func (r *mpReader) skipDepth(depth int) {
+	if depth > maxSkipDepth {
+		r.fail("value nested deeper than %d", maxSkipDepth)
+		return
+	}
+	if r.err != nil || r.off >= len(r.b) {
+		r.byte1() // fails at the end of the data
+		return
+	}
+	c := r.b[r.off]
+	var n uint64 // elements to skip after the header (maps: twice the pairs)
+	switch {
+	case c <= 0x7f || c >= 0xe0 || (c >= mpUint8 && c <= mpInt64):
+		r.integer()
+		return
+	case c == mpNil || c == mpFalse || c == mpTrue:
+		r.off++
+		return
+	case c&0xe0 == 0xa0 || (c >= mpBin8 && c <= mpBin32) || (c >= mpStr8 && c <= mpStr32):
+		r.raw()
+		return
+	case c == 0xca: // float32
+		r.off++
+		r.fixed(4)
+		return
+	case c == 0xcb: // float64
+		r.off++
+		r.fixed(8)
+		return
+	case c >= 0xd4 && c <= 0xd8: // fixext 1, 2, 4, 8, 16: type byte and data
+		r.off++
+		r.fixed(1)
+		r.skipBytes(uint64(1) << (c - 0xd4))
+		return
+	case c >= 0xc7 && c <= 0xc9: // ext 8, 16, 32: length, type byte, data
+		r.off++
+		size := r.be(1 << (c - 0xc7))
+		r.fixed(1)
+		r.skipBytes(size)
+		return
+	case c&0xf0 == 0x90 || c == mpArray16 || c == mpArray32:
+		n = uint64(r.arrayLen())
+	case c&0xf0 == 0x80 || c == mpMap16 || c == mpMap32:
+		n = 2 * uint64(r.mapLen())
+	default:
+		r.fail("unknown msgpack code 0x%02x", c)
+		return
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		r.skipDepth(depth + 1)
+	}
+}
+
+// skipBytes reads past n bytes.
+func (r *mpReader) skipBytes(n uint64) {
+	if r.err != nil {
+		return
+	}
+	if n > uint64(r.remaining()) {
+		r.fail("value of %d bytes is longer than the data", n)
+		return
+	}
+	r.off += int(n)
 }
 
 // raw reads a str, bin or nil value and returns its bytes, aliasing the input.

@@ -7,13 +7,7 @@ import (
 
 func TestApplyPeerGroup(t *testing.T) {
 	own := InitGroup{GroupID: "g-1", Index: 1, UnixNano: 1}
-	tests := []struct {
-		name    string
-		cmds    []any
-		wants   []want
-		peers   map[int]string
-		records []PeerGroupRecord // PeerGroupRecords afterwards
-	}{
+	runPeerGroupCases(t, []peerGroupCase{
 		{
 			name: "record new",
 			cmds: []any{own, PeerGroup{Index: 2, GroupID: "g-2", UnixNano: 10}},
@@ -90,6 +84,22 @@ func TestApplyPeerGroup(t *testing.T) {
 				{Index: 300, GroupID: "g-300", SinceUnixNano: 5},
 			},
 		},
+	})
+}
+
+// peerGroupCase is one case of TestApplyPeerGroup and its siblings.
+type peerGroupCase struct {
+	name    string
+	cmds    []any
+	wants   []want
+	peers   map[int]string
+	records []PeerGroupRecord // PeerGroupRecords afterwards
+}
+
+// What a PeerGroup refuses, and which index is another group's before\nInitGroup.
+func TestApplyPeerGroupRefused(t *testing.T) {
+	own := InitGroup{GroupID: "g-1", Index: 1, UnixNano: 1}
+	runPeerGroupCases(t, []peerGroupCase{
 		{
 			name: "bad index, empty id and own index are refused",
 			cmds: []any{
@@ -115,7 +125,13 @@ func TestApplyPeerGroup(t *testing.T) {
 			peers:   map[int]string{1: "g-1"},
 			records: []PeerGroupRecord{{Index: 1, GroupID: "g-1", SinceUnixNano: 4}},
 		},
-	}
+	})
+}
+
+// runPeerGroupCases applies each case to a fresh repository and checks its
+// results and the peer groups recorded.
+func runPeerGroupCases(t *testing.T, tests []peerGroupCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := applyChecked(t, tt.cmds, tt.wants)

@@ -240,34 +240,3 @@ func decodeRegisterPaced(r *mpReader) RegisterPaced {
 	c.UnixNano = r.int()
 	return c
 }
-
-// decodeReceiverCommand decodes the commands of this file; ok is false for
-// any other type.
-func decodeReceiverCommand(t CommandType, r *mpReader) (cmd any, ok bool) {
-	switch t {
-	case CmdRegisterReceiver:
-		return decodeRegisterReceiver(r), true
-	case CmdExpireReceiver:
-		return decodeExpireReceiver(r), true
-	case CmdForgetReceiver:
-		return decodeForgetReceiver(r), true
-	case CmdRegisterPaced:
-		return decodeRegisterPaced(r), true
-	}
-	return nil, false
-}
-
-// receiverCommandName names the types of this file; "" for any other.
-func receiverCommandName(t CommandType) string {
-	switch t {
-	case CmdRegisterReceiver:
-		return "RegisterReceiver"
-	case CmdExpireReceiver:
-		return "ExpireReceiver"
-	case CmdForgetReceiver:
-		return "ForgetReceiver"
-	case CmdRegisterPaced:
-		return "RegisterPaced"
-	}
-	return ""
-}

@@ -218,19 +218,3 @@ func (a *applier) registerPaced(c RegisterPaced, res *Result) error {
 	}
 	return writePacing(a.sources.Bucket([]byte(c.Source)), c.Pacing)
 }
-
-// applyReceiverCommand applies the commands of receiver_commands.go; ok is
-// false for any other command.
-func (a *applier) applyReceiverCommand(cmd any, res *Result) (ok bool, err error) {
-	switch c := cmd.(type) {
-	case RegisterReceiver:
-		return true, a.registerReceiver(c, res)
-	case ExpireReceiver:
-		return true, a.expireReceiver(c, res)
-	case ForgetReceiver:
-		return true, a.forgetReceiver(c, res)
-	case RegisterPaced:
-		return true, a.registerPaced(c, res)
-	}
-	return false, nil
-}

@@ -6,24 +6,25 @@ import (
 	"testing"
 )
 
+// regRecv registers receiver recv with source a.
+func regRecv(recv, session string, paced bool, at int64) RegisterReceiver {
+	return RegisterReceiver{Source: "a", Receiver: recv, Session: session, Paced: paced, UnixNano: at}
+}
+
+// wantRecv is the result of a receiver command on source a.
+func wantRecv(recv, session string, seq uint64, created, changed bool) want {
+	return want{Receiver: &ReceiverResult{Source: "a", Receiver: recv, Session: session, Seq: seq, Created: created, Changed: changed}}
+}
+
+// wantRegA is the result of the Register creating source a.
+var wantRegA = want{Register: &RegisterResult{Source: "a", Created: true}}
+
 func TestApplyReceiverRegistrations(t *testing.T) {
-	reg := func(recv, session string, paced bool, at int64) RegisterReceiver {
-		return RegisterReceiver{Source: "a", Receiver: recv, Session: session, Paced: paced, UnixNano: at}
-	}
-	rr := func(recv, session string, seq uint64, created, changed bool) want {
-		return want{Receiver: &ReceiverResult{Source: "a", Receiver: recv, Session: session, Seq: seq, Created: created, Changed: changed}}
-	}
-	regA := want{Register: &RegisterResult{Source: "a", Created: true}}
-	tests := []struct {
-		name      string
-		cmds      []any
-		wants     []want
-		receivers []ReceiverPosition // Receivers("a") afterwards
-	}{
+	runRegistrationCases(t, []registrationCase{
 		{
 			name:      "a new name is recorded without a position",
-			cmds:      []any{Register{Source: "a", UnixNano: 1}, reg("r", "s1", false, 5)},
-			wants:     []want{regA, rr("r", "s1", 0, true, true)},
+			cmds:      []any{Register{Source: "a", UnixNano: 1}, regRecv("r", "s1", false, 5)},
+			wants:     []want{wantRegA, wantRecv("r", "s1", 0, true, true)},
 			receivers: []ReceiverPosition{{Receiver: "r", Session: "s1", Active: true, RegisteredUnixNano: 5}},
 		},
 		{
@@ -31,27 +32,42 @@ func TestApplyReceiverRegistrations(t *testing.T) {
 			cmds: []any{
 				Register{Source: "a", UnixNano: 1},
 				Consumed{Source: "a", Receiver: "r", Seq: 7, UnixNano: 2},
-				reg("r", "s1", true, 3),
+				regRecv("r", "s1", true, 3),
 				Consumed{Source: "a", Receiver: "r", Seq: 9, UnixNano: 4},
 			},
-			wants: []want{regA,
+			wants: []want{wantRegA,
 				{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 7, Advanced: true}},
-				rr("r", "s1", 7, false, true),
+				wantRecv("r", "s1", 7, false, true),
 				{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 9, Advanced: true}},
 			},
 			receivers: []ReceiverPosition{{Receiver: "r", Seq: 9, UnixNano: 4, Session: "s1", Paced: true, Active: true, RegisteredUnixNano: 3}},
 		},
+	})
+}
+
+// registrationCase is one case of TestApplyReceiverRegistrations and its siblings.
+type registrationCase struct {
+	name      string
+	cmds      []any
+	wants     []want
+	receivers []ReceiverPosition // Receivers("a") afterwards
+}
+
+// Expiries and forgets of receivers: of the active session, stale and
+// repeated ones, a registration after them, and their refusals.
+func TestApplyReceiverExpiryAndForget(t *testing.T) {
+	runRegistrationCases(t, []registrationCase{
 		{
 			name: "expiry of the active session makes it inactive, keeping everything else",
 			cmds: []any{
 				Register{Source: "a", UnixNano: 1},
-				reg("r", "s1", true, 3),
+				regRecv("r", "s1", true, 3),
 				Consumed{Source: "a", Receiver: "r", Seq: 4, UnixNano: 4},
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 50},
 			},
-			wants: []want{regA, rr("r", "s1", 0, true, true),
+			wants: []want{wantRegA, wantRecv("r", "s1", 0, true, true),
 				{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 4, Advanced: true}},
-				rr("r", "s1", 4, false, true),
+				wantRecv("r", "s1", 4, false, true),
 			},
 			receivers: []ReceiverPosition{{Receiver: "r", Seq: 4, UnixNano: 4, Session: "s1", Paced: true, RegisteredUnixNano: 3, ExpiredUnixNano: 50}},
 		},
@@ -59,18 +75,18 @@ func TestApplyReceiverRegistrations(t *testing.T) {
 			name: "stale, repeated and unknown expiries change nothing",
 			cmds: []any{
 				Register{Source: "a", UnixNano: 1},
-				reg("r", "s1", false, 3),
-				reg("r", "s2", false, 4), // a new instance took the name over
+				regRecv("r", "s1", false, 3),
+				regRecv("r", "s2", false, 4), // a new instance took the name over
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 50},
 				ExpireReceiver{Source: "a", Receiver: "nobody", Session: "s1", UnixNano: 51},
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s2", UnixNano: 52},
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s2", UnixNano: 53},
 			},
-			wants: []want{regA, rr("r", "s1", 0, true, true), rr("r", "s2", 0, false, true),
-				rr("r", "s1", 0, false, false),
-				rr("nobody", "s1", 0, false, false),
-				rr("r", "s2", 0, false, true),
-				rr("r", "s2", 0, false, false),
+			wants: []want{wantRegA, wantRecv("r", "s1", 0, true, true), wantRecv("r", "s2", 0, false, true),
+				wantRecv("r", "s1", 0, false, false),
+				wantRecv("nobody", "s1", 0, false, false),
+				wantRecv("r", "s2", 0, false, true),
+				wantRecv("r", "s2", 0, false, false),
 			},
 			receivers: []ReceiverPosition{{Receiver: "r", Session: "s2", RegisteredUnixNano: 4, ExpiredUnixNano: 52}},
 		},
@@ -78,34 +94,34 @@ func TestApplyReceiverRegistrations(t *testing.T) {
 			name: "a registration after an expiry makes the receiver active again",
 			cmds: []any{
 				Register{Source: "a", UnixNano: 1},
-				reg("r", "s1", true, 3),
+				regRecv("r", "s1", true, 3),
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 50},
-				reg("r", "s1", true, 60),
+				regRecv("r", "s1", true, 60),
 			},
-			wants:     []want{regA, rr("r", "s1", 0, true, true), rr("r", "s1", 0, false, true), rr("r", "s1", 0, false, true)},
+			wants:     []want{wantRegA, wantRecv("r", "s1", 0, true, true), wantRecv("r", "s1", 0, false, true), wantRecv("r", "s1", 0, false, true)},
 			receivers: []ReceiverPosition{{Receiver: "r", Session: "s1", Paced: true, Active: true, RegisteredUnixNano: 60, ExpiredUnixNano: 50}},
 		},
 		{
 			name: "forget deletes an inactive receiver on its session, never an active one",
 			cmds: []any{
 				Register{Source: "a", UnixNano: 1},
-				reg("r", "s1", false, 3),
+				regRecv("r", "s1", false, 3),
 				Consumed{Source: "a", Receiver: "r", Seq: 8, UnixNano: 4},
 				ForgetReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 5}, // active: kept
 				ExpireReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 6},
 				ForgetReceiver{Source: "a", Receiver: "r", Session: "other", UnixNano: 7}, // another session: kept
 				ForgetReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 8},
 				ForgetReceiver{Source: "a", Receiver: "r", Session: "s1", UnixNano: 9}, // already gone
-				reg("r", "s3", false, 10),                                              // starts as a new name
+				regRecv("r", "s3", false, 10),                                          // starts as a new name
 			},
-			wants: []want{regA, rr("r", "s1", 0, true, true),
+			wants: []want{wantRegA, wantRecv("r", "s1", 0, true, true),
 				{Consumed: &ConsumedResult{Source: "a", Receiver: "r", Seq: 8, Advanced: true}},
-				rr("r", "s1", 8, false, false),
-				rr("r", "s1", 8, false, true),
-				rr("r", "other", 8, false, false),
-				rr("r", "s1", 8, false, true),
-				rr("r", "s1", 0, false, false),
-				rr("r", "s3", 0, true, true),
+				wantRecv("r", "s1", 8, false, false),
+				wantRecv("r", "s1", 8, false, true),
+				wantRecv("r", "other", 8, false, false),
+				wantRecv("r", "s1", 8, false, true),
+				wantRecv("r", "s1", 0, false, false),
+				wantRecv("r", "s3", 0, true, true),
 			},
 			receivers: []ReceiverPosition{{Receiver: "r", Session: "s3", Active: true, RegisteredUnixNano: 10}},
 		},
@@ -123,7 +139,7 @@ func TestApplyReceiverRegistrations(t *testing.T) {
 				ForgetReceiver{Source: "a", Receiver: "", Session: "s"},
 				ForgetReceiver{Source: "nobody", Receiver: "r", Session: "s"},
 			},
-			wants: []want{regA,
+			wants: []want{wantRegA,
 				{Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand}, {Err: ErrBadCommand},
 				{Err: ErrUnknownSource},
 				{Err: ErrBadCommand}, {Err: ErrUnknownSource},
@@ -131,7 +147,13 @@ func TestApplyReceiverRegistrations(t *testing.T) {
 			},
 			receivers: []ReceiverPosition{},
 		},
-	}
+	})
+}
+
+// runRegistrationCases applies each case to a fresh repository and checks
+// its results and the receivers of source a.
+func runRegistrationCases(t *testing.T, tests []registrationCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := applyChecked(t, tt.cmds, tt.wants)

@@ -8,13 +8,7 @@ import (
 )
 
 func TestApplyConsumed(t *testing.T) {
-	long := strings.Repeat("r", MaxSourceNameLen)
-	tests := []struct {
-		name      string
-		cmds      []any
-		wants     []want
-		receivers map[string][]ReceiverPosition // Receivers(source) afterwards, for every source
-	}{
+	runConsumedCases(t, []consumedCase{
 		{
 			name: "record new",
 			cmds: []any{Register{Source: "a", UnixNano: 1}, Consumed{Source: "a", Receiver: "r1", Seq: 5, UnixNano: 10}},
@@ -84,6 +78,22 @@ func TestApplyConsumed(t *testing.T) {
 				"c": {},
 			},
 		},
+	})
+}
+
+// consumedCase is one case of TestApplyConsumed and its siblings.
+type consumedCase struct {
+	name      string
+	cmds      []any
+	wants     []want
+	receivers map[string][]ReceiverPosition // Receivers(source) afterwards, for every source
+}
+
+// Positions beyond what the group holds, refusals, and the ignorable flag
+// on a known command.
+func TestApplyConsumedEdges(t *testing.T) {
+	long := strings.Repeat("r", MaxSourceNameLen)
+	runConsumedCases(t, []consumedCase{
 		{
 			name: "seq beyond what the group holds is recorded",
 			cmds: []any{pub("a", 1, 2), Consumed{Source: "a", Receiver: "r", Seq: 1 << 40, UnixNano: -3}},
@@ -144,7 +154,13 @@ func TestApplyConsumed(t *testing.T) {
 			},
 			receivers: map[string][]ReceiverPosition{"a": {{Receiver: "r", Seq: 4, UnixNano: 5}}},
 		},
-	}
+	})
+}
+
+// runConsumedCases applies each case to a fresh repository and checks its
+// results and every source's receivers.
+func runConsumedCases(t *testing.T, tests []consumedCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := applyChecked(t, tt.cmds, tt.wants)

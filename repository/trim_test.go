@@ -29,7 +29,6 @@ func seqRange(first, last uint64) []uint64 {
 }
 
 func TestApplyTrim(t *testing.T) {
-	long := strings.Repeat("s", MaxSourceNameLen+1)
 	runSourceCases(t, []sourceCase{
 		{
 			name: "trim the middle",
@@ -109,6 +108,14 @@ func TestApplyTrim(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", CreatedUnixNano: 1, LastRegisterUnixNano: 1}},
 			held:    map[string][]uint64{"a": nil},
 		},
+	})
+}
+
+// What a Trim refuses: a source the group does not hold, through 0 and bad
+// names.
+func TestApplyTrimRefused(t *testing.T) {
+	long := strings.Repeat("s", MaxSourceNameLen+1)
+	runSourceCases(t, []sourceCase{
 		{
 			name: "unknown source is refused and not created",
 			cmds: []any{
@@ -148,6 +155,13 @@ func TestApplyTrim(t *testing.T) {
 			sources: []SourceInfo{{Name: "a", HighSeq: 2, LowSeq: 1, Count: 2, Bytes: 2}},
 			held:    map[string][]uint64{"a": {1, 2}},
 		},
+	})
+}
+
+// A Trim and the gaps it meets, what is published below it afterwards,
+// sources apart, and the ignorable flag on a known command.
+func TestApplyTrimGapsAndRetention(t *testing.T) {
+	runSourceCases(t, []sourceCase{
 		{
 			name: "gaps below are dropped, a straddling one clipped, those above kept",
 			cmds: []any{
