@@ -15,6 +15,7 @@ import (
 	"umstore/internal/wallclock"
 	"umstore/quorum"
 	"umstore/repository"
+	"umstore/storegroup/proposal"
 	"umstore/wire"
 )
 
@@ -49,7 +50,7 @@ type clientDeps struct {
 	repo     *repository.Repo // read only: every write is a proposal
 	damage   *damageRepairer  // every message served is read through it (repair_damage.go)
 	sessions *sessions        // the leader's view of which publisher holds a source
-	proposer *proposer
+	proposer *proposal.Proposer
 
 	// Receivers (receiver_server.go): the leader's view of receiver
 	// sessions, Config.ReceiverActivityTimeout, whether publishers may ask
@@ -406,7 +407,7 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 		conn.sessions[m.Source] = m.Session
 		intragroup, _ := cs.setIntragroup(conn, m.Source, "")
 		cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()})
-		return reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
+		return reply{req: m, future: cs.proposer.Propose(cmd), intragroup: intragroup}
 	case *wire.Fetch:
 		if err := checkSource(m.Source); err != nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
@@ -431,7 +432,7 @@ func (cs *clientServer) dispatch(ctx context.Context, m wire.Message, conn *conn
 			return rep
 		}
 		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
-		return reply{req: m, future: cs.proposer.propose(cmd)}
+		return reply{req: m, future: cs.proposer.Propose(cmd)}
 	case *wire.Members:
 		if cs.members == nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store does not tell its members' addresses"}}

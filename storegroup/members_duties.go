@@ -135,7 +135,7 @@ func (s *Store) recordMember(ctx context.Context, m Member) error {
 		return ctx.Err()
 	}
 	cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
-	if err := s.proposer.propose(cmd).Error(); err != nil {
+	if err := s.proposer.Propose(cmd).Error(); err != nil {
 		return err
 	}
 	s.refreshAddressBook()
@@ -171,7 +171,7 @@ func (s *Store) reconcileRaftAddresses() {
 				// The leader itself listens elsewhere than the group knew
 				// (it moved with its state): record it, change raft next.
 				cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
-				if err := s.proposer.propose(cmd).Error(); err == nil {
+				if err := s.proposer.Propose(cmd).Error(); err == nil {
 					s.refreshAddressBook()
 				}
 			}

@@ -152,7 +152,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_leader_moves_total", "Times this store, leading, handed leadership to a member on the group's preferred host.", m.leaderMoves.Load())
 	counter("umstore_repair_mismatches_total", "Sequence numbers another group holds with a different payload than this group, found by comparing digests of the ranges both hold (a consistency violation).", m.mismatches.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
-	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.answeredEarly())
+	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.AnsweredEarly())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
 	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
 	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))

@@ -17,6 +17,7 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
 	"umstore/repository"
+	"umstore/storegroup/proposal"
 )
 
 // Open opens (or creates) the store's data directory, starts its client
@@ -57,7 +58,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
 	s.members = newMemberWatch()
-	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
+	s.proposer = proposal.New(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.open(ctx); err != nil {
 		s.abandon()
@@ -189,7 +190,7 @@ func (s *Store) openFiles() error {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock,
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, metrics: s.metrics, lock: s.lock,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {

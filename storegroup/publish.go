@@ -109,7 +109,7 @@ func (cs *clientServer) publish(ctx context.Context, p *wire.Publish, queued <-c
 		return next, true
 	}
 	cs.metrics.mergedFrames.Observe(float64(len(batch)))
-	f := cs.proposer.proposeDecided(cs.encodePublish(batch, conn))
+	f := cs.proposer.ProposeDecided(cs.encodePublish(batch, conn))
 	hold := cs.holdFor(ctx, conn, p.Source)
 	for i, p := range batch {
 		r := reply{req: p, future: f, hold: hold}

@@ -67,7 +67,7 @@ func (cs *clientServer) registerReceiver(m *wire.RegisterReceiver) reply {
 		return reply{msg: &wire.ReceiverRegistered{ReqID: m.ReqID, Source: m.Source, Receiver: m.Receiver, Group: cs.group, GroupID: cs.repo.GroupID()}}
 	}
 	cmd := repository.EncodeRegisterReceiver(repository.RegisterReceiver{Source: m.Source, Receiver: m.Receiver, Session: m.Session, Paced: m.Paced, UnixNano: wallclock.Now().UnixNano()})
-	return reply{req: m, future: cs.proposer.propose(cmd)}
+	return reply{req: m, future: cs.proposer.Propose(cmd)}
 }
 
 // receiverRegistered turns a RegisterReceiver's result into the answer.
@@ -119,7 +119,7 @@ func (cs *clientServer) consumedAs(m *wire.ConsumedAs) reply {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}} // nothing new to record
 	}
 	cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
-	return reply{req: m, future: cs.proposer.propose(cmd)}
+	return reply{req: m, future: cs.proposer.Propose(cmd)}
 }
 
 // receiverQuery answers from this store's own repository, leader or not.
@@ -260,7 +260,7 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		cmd = repository.EncodeRegisterPaced(repository.RegisterPaced{Register: reg, Pacing: mode})
 	}
 	cs.pacer.set(m.Source, mode)
-	replies <- reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
+	replies <- reply{req: m, future: cs.proposer.Propose(cmd), intragroup: intragroup}
 	if m.Delivery && !conn.delivery[m.Source] {
 		if conn.delivery == nil {
 			conn.delivery = map[string]bool{}

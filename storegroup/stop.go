@@ -55,7 +55,7 @@ func (s *Store) stop(transfer bool) error {
 		if !healthy {
 			// Raft has answered what it will; the early answers it never
 			// decided are given up, and the connections get a bounded wait.
-			s.proposer.pending.abandon(raft.ErrRaftShutdown)
+			s.proposer.Abandon(raft.ErrRaftShutdown)
 			if !s.client.waitConns(raftShutdownAfterFault) {
 				s.log.Warn("client connections still waiting after the store failed; stopping the store without them", "waited", raftShutdownAfterFault)
 			}

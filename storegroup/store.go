@@ -12,6 +12,7 @@ import (
 
 	"umstore/dirlock"
 	"umstore/repository"
+	"umstore/storegroup/proposal"
 )
 
 // A store's life, one file per stage:
@@ -44,8 +45,8 @@ type Store struct {
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
-	members  *memberWatch // the leader's view of its members (leadership.go)
-	proposer *proposer    // every raft proposal of this store
+	members  *memberWatch       // the leader's view of its members (leadership.go)
+	proposer *proposal.Proposer // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
