@@ -223,14 +223,6 @@ func (d *memberDesk) decide(ctx context.Context, want Member, remote net.Addr) *
 	return v
 }
 
-// memberMove hands a MemberMove to the store's desk.
-func (cs *clientServer) memberMove(ctx context.Context, m *wire.MemberMove, nc net.Conn, conn *connState) reply {
-	if cs.members == nil {
-		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store takes no member moves"}}
-	}
-	return reply{msg: cs.members.move(ctx, m, nc, &conn.move)}
-}
-
 // hostResolvesTo reports whether host (an IP address or a name) has ip.
 func hostResolvesTo(ctx context.Context, lookup func(context.Context, string) ([]net.IPAddr, error), host string, ip net.IP) bool {
 	return memberCheck{lookup: lookup}.hostHas(ctx, host, ip)

@@ -17,6 +17,7 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
 	"umstore/repository"
+	"umstore/storegroup/clientserver"
 	"umstore/storegroup/proposal"
 )
 
@@ -74,7 +75,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		case <-s.ctx.Done():
 		}
 	}()
-	go func() { defer s.bg.Done(); s.client.serve(s.ctx) }()
+	go func() { defer s.bg.Done(); s.client.Serve(s.ctx) }()
 	go func() { defer s.bg.Done(); s.start() }()
 	return s, nil
 }
@@ -371,35 +372,8 @@ func (s *Store) wireHelpers() error {
 		allowPaced:  cfg.AllowReceiverPacedPersistence,
 	})
 	s.receivers = newReceiverSessions()
-	s.pacer = newPacer(s.repo, s.retain, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
-	client, err := newClientServer(cfg.self().ClientAddr, cfg.Security.ServerTLS, clientDeps{
-		name:            cfg.Name,
-		group:           cfg.Group,
-		maxFrame:        cfg.MaxFrame,
-		token:           cfg.Security.Token,
-		operatorToken:   cfg.Security.OperatorToken,
-		activityTimeout: cfg.SourceActivityTimeout,
-		limits:          cfg.ClientLimits,
-		log:             s.log,
-		metrics:         s.metrics,
-		repo:            s.repo,
-		damage:          s.repair.damage,
-		sessions:        s.sessions,
-		proposer:        s.proposer,
-		isLeader:        s.IsLeader,
-		leader:          s.leader,
-		status:          s.Status,
-		nextApplied:     s.appliedSignal,
-		expire:          s.proposeExpiry,
-		stop:            s.Close,
-		receivers:       s.receivers,
-		receiverTimeout: cfg.ReceiverActivityTimeout,
-		allowPaced:      cfg.AllowReceiverPacedPersistence,
-		pacer:           s.pacer,
-		pong:            s.pong,
-		members:         s.memberDesk(), // members_move.go
-		intragroup:      s.intragroupDeps(),
-	})
+	s.pacer = clientserver.NewPacer(s.repo, s.retain.releaseConsumed, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
+	client, err := s.newClient() // client.go
 	if err != nil {
 		return err
 	}

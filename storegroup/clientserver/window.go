@@ -1,6 +1,8 @@
-package storegroup
+package clientserver
 
-import "context"
+import (
+	"context"
+)
 
 // Back-pressure. Publish frames of one connection are proposed as they
 // come, but at most maxProposalsInFlight at a time: the connection's window.

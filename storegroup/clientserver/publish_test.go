@@ -1,10 +1,25 @@
-package storegroup
+package clientserver
 
 import (
 	"testing"
 
 	"umstore/wire"
 )
+
+// A frame whose payload is over wire.MaxPayload never reaches a proposal:
+// handle refuses it, and gather never merges it into an earlier frame's
+// entry, since merged entries stay far below the bound.
+func TestMergedEntriesStayBelowMaxPayload(t *testing.T) {
+	if maxMergedBytes >= wire.MaxPayload {
+		t.Fatalf("maxMergedBytes (%d) must stay below wire.MaxPayload (%d), or gather could merge a frame handle must refuse", maxMergedBytes, wire.MaxPayload)
+	}
+	if err := checkPayloads(&wire.Publish{FirstSeq: 1, Payloads: [][]byte{make([]byte, wire.MaxPayload)}}); err != nil {
+		t.Fatalf("a payload of exactly wire.MaxPayload: %v", err)
+	}
+	if err := checkPayloads(&wire.Publish{FirstSeq: 1, Payloads: [][]byte{{1}, make([]byte, wire.MaxPayload+1)}}); err == nil {
+		t.Fatal("a payload over wire.MaxPayload passed")
+	}
+}
 
 // gather never merges a damaged frame into an entry, nor frames with
 // checksums with frames without: the damaged one is handled next (and

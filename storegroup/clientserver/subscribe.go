@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"context"
@@ -11,23 +11,8 @@ import (
 // Deliver, so the receiver knows the leader is alive and leads.
 const subscriptionHeartbeat = time.Second
 
-// appliedSignal returns a channel closed at the next applied batch.
-func (s *Store) appliedSignal() <-chan struct{} {
-	s.appliedMu.Lock()
-	defer s.appliedMu.Unlock()
-	return s.appliedCh
-}
-
-// notifyApplied wakes everyone waiting for new entries (subscriptions).
-func (s *Store) notifyApplied() {
-	s.appliedMu.Lock()
-	close(s.appliedCh)
-	s.appliedCh = make(chan struct{})
-	s.appliedMu.Unlock()
-}
-
 // checkSubscribe validates a subscription; a follower redirects it.
-func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
+func (cs *Server) checkSubscribe(m *wire.Subscribe) (reply, bool) {
 	if err := checkSource(m.Source); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}, false
 	}
@@ -37,24 +22,24 @@ func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
 // subscribe pushes the source's messages from m.From on as the group
 // applies them, until the connection closes or this store stops leading
 // (then it sends NotLeader so the receiver follows the new leader).
-func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
+func (cs *Server) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
 	cursor := max(m.From, 1)
 	heartbeat := time.NewTicker(subscriptionHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		if !cs.isLeader() {
+		if !cs.IsLeader() {
 			_ = c.Send(cs.redirect(m.ReqID))
 			return
 		}
-		applied := cs.nextApplied()
-		info, known, err := cs.repo.Source(m.Source)
+		applied := cs.NextApplied()
+		info, known, err := cs.Repo.Source(m.Source)
 		if err != nil {
 			_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 			return
 		}
 		if known && cursor <= info.HighSeq {
 			// Damaged messages are never served: see fetch.
-			msgs, err := cs.damage.read(ctx, m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes, true)
+			msgs, err := cs.Read(ctx, m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes, true)
 			if err != nil {
 				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 				return
