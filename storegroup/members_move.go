@@ -64,7 +64,7 @@ type moveChallenge struct {
 
 // memberDesk answers other stores' questions about the group's members:
 // Members (where each listens) and MemberMove. The client server hands it
-// those frames (client_server.go).
+// those frames (package clientserver, through client.go).
 type memberDesk struct {
 	name   string
 	group  int

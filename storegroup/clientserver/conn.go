@@ -178,7 +178,7 @@ type connState struct {
 	// speak for that session (keepAlive).
 	sessions map[string]string
 	// delivery: the sources whose receivers' positions are pushed on this
-	// connection (receiver_server.go).
+	// connection (receivers.go).
 	delivery map[string]bool
 	// move: the MemberMove in progress, as the member desk left it.
 	move any

@@ -14,12 +14,12 @@ import (
 // of ARCHITECTURE.md's "path of one message"):
 //
 //  1. publish takes a slot of the connection's window (at most
-//     maxProposalsInFlight proposals in the log, proposer.go);
+//     maxProposalsInFlight proposals in the log, window.go);
 //  2. gather adds the frames that queued meanwhile and continue one another
 //     (same source, next sequence number): they become one raft entry;
 //  3. the batch is encoded as PublishAs, on behalf of the session that
 //     registered the source on this connection, and proposed with
-//     proposeDecided, which answers once the FSM has decided the result;
+//     proposal.Proposer.ProposeDecided, which answers once the FSM has decided the result;
 //  4. writeReplies answers every frame in request order, flushing before it
 //     waits for a later proposal, and frees the slot once the answer is
 //     written;
