@@ -8,19 +8,19 @@
 // raft proposal goes through package proposal.
 //
 // The data path of a publish (packages clientserver and proposal): the
-// client server receives a Publish frame (a batch of contiguous messages of one source);
-// the leader proposes it as ONE raft entry, together with the frames of the
-// same connection that queued behind its proposals in flight and continue
-// it; raft commits the entry on a quorum of the group; the FSM applies the
-// committed entries of a whole raft batch in one bbolt transaction; and the
-// client server answers Ack as soon as the leader's FSM has decided the
-// entry's result, inside that transaction, before the repository commits
-// and fsyncs. That is safe because the entry is committed by then and apply
-// is deterministic: a store whose commit fails stops, and replays the entry
-// when it starts again. Under intragroup all-active or all the Ack waits,
-// after that, until the members the behaviour names hold the entry in their
-// raft logs (clientserver's intragroup.go; members.go reads their
-// positions off raft's answers). A follower answers NotLeader with the
+// client server receives a Publish frame (a batch of contiguous messages of
+// one source); the leader proposes it as ONE raft entry, together with the
+// frames of the same connection that queued behind its proposals in flight
+// and continue it; raft commits the entry on a quorum of the group; the FSM
+// applies the committed entries of a whole raft batch in one bbolt
+// transaction; and the client server answers Ack as soon as the leader's FSM
+// has decided the entry's result, inside that transaction, before the
+// repository commits and fsyncs. That is safe because the entry is committed
+// by then and apply is deterministic: a store whose commit fails stops, and
+// replays the entry when it starts again. Under intragroup all-active or all
+// the Ack waits, after that, until the members the behaviour names hold the
+// entry in their raft logs (clientserver's intragroup.go; members.go reads
+// their positions off raft's answers). A follower answers NotLeader with the
 // leader's client address.
 //
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never

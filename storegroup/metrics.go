@@ -132,21 +132,29 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.AnsweredEarly())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
 	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
-	gauge("umstore_client_connections", "Open client connections.", float64(m.client.Connections.Load()))
-	for i, name := range clientserver.RefusedReasonNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.client.RefusedFrames[i].Load()), name)
-	}
-	for i, name := range clientserver.ConnRefusedNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_refused_total", "Client connections refused at accept, by the limit they met (ClientLimits).", "reason"), prometheus.CounterValue, float64(m.client.RefusedConns[i].Load()), name)
-	}
-	for i, name := range clientserver.ConnClosedNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.client.ClosedConns[i].Load()), name)
-	}
+	c.collectClient(ch)
 	for i, name := range peerRefusalNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
 	}
 	c.collectReceivers(ch, st)
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.client.MergedFrames} {
 		h.Collect(ch)
+	}
+}
+
+// collectClient adds the client server's counters (clientserver.Metrics):
+// open connections, and the frames and connections refused or closed, by
+// reason.
+func (c *storeCollector) collectClient(ch chan<- prometheus.Metric) {
+	m := c.s.metrics.client
+	ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections", "Open client connections."), prometheus.GaugeValue, float64(m.Connections.Load()))
+	for i, name := range clientserver.RefusedReasonNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.RefusedFrames[i].Load()), name)
+	}
+	for i, name := range clientserver.ConnRefusedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_refused_total", "Client connections refused at accept, by the limit they met (ClientLimits).", "reason"), prometheus.CounterValue, float64(m.RefusedConns[i].Load()), name)
+	}
+	for i, name := range clientserver.ConnClosedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.ClosedConns[i].Load()), name)
 	}
 }

@@ -90,11 +90,6 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 		}
 		switch m := m.(type) {
 		case *wire.Publish:
-			if err := checkPayloads(m); err != nil {
-				cs.Metrics.refused(refusedTooLarge)
-				replies <- reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}}
-				continue
-			}
 			var ok bool
 			if next, ok = cs.publish(connCtx, m, frames, conn, slots, replies); !ok {
 				return
@@ -104,17 +99,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 		case *wire.MemberMove:
 			replies <- cs.memberMove(connCtx, m, nc, conn) // ops.go
 		case *wire.Subscribe:
-			if rep, ok := cs.checkSubscribe(m); !ok {
-				replies <- rep
-				continue
-			}
-			subs.Add(1)
-			rd.subscribed.Add(1) // the idle bound is waived while it runs
-			go func() {
-				defer subs.Done()
-				defer rd.subscribed.Add(-1)
-				cs.subscribe(connCtx, c, m)
-			}()
+			cs.startSubscription(connCtx, rd, m, &subs, replies)
 		case *wire.KeepAlive:
 			cs.keepAlive(m, conn)
 		case *wire.RegisterSource:

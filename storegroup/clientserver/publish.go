@@ -68,6 +68,11 @@ const (
 // returns the frame gather read but could not add, to be handled next, and
 // false if the connection is closing.
 func (cs *Server) publish(ctx context.Context, p *wire.Publish, queued <-chan frame, conn *connState, slots window, replies chan<- reply) (next *frame, ok bool) {
+	if err := checkPayloads(p); err != nil {
+		cs.Metrics.refused(refusedTooLarge)
+		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}}
+		return nil, true
+	}
 	if err := checkPublish(p); err != nil {
 		cs.Metrics.refused(refusedInvalid)
 		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}

@@ -2,6 +2,7 @@ package clientserver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"umstore/wire"
@@ -10,6 +11,22 @@ import (
 // subscriptionHeartbeat is how often an idle subscription sends an empty
 // Deliver, so the receiver knows the leader is alive and leads.
 const subscriptionHeartbeat = time.Second
+
+// startSubscription starts serving the subscription m on rd's connection,
+// or answers why not; the connection waits for it (subs) before it closes.
+func (cs *Server) startSubscription(ctx context.Context, rd *frameReader, m *wire.Subscribe, subs *sync.WaitGroup, replies chan<- reply) {
+	if rep, ok := cs.checkSubscribe(m); !ok {
+		replies <- rep
+		return
+	}
+	subs.Add(1)
+	rd.subscribed.Add(1) // the idle bound is waived while it runs
+	go func() {
+		defer subs.Done()
+		defer rd.subscribed.Add(-1)
+		cs.subscribe(ctx, rd.c, m)
+	}()
+}
 
 // checkSubscribe validates a subscription; a follower redirects it.
 func (cs *Server) checkSubscribe(m *wire.Subscribe) (reply, bool) {
