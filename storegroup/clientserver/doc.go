@@ -8,8 +8,8 @@
 //	limits.go     Limits: connections per store, per remote address and per process, refused at accept
 //	conn.go       the handshake, the frame reader within the time bounds, and the read loop
 //	dispatch.go   every request other than Publish: Ping, Probe, Register, Consumed, Members...
-//	publish.go    the Publish half: a connection's frames merged into one raft entry and proposed
-//	window.go     a connection's window of Publish proposals in flight (its back-pressure)
+//	publish.go    the Publish half: a connection's window of proposals in flight (its
+//	              back-pressure), its frames merged into one raft entry and proposed
 //	replies.go    the answers, in request order, as their proposals are decided
 //	pacing.go     receiver-paced persistence: a publisher held back at its retention limit
 //	intragroup.go intragroup all-active and all: an Ack held until the members hold the entry
