@@ -14,7 +14,8 @@ import (
 	"umstore/wire"
 )
 
-// Limits bounds what clients may hold of a store: how many
+// Limits bounds what clients may hold of a store (the store's
+// configuration names it ClientLimits): how many
 // connections, and how long a connection may stay silent or take over one
 // frame. A zero field takes its default (DefaultLimits); DESIGN.md
 // says how the defaults were chosen.
@@ -182,9 +183,9 @@ func addrKey(a net.Addr) string {
 func (cs *Server) refusalMessage(reason int, key string) string {
 	switch reason {
 	case connRefusedStoreLimit:
-		return fmt.Sprintf("store %s has %d client connections, its limit: retry later, or raise Limits.MaxConns", cs.Name, cs.Limits.MaxConns)
+		return fmt.Sprintf("store %s has %d client connections, its limit: retry later, or raise ClientLimits.MaxConns", cs.Name, cs.Limits.MaxConns)
 	case connRefusedAddrLimit:
-		return fmt.Sprintf("store %s has %d connections from %s, the limit per address: close connections you do not use, or raise Limits.MaxConnsPerAddr", cs.Name, cs.Limits.MaxConnsPerAddr, key)
+		return fmt.Sprintf("store %s has %d connections from %s, the limit per address: close connections you do not use, or raise ClientLimits.MaxConnsPerAddr", cs.Name, cs.Limits.MaxConnsPerAddr, key)
 	default:
 		return fmt.Sprintf("the process of store %s has reached its budget of client connections (from its file-descriptor limit): retry later, or raise the limit (ulimit -n)", cs.Name)
 	}
