@@ -15,10 +15,10 @@ import (
 )
 
 // Limits bounds what clients may hold of a store (the store's
-// configuration names it ClientLimits): how many
-// connections, and how long a connection may stay silent or take over one
-// frame. A zero field takes its default (DefaultLimits); DESIGN.md
-// says how the defaults were chosen.
+// configuration names it ClientLimits): how many connections, and how long
+// a connection may stay silent or take over one frame. A zero field takes
+// its default (DefaultLimits); storegroup's DESIGN.md says how the defaults
+// were chosen.
 //
 // Beyond these, every store of a process shares one budget of client
 // connections: the process's file-descriptor limit (RLIMIT_NOFILE) less a
