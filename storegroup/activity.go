@@ -125,7 +125,7 @@ func (s *Store) expireSilent(now time.Time) {
 // new publisher may take it over.
 func (s *Store) proposeExpiry(source, session, why string) {
 	cmd := repository.EncodeExpireSession(repository.ExpireSession{Source: source, Session: session, UnixNano: wallclock.Now().UnixNano()})
-	if err := s.proposer.propose(cmd).Error(); err != nil {
+	if err := s.proposer.Propose(cmd).Error(); err != nil {
 		return // not the leader any more; the next leader decides
 	}
 	s.sessions.leave(source, session)

@@ -329,7 +329,7 @@ func (c *Config) Validate() error {
 	if c.RetentionInterval < 0 || c.RetentionMaxAge < 0 {
 		return fmt.Errorf("%w: store %s: retention settings must not be negative", ErrConfig, c.Name)
 	}
-	if err := c.ClientLimits.validate(); err != nil {
+	if err := c.ClientLimits.Validate(); err != nil {
 		return fmt.Errorf("%w: store %s: %v", ErrConfig, c.Name, err)
 	}
 	if c.RepairInterval < 0 || c.RepairBytesPerSecond < 0 || c.RepairBatchCount < 1 || c.RepairBatchBytes < 1 {

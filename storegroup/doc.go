@@ -1,23 +1,27 @@
 // Package storegroup runs one store: one member of one store group.
 //
 // A store is a hashicorp/raft node whose finite state machine is a
-// repository (package repository) in a bbolt file, plus a client server that
-// speaks the wire protocol to publishers, receivers and other stores.
+// repository (package repository) in a bbolt file, plus a client server
+// (package clientserver) that speaks the wire protocol to publishers,
+// receivers and other stores. This package composes them and runs the
+// store's life: open, start, the leader's duties, status and stop; every
+// raft proposal goes through package proposal.
 //
-// The data path of a publish (publish.go, proposer.go): the client server
-// receives a Publish frame (a batch of contiguous messages of one source);
-// the leader proposes it as ONE raft entry, together with the frames of the
-// same connection that queued behind its proposals in flight and continue
-// it; raft commits the entry on a quorum of the group; the FSM applies the
-// committed entries of a whole raft batch in one bbolt transaction; and the
-// client server answers Ack as soon as the leader's FSM has decided the
-// entry's result, inside that transaction, before the repository commits
-// and fsyncs. That is safe because the entry is committed by then and apply
-// is deterministic: a store whose commit fails stops, and replays the entry
-// when it starts again. Under intragroup all-active or all the Ack waits,
-// after that, until the members the behaviour names hold the entry in their
-// raft logs (intragroup.go; members.go reads their positions off raft's
-// answers). A follower answers NotLeader with the leader's client address.
+// The data path of a publish (packages clientserver and proposal): the
+// client server receives a Publish frame (a batch of contiguous messages of
+// one source); the leader proposes it as ONE raft entry, together with the
+// frames of the same connection that queued behind its proposals in flight
+// and continue it; raft commits the entry on a quorum of the group; the FSM
+// applies the committed entries of a whole raft batch in one bbolt
+// transaction; and the client server answers Ack as soon as the leader's FSM
+// has decided the entry's result, inside that transaction, before the
+// repository commits and fsyncs. That is safe because the entry is committed
+// by then and apply is deterministic: a store whose commit fails stops, and
+// replays the entry when it starts again. Under intragroup all-active or all
+// the Ack waits, after that, until the members the behaviour names hold the
+// entry in their raft logs (clientserver's intragroup.go; members.go reads
+// their positions off raft's answers). A follower answers NotLeader with the
+// leader's client address.
 //
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never
 // bootstraps; an empty store asks every other member of its group what it
@@ -26,9 +30,10 @@
 // member in the deployment's order (start_decision.go). A group's identity
 // is created by its first leader and replicated through the log.
 //
-// Clients are bounded (client_limits.go, ClientLimits): connections per
-// store, per remote address and per process, how long a connection may be
-// idle or take over one frame, and the largest payload (wire.MaxPayload).
+// Clients are bounded (clientserver.Limits, ClientLimits here):
+// connections per store, per remote address and per process, how long a
+// connection may be idle or take over one frame, and the largest payload
+// (wire.MaxPayload).
 //
 // DESIGN.md, beside this file, says why the pieces are where they are.
 package storegroup

@@ -1,9 +1,10 @@
 package storegroup
 
 import (
-	"errors"
 	"strconv"
 	"strings"
+
+	"umstore/storegroup/clientserver"
 )
 
 // A publisher session names an incarnation of a publisher: "IDENTITY#EPOCH",
@@ -19,8 +20,9 @@ import (
 // without an epoch (an older publisher) is an identity of its own.
 
 // errFenced refuses a registration from an earlier incarnation of the
-// publisher that holds the source; answered wire.CodeFenced.
-var errFenced = errors.New("fenced")
+// publisher that holds the source; the client server answers it
+// wire.CodeFenced.
+var errFenced = clientserver.ErrFenced
 
 // sessionIncarnation splits a session into its identity and epoch; ok is
 // false for a session without an epoch.

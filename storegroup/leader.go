@@ -91,7 +91,7 @@ func (s *Store) learnPeerGroups() bool {
 			continue
 		}
 		cmd := repository.EncodePeerGroup(repository.PeerGroup{Index: g.Index, GroupID: id, UnixNano: wallclock.Now().UnixNano()})
-		if err := s.proposer.propose(cmd).Error(); err != nil {
+		if err := s.proposer.Propose(cmd).Error(); err != nil {
 			all = false
 			continue
 		}
@@ -114,7 +114,7 @@ func (s *Store) ensureGroupID() {
 	}
 	id := hex.EncodeToString(b[:])
 	cmd := repository.EncodeInitGroup(repository.InitGroup{GroupID: id, Index: s.cfg.Group, UnixNano: wallclock.Now().UnixNano()})
-	if err := s.proposer.propose(cmd).Error(); err != nil {
+	if err := s.proposer.Propose(cmd).Error(); err != nil {
 		s.log.Warn("could not record the group identity; will retry on next leadership", "err", err)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/logevery"
 	"umstore/internal/wallclock"
 	"umstore/repository"
 	"umstore/wire"
@@ -48,7 +49,7 @@ const (
 type moveRefusals struct {
 	mu  sync.Mutex
 	by  map[string]string // member -> reason
-	log logEvery
+	log logevery.Every
 }
 
 func (r *moveRefusals) set(member, reason string) (changed bool) {
@@ -85,7 +86,7 @@ func (r *moveRefusals) text() string {
 // its group accepts its new address.
 func (s *Store) startMemberDuties() {
 	s.addressBook()
-	s.moveRefusals.log.interval = moveRefusalLogEvery
+	s.moveRefusals.log.Interval = moveRefusalLogEvery
 	s.bg.Add(3)
 	go func() { defer s.bg.Done(); s.keepAddressBook() }()
 	go func() { defer s.bg.Done(); s.learnOtherGroupsLoop() }()
@@ -135,7 +136,7 @@ func (s *Store) recordMember(ctx context.Context, m Member) error {
 		return ctx.Err()
 	}
 	cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
-	if err := s.proposer.propose(cmd).Error(); err != nil {
+	if err := s.proposer.Propose(cmd).Error(); err != nil {
 		return err
 	}
 	s.refreshAddressBook()
@@ -171,7 +172,7 @@ func (s *Store) reconcileRaftAddresses() {
 				// The leader itself listens elsewhere than the group knew
 				// (it moved with its state): record it, change raft next.
 				cmd := repository.EncodeMemberAddress(repository.MemberAddress{Name: m.Name, RaftAddr: m.RaftAddr, ClientAddr: m.ClientAddr, UnixNano: wallclock.Now().UnixNano()})
-				if err := s.proposer.propose(cmd).Error(); err == nil {
+				if err := s.proposer.Propose(cmd).Error(); err == nil {
 					s.refreshAddressBook()
 				}
 			}
@@ -254,7 +255,7 @@ func (s *Store) announceAddress() {
 			case v.Verdict == wire.MoveRefused:
 				pending++
 				s.moveRefusals.set(p.Name, v.Reason)
-				if dropped, ok := s.moveRefusals.log.allow(time.Now()); ok {
+				if dropped, ok := s.moveRefusals.log.Allow(time.Now()); ok {
 					s.log.Error("a member of the group refuses this store's address: it keeps routing to where it knew this store; fix the cause (see why) and this store is accepted on its next try",
 						"member", p.Name, "why", v.Reason, "raft_addr", s.cfg.self().RaftAddr, "client_addr", s.cfg.self().ClientAddr, "refusals_not_logged", dropped)
 				}

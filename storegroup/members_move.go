@@ -64,7 +64,7 @@ type moveChallenge struct {
 
 // memberDesk answers other stores' questions about the group's members:
 // Members (where each listens) and MemberMove. The client server hands it
-// those frames (client_server.go).
+// those frames (package clientserver, through client.go).
 type memberDesk struct {
 	name   string
 	group  int
@@ -221,14 +221,6 @@ func (d *memberDesk) decide(ctx context.Context, want Member, remote net.Addr) *
 	}
 	v.Recorded = d.book.durable(want)
 	return v
-}
-
-// memberMove hands a MemberMove to the store's desk.
-func (cs *clientServer) memberMove(ctx context.Context, m *wire.MemberMove, nc net.Conn, conn *connState) reply {
-	if cs.members == nil {
-		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store takes no member moves"}}
-	}
-	return reply{msg: cs.members.move(ctx, m, nc, &conn.move)}
 }
 
 // hostResolvesTo reports whether host (an IP address or a name) has ip.

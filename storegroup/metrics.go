@@ -6,45 +6,30 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"umstore/storegroup/clientserver"
 )
 
 // storeMetrics holds what a store counts as it works; the rest of its
 // metrics are read from Status when scraped.
 type storeMetrics struct {
-	applyEntries  prometheus.Histogram
-	applySeconds  prometheus.Histogram
-	snapshotSecs  prometheus.Histogram
-	mergedFrames  prometheus.Histogram
-	snapshots     atomic.Uint64
-	stored        atomic.Uint64
-	duplicates    atomic.Uint64
-	conflicts     atomic.Uint64
-	connections   atomic.Int64
-	refusedFrames [refusedReasons]atomic.Uint64
-	refusedConns  [connRefusals]atomic.Uint64 // client_limits.go
-	closedConns   [connClosings]atomic.Uint64
-	refusedPeers  [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
-	leaderMoves   atomic.Uint64                     // leadership handed to the preferred host (leadership.go)
-	mismatches    atomic.Uint64                     // sequence numbers another group holds otherwise (repair_verify.go)
+	applyEntries prometheus.Histogram
+	applySeconds prometheus.Histogram
+	snapshotSecs prometheus.Histogram
+	snapshots    atomic.Uint64
+	stored       atomic.Uint64
+	duplicates   atomic.Uint64
+	conflicts    atomic.Uint64
+	client       *clientserver.Metrics             // the client server's (connections, refused frames)
+	refusedPeers [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
+	leaderMoves  atomic.Uint64                     // leadership handed to the preferred host (leadership.go)
+	mismatches   atomic.Uint64                     // sequence numbers another group holds otherwise (repair_verify.go)
 }
-
-// Reasons a client frame is refused, for umstore_client_frames_refused_total.
-const (
-	refusedMalformed = iota
-	refusedUnknownType
-	refusedTooLarge
-	refusedInvalid
-	refusedUnauthorized
-	refusedNotRegistered // a Publish on a connection that did not register its source
-	refusedChecksum      // a Publish whose payload does not match its checksum
-	refusedReasons
-)
-
-var refusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum"}
 
 func newStoreMetrics(name string, group int) *storeMetrics {
 	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}
 	return &storeMetrics{
+		client: clientserver.NewMetrics(labels),
 		applyEntries: prometheus.NewHistogram(prometheus.HistogramOpts{
 			ConstLabels: labels,
 			Name:        "umstore_apply_batch_entries",
@@ -63,16 +48,8 @@ func newStoreMetrics(name string, group int) *storeMetrics {
 			Help:        "Time to stream one full copy of the repository to a member too far behind for the log (own snapshots only refer to the repository file).",
 			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		mergedFrames: prometheus.NewHistogram(prometheus.HistogramOpts{
-			ConstLabels: labels,
-			Name:        "umstore_publish_frames_per_entry",
-			Help:        "Client Publish frames proposed together as one raft entry (more than one when a connection's frames queued behind its proposals in flight).",
-			Buckets:     prometheus.ExponentialBuckets(1, 2, 10),
-		}),
 	}
 }
-
-func (m *storeMetrics) refused(reason int) { m.refusedFrames[reason].Add(1) }
 
 func (m *storeMetrics) observeApply(entries int, took time.Duration) {
 	m.applyEntries.Observe(float64(entries))
@@ -152,24 +129,32 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_leader_moves_total", "Times this store, leading, handed leadership to a member on the group's preferred host.", m.leaderMoves.Load())
 	counter("umstore_repair_mismatches_total", "Sequence numbers another group holds with a different payload than this group, found by comparing digests of the ranges both hold (a consistency violation).", m.mismatches.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
-	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.answeredEarly())
+	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.AnsweredEarly())
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
 	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
-	gauge("umstore_client_connections", "Open client connections.", float64(m.connections.Load()))
-	for i, name := range refusedReasonNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedFrames[i].Load()), name)
-	}
-	for i, name := range connRefusedNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_refused_total", "Client connections refused at accept, by the limit they met (ClientLimits).", "reason"), prometheus.CounterValue, float64(m.refusedConns[i].Load()), name)
-	}
-	for i, name := range connClosedNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.closedConns[i].Load()), name)
-	}
+	c.collectClient(ch)
 	for i, name := range peerRefusalNames {
 		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
 	}
 	c.collectReceivers(ch, st)
-	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.mergedFrames} {
+	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.client.MergedFrames} {
 		h.Collect(ch)
+	}
+}
+
+// collectClient adds the client server's counters (clientserver.Metrics):
+// open connections, and the frames and connections refused or closed, by
+// reason.
+func (c *storeCollector) collectClient(ch chan<- prometheus.Metric) {
+	m := c.s.metrics.client
+	ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections", "Open client connections."), prometheus.GaugeValue, float64(m.Connections.Load()))
+	for i, name := range clientserver.RefusedReasonNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_frames_refused_total", "Client frames refused, by reason.", "reason"), prometheus.CounterValue, float64(m.RefusedFrames[i].Load()), name)
+	}
+	for i, name := range clientserver.ConnRefusedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_refused_total", "Client connections refused at accept, by the limit they met (ClientLimits).", "reason"), prometheus.CounterValue, float64(m.RefusedConns[i].Load()), name)
+	}
+	for i, name := range clientserver.ConnClosedNames {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_client_connections_closed_total", "Client connections the store closed for a time bound: idle (nothing sent for ClientLimits.IdleTimeout) or slow_frame (a frame not whole within ClientLimits.FrameTimeout).", "reason"), prometheus.CounterValue, float64(m.ClosedConns[i].Load()), name)
 	}
 }

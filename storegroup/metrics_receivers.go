@@ -31,7 +31,7 @@ func (c *storeCollector) collectReceivers(ch chan<- prometheus.Metric, st Status
 	}
 	var held uint64
 	if c.s.pacer != nil {
-		held = c.s.pacer.held.Load()
+		held = c.s.pacer.Held()
 	}
 	heldDesc := c.desc("umstore_publishers_held_back_total", "Times this store, as leader, held a publisher back because its source was at its retention limit with messages paced receivers had not consumed (blocking receiver-paced persistence).")
 	ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.CounterValue, float64(held))

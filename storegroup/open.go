@@ -17,6 +17,8 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
 	"umstore/repository"
+	"umstore/storegroup/clientserver"
+	"umstore/storegroup/proposal"
 )
 
 // Open opens (or creates) the store's data directory, starts its client
@@ -57,7 +59,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
 	s.members = newMemberWatch()
-	s.proposer = newProposer(s.raftNode, cfg.ApplyTimeout)
+	s.proposer = proposal.New(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	if err := s.open(ctx); err != nil {
 		s.abandon()
@@ -73,7 +75,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 		case <-s.ctx.Done():
 		}
 	}()
-	go func() { defer s.bg.Done(); s.client.serve(s.ctx) }()
+	go func() { defer s.bg.Done(); s.client.Serve(s.ctx) }()
 	go func() { defer s.bg.Done(); s.start() }()
 	return s, nil
 }
@@ -189,7 +191,7 @@ func (s *Store) openFiles() error {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.decidedBatch, metrics: s.metrics, lock: s.lock,
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, metrics: s.metrics, lock: s.lock,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
@@ -370,35 +372,8 @@ func (s *Store) wireHelpers() error {
 		allowPaced:  cfg.AllowReceiverPacedPersistence,
 	})
 	s.receivers = newReceiverSessions()
-	s.pacer = newPacer(s.repo, s.retain, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
-	client, err := newClientServer(cfg.self().ClientAddr, cfg.Security.ServerTLS, clientDeps{
-		name:            cfg.Name,
-		group:           cfg.Group,
-		maxFrame:        cfg.MaxFrame,
-		token:           cfg.Security.Token,
-		operatorToken:   cfg.Security.OperatorToken,
-		activityTimeout: cfg.SourceActivityTimeout,
-		limits:          cfg.ClientLimits,
-		log:             s.log,
-		metrics:         s.metrics,
-		repo:            s.repo,
-		damage:          s.repair.damage,
-		sessions:        s.sessions,
-		proposer:        s.proposer,
-		isLeader:        s.IsLeader,
-		leader:          s.leader,
-		status:          s.Status,
-		nextApplied:     s.appliedSignal,
-		expire:          s.proposeExpiry,
-		stop:            s.Close,
-		receivers:       s.receivers,
-		receiverTimeout: cfg.ReceiverActivityTimeout,
-		allowPaced:      cfg.AllowReceiverPacedPersistence,
-		pacer:           s.pacer,
-		pong:            s.pong,
-		members:         s.memberDesk(), // members_move.go
-		intragroup:      s.intragroupDeps(),
-	})
+	s.pacer = clientserver.NewPacer(s.repo, s.retain.releaseConsumed, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
+	client, err := s.newClient() // client.go
 	if err != nil {
 		return err
 	}

@@ -203,7 +203,7 @@ const forgetInterval = 5 * time.Second
 func (s *Store) expireSilentReceivers(now time.Time) {
 	for _, r := range s.receivers.silent(now, s.cfg.ReceiverActivityTimeout) {
 		cmd := repository.EncodeExpireReceiver(repository.ExpireReceiver{Source: r.key.source, Receiver: r.key.name, Session: r.session, UnixNano: wallclock.Now().UnixNano()})
-		if err := s.proposer.propose(cmd).Error(); err != nil {
+		if err := s.proposer.Propose(cmd).Error(); err != nil {
 			return // not the leader any more; the next one decides
 		}
 		s.receivers.forget(r.key, r.session)
@@ -219,7 +219,7 @@ func (s *Store) expireSilentReceivers(now time.Time) {
 	after := max(s.cfg.ReceiverStateLifetime-s.cfg.ReceiverActivityTimeout, 0)
 	for _, f := range s.lifetimeEnded(now, after) {
 		cmd := repository.EncodeForgetReceiver(repository.ForgetReceiver{Source: f.key.source, Receiver: f.key.name, Session: f.session, UnixNano: wallclock.Now().UnixNano()})
-		if err := s.proposer.propose(cmd).Error(); err != nil {
+		if err := s.proposer.Propose(cmd).Error(); err != nil {
 			return
 		}
 		s.log.Info("forgot a receiver whose state lifetime ended: its position is gone", "source", f.key.source, "receiver", f.key.name, "lifetime", s.cfg.ReceiverStateLifetime)

@@ -13,6 +13,7 @@ import (
 
 	"umstore/internal/groupclient"
 	"umstore/repository"
+	"umstore/storegroup/proposal"
 	"umstore/wire"
 )
 
@@ -55,9 +56,9 @@ type repairer struct {
 // Store.wireHelpers, open.go).
 type repairDeps struct {
 	log      *slog.Logger
-	repo     *repository.Repo // what this group holds
-	proposer *proposer        // the copies go through the group's log
-	metrics  *storeMetrics    // mismatches found; nil in tests
+	repo     *repository.Repo   // what this group holds
+	proposer *proposal.Proposer // the copies go through the group's log
+	metrics  *storeMetrics      // mismatches found; nil in tests
 	isLeader func() bool
 	groups   []PeerGroup  // the other groups, to copy from
 	dialer   *wire.Dialer // how to reach them
@@ -250,7 +251,7 @@ func (rp *repairer) propose(source string, msgs []wire.Msg) error {
 	if slices.Contains(checksums, 0) {
 		checksums = nil
 	}
-	f := rp.proposer.propose(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads, Checksums: checksums}))
+	f := rp.proposer.Propose(repository.EncodePublish(repository.Publish{Source: source, FirstSeq: first, Payloads: payloads, Checksums: checksums}))
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return errors.New("no longer the leader")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"umstore/internal/groupclient"
+	"umstore/internal/logevery"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -84,6 +85,10 @@ type msgKey struct {
 	seq    uint64
 }
 
+// damageLogInterval is how often a store repeats its warning about
+// damaged messages; the warning counts the ones in between.
+const damageLogInterval = 10 * time.Second
+
 // damageRepairer finds intact copies of the messages this store holds
 // damaged, and serves them in their place.
 type damageRepairer struct {
@@ -94,7 +99,7 @@ type damageRepairer struct {
 	members []*groupclient.Client // each other member alone, asked with Fetch.Local
 	groups  []*groupclient.Client // the other groups, through their leaders
 	wake    chan struct{}         // a damaged message waits for the background loop
-	logs    logEvery              // one damage warning per interval
+	logs    logevery.Every        // one damage warning per interval
 	counts  [damageCounters]atomic.Uint64
 
 	mu        sync.Mutex
@@ -116,7 +121,7 @@ func newDamageRepairer(d damageDeps) *damageRepairer {
 	dr := &damageRepairer{
 		damageDeps: d,
 		wake:       make(chan struct{}, 1),
-		logs:       logEvery{interval: limitLogInterval},
+		logs:       logevery.Every{Interval: damageLogInterval},
 		copies:     map[msgKey]repository.Message{},
 		pending:    map[msgKey]time.Time{},
 	}
@@ -226,7 +231,7 @@ func (dr *damageRepairer) intact(ctx context.Context, k msgKey, heal bool) (repo
 	dr.mu.Unlock()
 	if !known {
 		dr.counts[countFound].Add(1)
-		if dropped, ok := dr.logs.allow(time.Now()); ok {
+		if dropped, ok := dr.logs.Allow(time.Now()); ok {
 			dr.log.Error("a stored message is damaged at rest (its payload fails its checksum): it is never served from this store's files; the store serves an intact copy from another member or group instead, and counts it in umstore_messages_corrupt_total",
 				"source", k.source, "seq", k.seq, "damaged_found_since_last_warning", dropped)
 		}
@@ -429,20 +434,4 @@ func (dr *damageRepairer) forgetReleased() {
 		}
 		delete(dr.pending, k)
 	}
-}
-
-// servedMsgs turns read messages into the wire's, each with its checksum:
-// the one the repository keeps, or, for a message stored without one
-// (stored before checksums), its checksum as read, which still guards its
-// way to the reader.
-func servedMsgs(msgs []repository.Message) []wire.Msg {
-	out := make([]wire.Msg, len(msgs))
-	for i, m := range msgs {
-		crc := m.CRC
-		if crc == 0 {
-			crc = wire.Checksum(m.Payload)
-		}
-		out[i] = wire.Msg{Seq: m.Seq, Payload: m.Payload, CRC: crc}
-	}
-	return out
 }

@@ -37,8 +37,6 @@ const (
 	// verifyWindow is the range narrowed down by digests before the two
 	// groups' messages are fetched and compared one by one.
 	verifyWindow = 64
-	// maxDigestCount bounds what a store hashes for one request.
-	maxDigestCount = 65536
 )
 
 // verifyKey names one source of one other group.
@@ -216,25 +214,4 @@ func commonRanges(ours repository.SourceInfo, theirs wire.SourceState) []seqRang
 		notTheirs = append(notTheirs, seqRange{next, ^uint64(0)})
 	}
 	return subtract(ourHeld, notTheirs)
-}
-
-// rangeDigest answers a RangeDigest request.
-func (cs *clientServer) rangeDigest(m *wire.RangeDigest) wire.Message {
-	count := m.MaxCount
-	if count <= 0 || count > maxDigestCount {
-		count = maxDigestCount
-	}
-	rep := &wire.RangeDigestReply{ReqID: m.ReqID, Source: m.Source, Through: m.To}
-	if m.From > m.To {
-		return rep
-	}
-	sum, err := cs.repo.RangeDigest(m.Source, m.From, m.To, count)
-	if errors.Is(err, repository.ErrUnknownSource) {
-		return rep
-	}
-	if err != nil {
-		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
-	}
-	rep.Known, rep.Through, rep.Count, rep.Sum = true, sum.Through, sum.Count, sum.Sum[:]
-	return rep
 }

@@ -9,6 +9,7 @@ import (
 
 	"umstore/internal/wallclock"
 	"umstore/repository"
+	"umstore/storegroup/proposal"
 )
 
 // retentionStep bounds how many messages one Trim entry drops, so a large
@@ -38,8 +39,8 @@ type seenAt struct {
 // Store.wireHelpers, open.go).
 type retainDeps struct {
 	log      *slog.Logger
-	repo     *repository.Repo // the sources and their retention plans
-	proposer *proposer        // Trim entries go through the group's log
+	repo     *repository.Repo   // the sources and their retention plans
+	proposer *proposal.Proposer // Trim entries go through the group's log
 	isLeader func() bool
 
 	// The limits per source (RetentionMaxBytes, RetentionMaxMessages,
@@ -119,7 +120,7 @@ func (rt *retainer) pass(now time.Time) {
 // proposal failed (not the leader any more).
 func (rt *retainer) trim(source string, through uint64, reason string, now time.Time) bool {
 	cmd := repository.EncodeTrim(repository.Trim{Source: source, Through: through, Reason: reason, UnixNano: wallclock.Now().UnixNano()})
-	f := rt.proposer.propose(cmd)
+	f := rt.proposer.Propose(cmd)
 	if err := f.Error(); err != nil {
 		return false
 	}

@@ -14,7 +14,7 @@ const reasonConsumed = "consumed"
 // through, for reason) to the source's pacing: a paced source with active
 // paced receivers releases everything they all consumed, and, in blocking
 // mode, nothing they have not, whatever the limits say (the publisher is
-// held back instead, see pacing.go). In non-blocking mode the limits still
+// held back instead, see clientserver's pacing.go). In non-blocking mode the limits still
 // release the oldest messages: a lagging receiver then sees them as
 // unrecoverable loss. A source without active paced receivers is retained
 // by its limits alone.

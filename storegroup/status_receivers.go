@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"umstore/repository"
+	"umstore/storegroup/clientserver"
 )
 
 // ReceiverStatus is one named receiver of a source, as the store records
@@ -28,7 +29,7 @@ type ReceiverStatus struct {
 // receiverStatuses describes the receivers of one source and its pacing.
 func (s *Store) receiverStatuses(in repository.SourceInfo) (pacing string, out []ReceiverStatus) {
 	if st, err := s.repo.Pacing(in.Name); err == nil && st.Mode != repository.PacingNone {
-		pacing = pacingName(st.Mode)
+		pacing = clientserver.PacingName(st.Mode)
 	}
 	rs, err := s.repo.Receivers(in.Name)
 	if err != nil {

@@ -31,7 +31,7 @@ func (s *Store) fail(err error) {
 func (s *Store) stop(transfer bool) error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		s.client.hangUp()
+		s.client.HangUp()
 		s.bg.Wait() // the start goroutine has either started raft or given up
 		// A healthy raft answers every proposal the connections wait for:
 		// they end before it stops. One that met a faulted log may never
@@ -39,7 +39,7 @@ func (s *Store) stop(transfer bool) error {
 		// gives up.
 		healthy := !s.faulted()
 		if healthy {
-			s.client.waitConns(0)
+			s.client.WaitConns(0)
 		}
 		if r := s.raftNode(); r != nil {
 			if transfer && r.State() == raft.Leader && s.failed.Load() == nil {
@@ -55,8 +55,8 @@ func (s *Store) stop(transfer bool) error {
 		if !healthy {
 			// Raft has answered what it will; the early answers it never
 			// decided are given up, and the connections get a bounded wait.
-			s.proposer.pending.abandon(raft.ErrRaftShutdown)
-			if !s.client.waitConns(raftShutdownAfterFault) {
+			s.proposer.Abandon(raft.ErrRaftShutdown)
+			if !s.client.WaitConns(raftShutdownAfterFault) {
 				s.log.Warn("client connections still waiting after the store failed; stopping the store without them", "waited", raftShutdownAfterFault)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 
 	"umstore/dirlock"
 	"umstore/repository"
+	"umstore/storegroup/clientserver"
+	"umstore/storegroup/proposal"
 )
 
 // A store's life, one file per stage:
@@ -23,8 +25,9 @@ import (
 //	status.go  Status
 //	stop.go    Close, Abort, and stopping on a fatal error
 //
-// The helpers receive only what they need (clientDeps, repairDeps,
-// retainDeps), and every proposal goes through the proposer.
+// The helpers receive only what they need (clientserver.Deps, built in
+// client.go; repairDeps, retainDeps), and every proposal goes through the
+// proposer (package proposal).
 
 // Store is one running member of a store group.
 type Store struct {
@@ -40,21 +43,21 @@ type Store struct {
 	rtrans   *gatedTransport // what raft uses: trans behind the vote gate
 	gate     *voteGate
 	fsm      *fsm
-	client   *clientServer
+	client   *clientserver.Server
 	repair   *repairer
 	retain   *retainer
 	sessions *sessions
-	members  *memberWatch // the leader's view of its members (leadership.go)
-	proposer *proposer    // every raft proposal of this store
+	members  *memberWatch       // the leader's view of its members (leadership.go)
+	proposer *proposal.Proposer // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
 	// receivers is the leader's view of receiver sessions (receivers.go);
 	// receiverDuties the leader's schedule for them; pacer holds back
-	// publishers of blocking paced sources (pacing.go).
+	// publishers of blocking paced sources (clientserver's pacing.go).
 	receivers      *receiverSessions
 	receiverDuties receiverDuties
-	pacer          *pacer
+	pacer          *clientserver.Pacer
 
 	// book is where every store of the deployment listens now, which may
 	// differ from the configuration once a host was replaced (members_book.go);

@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // (RegisterSource) and are pushed their receivers' positions (Delivery).
 //
 // Who may speak for a receiver name. The leader holds, in memory, which
-// session holds each name (receiverSessions): a registration is refused
+// session holds each name (Receivers): a registration is refused
 // (CodeBusy) while another session was heard from within
 // ReceiverActivityTimeout, and an acknowledgement is taken only from the
 // session holding the name (CodeNotRegistered tells a receiver whose name
@@ -49,36 +49,36 @@ func badRequest(reqID uint64, err error) reply {
 // registerReceiver claims the name for the session and records the
 // registration through the log; the answer (receiverRegistered) carries the
 // receiver's position.
-func (cs *clientServer) registerReceiver(m *wire.RegisterReceiver) reply {
+func (cs *Server) registerReceiver(m *wire.RegisterReceiver) reply {
 	if err := checkReceiverNames(m.Source, m.Receiver, m.Session); err != nil {
 		return badRequest(m.ReqID, err)
 	}
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
 	}
-	if err := cs.receivers.claim(receiverKey{m.Source, m.Receiver}, m.Session, time.Now(), cs.receiverTimeout); err != nil {
+	if err := cs.Receivers.Claim(m.Source, m.Receiver, m.Session, time.Now(), cs.ReceiverTimeout); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
 	}
-	if _, known, err := cs.repo.Source(m.Source); err != nil {
+	if _, known, err := cs.Repo.Source(m.Source); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}}
 	} else if !known {
 		// Nothing to record in a group that never saw the source: the name
 		// is held in memory, and the receiver starts where it is told.
-		return reply{msg: &wire.ReceiverRegistered{ReqID: m.ReqID, Source: m.Source, Receiver: m.Receiver, Group: cs.group, GroupID: cs.repo.GroupID()}}
+		return reply{msg: &wire.ReceiverRegistered{ReqID: m.ReqID, Source: m.Source, Receiver: m.Receiver, Group: cs.Group, GroupID: cs.Repo.GroupID()}}
 	}
 	cmd := repository.EncodeRegisterReceiver(repository.RegisterReceiver{Source: m.Source, Receiver: m.Receiver, Session: m.Session, Paced: m.Paced, UnixNano: wallclock.Now().UnixNano()})
-	return reply{req: m, future: cs.proposer.propose(cmd)}
+	return reply{req: m, future: cs.Proposer.Propose(cmd)}
 }
 
 // receiverRegistered turns a RegisterReceiver's result into the answer.
-func (cs *clientServer) receiverRegistered(req wire.Message, r *repository.ReceiverResult) wire.Message {
-	rep := &wire.ReceiverRegistered{ReqID: reqIDOf(req), Source: r.Source, Receiver: r.Receiver, Group: cs.group, GroupID: cs.repo.GroupID(),
+func (cs *Server) receiverRegistered(req wire.Message, r *repository.ReceiverResult) wire.Message {
+	rep := &wire.ReceiverRegistered{ReqID: reqIDOf(req), Source: r.Source, Receiver: r.Receiver, Group: cs.Group, GroupID: cs.Repo.GroupID(),
 		Known: true, Recorded: !r.Created, Consumed: r.Seq}
-	if info, ok, err := cs.repo.Source(r.Source); err == nil && ok {
+	if info, ok, err := cs.Repo.Source(r.Source); err == nil && ok {
 		rep.HighSeq, rep.LowSeq = info.HighSeq, info.LowSeq
 	}
-	if st, err := cs.repo.Pacing(r.Source); err == nil {
-		rep.Pacing = pacingName(st.Mode)
+	if st, err := cs.Repo.Pacing(r.Source); err == nil {
+		rep.Pacing = PacingName(st.Mode)
 	}
 	return rep
 }
@@ -86,7 +86,7 @@ func (cs *clientServer) receiverRegistered(req wire.Message, r *repository.Recei
 // consumedAs takes a receiver's acknowledgement (or keep-alive, or
 // goodbye): from the session holding the name only, proposing a Consumed
 // only when the position moves forward.
-func (cs *clientServer) consumedAs(m *wire.ConsumedAs) reply {
+func (cs *Server) consumedAs(m *wire.ConsumedAs) reply {
 	if err := checkReceiverNames(m.Source, m.Receiver, m.Session); err != nil {
 		return badRequest(m.ReqID, err)
 	}
@@ -96,22 +96,21 @@ func (cs *clientServer) consumedAs(m *wire.ConsumedAs) reply {
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
 	}
-	key := receiverKey{m.Source, m.Receiver}
-	switch cs.receivers.touch(key, m.Session, time.Now()) {
-	case heldByOther:
+	switch cs.Receivers.Touch(m.Source, m.Receiver, m.Session, time.Now()) {
+	case HeldByOther:
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy,
 			Message: fmt.Sprintf("receiver name %q of source %q is held by another receiver: this one was expired and its name taken over", m.Receiver, m.Source)}}
-	case heldByNobody:
+	case HeldByNobody:
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeNotRegistered,
 			Message: fmt.Sprintf("register receiver %q of source %q first (it was expired, closed, or registered with another leader)", m.Receiver, m.Source)}}
 	}
 	if m.Leaving {
-		defer cs.receivers.leave(key, m.Session)
+		defer cs.Receivers.Leave(m.Source, m.Receiver, m.Session)
 	}
 	if m.Seq == 0 {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}}
 	}
-	pos, known, _, err := cs.repo.Receiver(m.Source, m.Receiver)
+	pos, known, _, err := cs.Repo.Receiver(m.Source, m.Receiver)
 	if err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}}
 	}
@@ -119,22 +118,22 @@ func (cs *clientServer) consumedAs(m *wire.ConsumedAs) reply {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}} // nothing new to record
 	}
 	cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
-	return reply{req: m, future: cs.proposer.propose(cmd)}
+	return reply{req: m, future: cs.Proposer.Propose(cmd)}
 }
 
 // receiverQuery answers from this store's own repository, leader or not.
-func (cs *clientServer) receiverQuery(m *wire.ReceiverQuery) reply {
+func (cs *Server) receiverQuery(m *wire.ReceiverQuery) reply {
 	if m.Source != "" {
 		if err := checkSource(m.Source); err != nil {
 			return badRequest(m.ReqID, err)
 		}
 	}
-	rep := &wire.ReceiverReport{ReqID: m.ReqID, Store: cs.name, Group: cs.group, Leader: cs.isLeader(), AppliedIndex: cs.repo.AppliedIndex()}
+	rep := &wire.ReceiverReport{ReqID: m.ReqID, Store: cs.Name, Group: cs.Group, Leader: cs.IsLeader(), AppliedIndex: cs.Repo.AppliedIndex()}
 	var names []string
 	if m.Source != "" {
 		names = []string{m.Source}
 	} else {
-		infos, err := cs.repo.Sources()
+		infos, err := cs.Repo.Sources()
 		if err != nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}}
 		}
@@ -154,16 +153,16 @@ func (cs *clientServer) receiverQuery(m *wire.ReceiverQuery) reply {
 // sourceReceivers is what this store records about the receivers of
 // source (only receiver, if not ""); ok is false if it does not hold the
 // source.
-func (cs *clientServer) sourceReceivers(source, receiver string, leader bool) (wire.SourceReceivers, bool) {
-	info, known, err := cs.repo.Source(source)
+func (cs *Server) sourceReceivers(source, receiver string, leader bool) (wire.SourceReceivers, bool) {
+	info, known, err := cs.Repo.Source(source)
 	if err != nil || !known {
 		return wire.SourceReceivers{}, false
 	}
 	sr := wire.SourceReceivers{Source: source, HighSeq: info.HighSeq, Receivers: []wire.ReceiverState{}}
-	if st, err := cs.repo.Pacing(source); err == nil {
-		sr.Pacing = pacingName(st.Mode)
+	if st, err := cs.Repo.Pacing(source); err == nil {
+		sr.Pacing = PacingName(st.Mode)
 	}
-	rs, err := cs.repo.Receivers(source)
+	rs, err := cs.Repo.Receivers(source)
 	if err != nil {
 		return sr, true
 	}
@@ -178,19 +177,19 @@ func (cs *clientServer) sourceReceivers(source, receiver string, leader bool) (w
 
 // receiverState describes one recorded receiver; a leader knows when it
 // last heard from it, any store when the log last recorded it.
-func (cs *clientServer) receiverState(source string, r repository.ReceiverPosition, leader bool) wire.ReceiverState {
+func (cs *Server) receiverState(source string, r repository.ReceiverPosition, leader bool) wire.ReceiverState {
 	st := wire.ReceiverState{Name: r.Receiver, Consumed: r.Seq, Paced: r.Paced, Active: r.Active,
 		LastActivityUnixNano: max(r.RegisteredUnixNano, r.UnixNano)}
 	if leader {
-		if last, ok := cs.receivers.lastHeard(receiverKey{source, r.Receiver}); ok {
+		if last, ok := cs.Receivers.LastHeard(source, r.Receiver); ok {
 			st.LastActivityUnixNano = max(st.LastActivityUnixNano, last.UnixNano())
 		}
 	}
 	return st
 }
 
-// pacingName is the wire name of a pacing mode.
-func pacingName(p repository.Pacing) string {
+// PacingName is the wire name of a pacing mode.
+func PacingName(p repository.Pacing) string {
 	switch p {
 	case repository.PacingBlocking:
 		return wire.PacingBlocking
@@ -218,7 +217,7 @@ func parsePacing(s string) (repository.Pacing, error) {
 // Register does, records the pacing through the log (RegisterPaced), and,
 // with Delivery, starts pushing the source's receivers' positions on the
 // connection until it closes.
-func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wire.RegisterSource, conn *connState, subs *sync.WaitGroup, replies chan<- reply) {
+func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.RegisterSource, conn *connState, subs *sync.WaitGroup, replies chan<- reply) {
 	if err := checkSource(m.Source); err != nil {
 		replies <- badRequest(m.ReqID, err)
 		return
@@ -228,8 +227,8 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		replies <- badRequest(m.ReqID, err)
 		return
 	}
-	if mode != repository.PacingNone && !cs.allowPaced {
-		replies <- badRequest(m.ReqID, fmt.Errorf("store %s does not allow receiver-paced persistence: start umstored with --allow-receiver-paced-persistence (UM repository-allow-receiver-paced-persistence), or publish without it", cs.name))
+	if mode != repository.PacingNone && !cs.AllowPaced {
+		replies <- badRequest(m.ReqID, fmt.Errorf("store %s does not allow receiver-paced persistence: start umstored with --allow-receiver-paced-persistence (UM repository-allow-receiver-paced-persistence), or publish without it", cs.Name))
 		return
 	}
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
@@ -241,26 +240,22 @@ func (cs *clientServer) registerSource(ctx context.Context, c *wire.Conn, m *wir
 		replies <- badRequest(m.ReqID, err)
 		return
 	}
-	expired, err := cs.sessions.claim(m.Source, m.Session, time.Now(), cs.activityTimeout)
-	if err != nil {
+	if err := cs.ClaimSource(m.Source, m.Session, time.Now(), cs.ActivityTimeout); err != nil {
 		replies <- reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
 		return
-	}
-	if expired != "" {
-		cs.expire(m.Source, expired, takeoverReason(m.Session, expired))
 	}
 	conn.sessions[m.Source] = m.Session
 	reg := repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()}
 	cmd := repository.EncodeRegister(reg)
 	current := repository.PacingNone
-	if st, err := cs.repo.Pacing(m.Source); err == nil {
+	if st, err := cs.Repo.Pacing(m.Source); err == nil {
 		current = st.Mode
 	}
 	if mode != repository.PacingNone || current != repository.PacingNone {
 		cmd = repository.EncodeRegisterPaced(repository.RegisterPaced{Register: reg, Pacing: mode})
 	}
-	cs.pacer.set(m.Source, mode)
-	replies <- reply{req: m, future: cs.proposer.propose(cmd), intragroup: intragroup}
+	cs.Pacer.set(m.Source, mode)
+	replies <- reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup}
 	if m.Delivery && !conn.delivery[m.Source] {
 		if conn.delivery == nil {
 			conn.delivery = map[string]bool{}
@@ -281,11 +276,11 @@ const deliveryInterval = 100 * time.Millisecond
 // pushDelivery sends the publisher on c the positions of source's named
 // receivers whenever they change, while this store leads and the
 // connection lasts.
-func (cs *clientServer) pushDelivery(ctx context.Context, c *wire.Conn, source string) {
+func (cs *Server) pushDelivery(ctx context.Context, c *wire.Conn, source string) {
 	var last string
-	for ctx.Err() == nil && cs.isLeader() {
-		applied := cs.nextApplied()
-		rs, err := cs.repo.Receivers(source)
+	for ctx.Err() == nil && cs.IsLeader() {
+		applied := cs.NextApplied()
+		rs, err := cs.Repo.Receivers(source)
 		if err == nil {
 			d := &wire.Delivery{Source: source, Receivers: []wire.ReceiverState{}}
 			var b strings.Builder

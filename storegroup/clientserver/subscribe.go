@@ -1,7 +1,8 @@
-package storegroup
+package clientserver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"umstore/wire"
@@ -11,23 +12,24 @@ import (
 // Deliver, so the receiver knows the leader is alive and leads.
 const subscriptionHeartbeat = time.Second
 
-// appliedSignal returns a channel closed at the next applied batch.
-func (s *Store) appliedSignal() <-chan struct{} {
-	s.appliedMu.Lock()
-	defer s.appliedMu.Unlock()
-	return s.appliedCh
-}
-
-// notifyApplied wakes everyone waiting for new entries (subscriptions).
-func (s *Store) notifyApplied() {
-	s.appliedMu.Lock()
-	close(s.appliedCh)
-	s.appliedCh = make(chan struct{})
-	s.appliedMu.Unlock()
+// startSubscription starts serving the subscription m on rd's connection,
+// or answers why not; the connection waits for it (subs) before it closes.
+func (cs *Server) startSubscription(ctx context.Context, rd *frameReader, m *wire.Subscribe, subs *sync.WaitGroup, replies chan<- reply) {
+	if rep, ok := cs.checkSubscribe(m); !ok {
+		replies <- rep
+		return
+	}
+	subs.Add(1)
+	rd.subscribed.Add(1) // the idle bound is waived while it runs
+	go func() {
+		defer subs.Done()
+		defer rd.subscribed.Add(-1)
+		cs.subscribe(ctx, rd.c, m)
+	}()
 }
 
 // checkSubscribe validates a subscription; a follower redirects it.
-func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
+func (cs *Server) checkSubscribe(m *wire.Subscribe) (reply, bool) {
 	if err := checkSource(m.Source); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}, false
 	}
@@ -37,24 +39,24 @@ func (cs *clientServer) checkSubscribe(m *wire.Subscribe) (reply, bool) {
 // subscribe pushes the source's messages from m.From on as the group
 // applies them, until the connection closes or this store stops leading
 // (then it sends NotLeader so the receiver follows the new leader).
-func (cs *clientServer) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
+func (cs *Server) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe) {
 	cursor := max(m.From, 1)
 	heartbeat := time.NewTicker(subscriptionHeartbeat)
 	defer heartbeat.Stop()
 	for {
-		if !cs.isLeader() {
+		if !cs.IsLeader() {
 			_ = c.Send(cs.redirect(m.ReqID))
 			return
 		}
-		applied := cs.nextApplied()
-		info, known, err := cs.repo.Source(m.Source)
+		applied := cs.NextApplied()
+		info, known, err := cs.Repo.Source(m.Source)
 		if err != nil {
 			_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 			return
 		}
 		if known && cursor <= info.HighSeq {
 			// Damaged messages are never served: see fetch.
-			msgs, err := cs.damage.read(ctx, m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes, true)
+			msgs, err := cs.Read(ctx, m.Source, cursor, info.HighSeq, defaultFetchCount, defaultFetchBytes, true)
 			if err != nil {
 				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 				return

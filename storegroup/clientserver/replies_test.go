@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"log/slog"
@@ -18,8 +18,10 @@ type future struct {
 	resp any
 }
 
-func (f *future) Error() error  { <-f.done; return nil }
+func (f *future) Error() error { <-f.done; return nil }
+
 func (f *future) Response() any { return f.resp }
+
 func (f *future) Index() uint64 { return 0 }
 
 func resolved(resp any) *future {
@@ -39,7 +41,7 @@ func publishResult(first, last uint64) *repository.Result {
 func TestAnswerIsNotHeldBehindALaterProposal(t *testing.T) {
 	server, client := net.Pipe()
 	defer client.Close()
-	cs := &clientServer{clientDeps: clientDeps{log: slog.New(slog.DiscardHandler)}}
+	cs := &Server{Deps: Deps{Log: slog.New(slog.DiscardHandler)}}
 	replies := make(chan reply, 2)
 	later := &future{done: make(chan struct{}), resp: publishResult(2, 2)}
 	replies <- reply{req: &wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{{1}}}, future: resolved(publishResult(1, 1))}

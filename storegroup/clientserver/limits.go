@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"crypto/tls"
@@ -14,17 +14,18 @@ import (
 	"umstore/wire"
 )
 
-// ClientLimits bounds what clients may hold of a store: how many
-// connections, and how long a connection may stay silent or take over one
-// frame. A zero field takes its default (DefaultClientLimits); DESIGN.md
-// says how the defaults were chosen.
+// Limits bounds what clients may hold of a store (the store's
+// configuration names it ClientLimits): how many connections, and how long
+// a connection may stay silent or take over one frame. A zero field takes
+// its default (DefaultLimits); storegroup's DESIGN.md says how the defaults
+// were chosen.
 //
 // Beyond these, every store of a process shares one budget of client
 // connections: the process's file-descriptor limit (RLIMIT_NOFILE) less a
 // reserve of a quarter of it (at least 256) for raft, the data files and
 // the admin server. Whatever the limits and however many stores a host
 // runs, clients cannot take the descriptors the stores need to work.
-type ClientLimits struct {
+type Limits struct {
 	// MaxConns bounds this store's open client connections. The default is
 	// a quarter of the process's budget (3,750 under a limit of 20,000), so
 	// a flood on one store leaves room for the clients of the others.
@@ -49,18 +50,18 @@ type ClientLimits struct {
 	FrameTimeout time.Duration
 }
 
-// Defaults of ClientLimits that do not depend on the process.
+// Defaults of Limits that do not depend on the process.
 const (
 	defaultMaxConnsPerAddr = 1024
 	defaultIdleTimeout     = 60 * time.Second
 	defaultFrameTimeout    = 30 * time.Second
 )
 
-// DefaultClientLimits returns the default limits for this process (see
-// ClientLimits).
-func DefaultClientLimits() ClientLimits {
+// DefaultLimits returns the default limits for this process (see
+// Limits).
+func DefaultLimits() Limits {
 	perStore := max(processConnBudget().max/4, 1)
-	return ClientLimits{
+	return Limits{
 		MaxConns:        perStore,
 		MaxConnsPerAddr: min(defaultMaxConnsPerAddr, perStore),
 		IdleTimeout:     defaultIdleTimeout,
@@ -68,8 +69,8 @@ func DefaultClientLimits() ClientLimits {
 	}
 }
 
-// validate reports a negative limit.
-func (l ClientLimits) validate() error {
+// Validate reports a negative limit.
+func (l Limits) Validate() error {
 	if l.MaxConns < 0 || l.MaxConnsPerAddr < 0 || l.IdleTimeout < 0 || l.FrameTimeout < 0 {
 		return errors.New("client limits must not be negative (0 takes the default)")
 	}
@@ -77,8 +78,8 @@ func (l ClientLimits) validate() error {
 }
 
 // withDefaults fills in zero fields and applies the rules between fields.
-func (l ClientLimits) withDefaults(activityTimeout time.Duration) ClientLimits {
-	d := DefaultClientLimits()
+func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
+	d := DefaultLimits()
 	if l.MaxConns == 0 {
 		l.MaxConns = d.MaxConns
 	}
@@ -125,31 +126,10 @@ var processConnBudget = sync.OnceValue(func() *connBudget {
 	return &connBudget{max: max(n-max(256, n/4), 64)}
 })
 
-// Reasons a client connection is refused at accept, for
-// umstore_client_connections_refused_total.
-const (
-	connRefusedStoreLimit = iota
-	connRefusedAddrLimit
-	connRefusedProcessLimit
-	connRefusals
-)
-
-var connRefusedNames = [connRefusals]string{"store_limit", "address_limit", "process_limit"}
-
-// Reasons the store closes a client connection, for
-// umstore_client_connections_closed_total.
-const (
-	connClosedIdle = iota
-	connClosedSlowFrame
-	connClosings
-)
-
-var connClosedNames = [connClosings]string{"idle", "slow_frame"}
-
 // connCounter counts one store's client connections, in total and per
-// remote address, against its ClientLimits and the process's budget.
+// remote address, against its Limits and the process's budget.
 type connCounter struct {
-	limits ClientLimits
+	limits Limits
 	budget *connBudget
 
 	mu      sync.Mutex
@@ -157,7 +137,7 @@ type connCounter struct {
 	perAddr map[string]int
 }
 
-func newConnCounter(l ClientLimits, budget *connBudget) *connCounter {
+func newConnCounter(l Limits, budget *connBudget) *connCounter {
 	return &connCounter{limits: l, budget: budget, perAddr: map[string]int{}}
 }
 
@@ -200,14 +180,14 @@ func addrKey(a net.Addr) string {
 }
 
 // refusalMessage tells a refused client which limit it met and what to do.
-func (cs *clientServer) refusalMessage(reason int, key string) string {
+func (cs *Server) refusalMessage(reason int, key string) string {
 	switch reason {
 	case connRefusedStoreLimit:
-		return fmt.Sprintf("store %s has %d client connections, its limit: retry later, or raise ClientLimits.MaxConns", cs.name, cs.limits.MaxConns)
+		return fmt.Sprintf("store %s has %d client connections, its limit: retry later, or raise ClientLimits.MaxConns", cs.Name, cs.Limits.MaxConns)
 	case connRefusedAddrLimit:
-		return fmt.Sprintf("store %s has %d connections from %s, the limit per address: close connections you do not use, or raise ClientLimits.MaxConnsPerAddr", cs.name, cs.limits.MaxConnsPerAddr, key)
+		return fmt.Sprintf("store %s has %d connections from %s, the limit per address: close connections you do not use, or raise ClientLimits.MaxConnsPerAddr", cs.Name, cs.Limits.MaxConnsPerAddr, key)
 	default:
-		return fmt.Sprintf("the process of store %s has reached its budget of client connections (from its file-descriptor limit): retry later, or raise the limit (ulimit -n)", cs.name)
+		return fmt.Sprintf("the process of store %s has reached its budget of client connections (from its file-descriptor limit): retry later, or raise the limit (ulimit -n)", cs.Name)
 	}
 }
 
@@ -219,12 +199,12 @@ var politeRefusals = make(chan struct{}, 32)
 // (at most once per interval). A plain-TCP connection is first sent an
 // Error frame saying which limit, when that is cheap: while few refusals
 // are under way, and never over TLS (that would take a handshake).
-func (cs *clientServer) refuse(nc net.Conn, reason int, key string) {
-	cs.metrics.refusedConns[reason].Add(1)
-	if dropped, ok := cs.refusalLog.allow(time.Now()); ok {
-		cs.log.Warn("refusing client connections over a limit", "reason", connRefusedNames[reason],
-			"remote", nc.RemoteAddr(), "refused_since_last_warning", dropped, "max_conns", cs.limits.MaxConns,
-			"max_conns_per_addr", cs.limits.MaxConnsPerAddr)
+func (cs *Server) refuse(nc net.Conn, reason int, key string) {
+	cs.Metrics.RefusedConns[reason].Add(1)
+	if dropped, ok := cs.refusalLog.Allow(time.Now()); ok {
+		cs.Log.Warn("refusing client connections over a limit", "reason", ConnRefusedNames[reason],
+			"remote", nc.RemoteAddr(), "refused_since_last_warning", dropped, "max_conns", cs.Limits.MaxConns,
+			"max_conns_per_addr", cs.Limits.MaxConnsPerAddr)
 	}
 	if _, isTLS := nc.(*tls.Conn); isTLS {
 		nc.Close()
@@ -267,86 +247,4 @@ func (cs *clientServer) refuse(nc net.Conn, reason int, key string) {
 			}
 		}
 	}()
-}
-
-// logEvery lets one log line through per interval and counts the others.
-type logEvery struct {
-	interval time.Duration
-
-	mu      sync.Mutex
-	next    time.Time
-	dropped int
-}
-
-// allow reports whether to log now, and how many were suppressed since.
-func (l *logEvery) allow(now time.Time) (dropped int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Before(l.next) {
-		l.dropped++
-		return 0, false
-	}
-	dropped, l.dropped = l.dropped, 0
-	l.next = now.Add(l.interval)
-	return dropped, true
-}
-
-// frameReader reads one client connection's frames within the store's
-// time bounds (ClientLimits): a frame must begin within IdleTimeout of the
-// previous one, unless a subscription runs on the connection, and arrive
-// whole within FrameTimeout once begun. Only the connection's reader calls
-// read; subscriptions is changed by the subscription goroutines.
-type frameReader struct {
-	c           *wire.Conn
-	idle, frame time.Duration
-	last        time.Time    // when the previous frame was handed over
-	subscribed  atomic.Int32 // subscriptions running on the connection
-}
-
-// read returns the next frame, or the error that ends the connection
-// (wrapping wire.ErrIdle or wire.ErrSlowFrame when a bound was met).
-// While a subscription runs an idle deadline only re-arms, so a
-// connection whose subscription has ended is closed within one more idle
-// period.
-func (r *frameReader) read() (wire.Message, error) {
-	for {
-		m, err := r.c.ReadTimed(r.last.Add(r.idle), r.frame)
-		if errors.Is(err, wire.ErrIdle) && r.subscribed.Load() > 0 {
-			r.last = time.Now()
-			continue
-		}
-		return m, err
-	}
-}
-
-// handedOver records that the frame just read was taken by the dispatcher:
-// the idle bound counts from now.
-func (r *frameReader) handedOver() { r.last = time.Now() }
-
-// closing counts and logs a connection the store closes because it met a
-// time bound; other read errors (the client closed) are not counted.
-func (cs *clientServer) closing(nc net.Conn, err error) {
-	switch {
-	case errors.Is(err, wire.ErrIdle):
-		cs.metrics.closedConns[connClosedIdle].Add(1)
-		cs.log.Debug("closing an idle client connection", "remote", nc.RemoteAddr(), "idle_timeout", cs.limits.IdleTimeout)
-	case errors.Is(err, wire.ErrSlowFrame):
-		cs.metrics.closedConns[connClosedSlowFrame].Add(1)
-		if dropped, ok := cs.slowLog.allow(time.Now()); ok {
-			cs.log.Warn("closing a client connection whose frame did not arrive in time", "remote", nc.RemoteAddr(),
-				"frame_timeout", cs.limits.FrameTimeout, "closed_since_last_warning", dropped)
-		}
-	}
-}
-
-// checkPayloads refuses a Publish carrying a payload larger than
-// wire.MaxPayload: the store could never serve it back in a reply.
-func checkPayloads(p *wire.Publish) error {
-	for i, pl := range p.Payloads {
-		if len(pl) > wire.MaxPayload {
-			return fmt.Errorf("message %d of the batch (sequence %d) has a payload of %d bytes; the largest a store keeps is %d (wire.MaxPayload): split it, or store it elsewhere and publish a reference",
-				i+1, p.FirstSeq+uint64(i), len(pl), wire.MaxPayload)
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // Receiver-paced persistence (RPP) on the leader. A paced source's messages
-// are released by retention.go once every active paced receiver consumed
+// are released by the store's retention once every active paced receiver consumed
 // them (pacedThrough), and, in blocking mode, never before while one is
 // active, even at the retention limit. What keeps the repository within
 // its limit then is the publisher: the leader holds its Publish frames
@@ -28,11 +28,11 @@ import (
 // and counts the publisher as active. The limit can be passed by what was
 // in flight when it was reached (a connection's window of proposals).
 
-// pacer remembers each source's pacing mode for the Publish path, where
+// Pacer remembers each source's pacing mode for the Publish path, where
 // reading the repository per frame would cost every source, paced or not.
-type pacer struct {
+type Pacer struct {
 	repo                  *repository.Repo
-	retain                *retainer
+	releaseConsumed       func(source string, consumed uint64) bool // retention's release of what every paced receiver consumed
 	log                   *slog.Logger
 	maxBytes, maxMessages uint64
 
@@ -50,12 +50,20 @@ type pacingEntry struct {
 // another leader changes it through the log only.
 const pacingCacheAge = time.Second
 
-func newPacer(repo *repository.Repo, retain *retainer, log *slog.Logger, maxBytes, maxMessages uint64) *pacer {
-	return &pacer{repo: repo, retain: retain, log: log, maxBytes: maxBytes, maxMessages: maxMessages, modes: map[string]pacingEntry{}}
+// NewPacer returns the pacer of a store whose retention limits are maxBytes
+// and maxMessages (0: none); releaseConsumed is retention's release of what
+// every active paced receiver of a source consumed, reporting whether it
+// released anything.
+func NewPacer(repo *repository.Repo, releaseConsumed func(source string, consumed uint64) bool, log *slog.Logger, maxBytes, maxMessages uint64) *Pacer {
+	return &Pacer{repo: repo, releaseConsumed: releaseConsumed, log: log, maxBytes: maxBytes, maxMessages: maxMessages, modes: map[string]pacingEntry{}}
 }
 
+// Held counts the publishers held back, each once per hold, for
+// umstore_publishers_held_back_total.
+func (p *Pacer) Held() uint64 { return p.held.Load() }
+
 // mode returns the source's pacing mode, from the cache if fresh.
-func (p *pacer) mode(source string, now time.Time) repository.Pacing {
+func (p *Pacer) mode(source string, now time.Time) repository.Pacing {
 	p.mu.Lock()
 	e, ok := p.modes[source]
 	p.mu.Unlock()
@@ -71,7 +79,7 @@ func (p *pacer) mode(source string, now time.Time) repository.Pacing {
 }
 
 // set records a mode just registered.
-func (p *pacer) set(source string, mode repository.Pacing) {
+func (p *Pacer) set(source string, mode repository.Pacing) {
 	if p == nil {
 		return
 	}
@@ -83,7 +91,7 @@ func (p *pacer) set(source string, mode repository.Pacing) {
 // full reports whether source is at its retention limit with messages an
 // active paced receiver has not consumed, once what they all consumed is
 // released; why says so for the publisher.
-func (p *pacer) full(source string) (bool, string) {
+func (p *Pacer) full(source string) (bool, string) {
 	over := func() bool {
 		info, ok, err := p.repo.Source(source)
 		return err == nil && ok && ((p.maxBytes > 0 && info.Bytes >= p.maxBytes) || (p.maxMessages > 0 && info.Count >= p.maxMessages))
@@ -95,7 +103,7 @@ func (p *pacer) full(source string) (bool, string) {
 	if err != nil || st.Mode != repository.PacingBlocking || st.Holders == 0 {
 		return false, "" // retention releases the oldest as usual
 	}
-	if p.retain.releaseConsumed(source, st.ConsumedThrough) && !over() {
+	if p.releaseConsumed(source, st.ConsumedThrough) && !over() {
 		return false, ""
 	}
 	return true, fmt.Sprintf("source %q is at its retention limit with messages its %d active paced receiver(s) have not consumed (the slowest is at %d): blocking receiver-paced persistence holds the publisher back until they consume, or expire after the receiver activity timeout",
@@ -112,18 +120,18 @@ const paceNotice = time.Second
 // it waited the paced receivers could consume those messages and retention
 // release them, after which the group could only answer them as lost
 // (a publisher whose Acks were lost with its connection sends them again).
-func (cs *clientServer) pace(ctx context.Context, source, session string, batch []*wire.Publish, replies chan<- reply) bool {
-	p := cs.pacer
+func (cs *Server) pace(ctx context.Context, source, session string, batch []*wire.Publish, replies chan<- reply) bool {
+	p := cs.Pacer
 	if p == nil || (p.maxBytes == 0 && p.maxMessages == 0) || p.mode(source, time.Now()) != repository.PacingBlocking {
 		return true
 	}
 	var noticed time.Time
 	for {
 		full, why := p.full(source)
-		if !full || !cs.isLeader() {
+		if !full || !cs.IsLeader() {
 			return true
 		}
-		if info, ok, err := cs.repo.Source(source); err == nil && ok && onlyHeld(info, batch) {
+		if info, ok, err := cs.Repo.Source(source); err == nil && ok && onlyHeld(info, batch) {
 			return true // read only while full: not on every Publish of a paced source
 		}
 		if now := time.Now(); now.Sub(noticed) >= paceNotice {
@@ -132,13 +140,13 @@ func (cs *clientServer) pace(ctx context.Context, source, session string, batch 
 				p.log.Info("holding a publisher back: receiver-paced persistence", "source", source, "why", why)
 			}
 			noticed = now
-			cs.sessions.touch(source, session, now)
+			cs.TouchSource(source, session, now)
 			replies <- reply{msg: &wire.HeldBack{Source: source, Reason: why}}
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-cs.nextApplied():
+		case <-cs.NextApplied():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"context"
@@ -15,13 +15,14 @@ import (
 // Intragroup stability (UM ume_retention_intragroup_stability_behavior):
 // which members of the group must hold a Publish before the leader
 // acknowledges it. Under "quorum", the default, the raft commit is enough,
-// and the early answer (proposer.go) goes out as soon as the FSM decides
+// and the early answer (package proposal) goes out as soon as the FSM decides
 // the entry. Under "all-active" and "all" the answer waits, after that,
 // until the members the rule names have the entry in their raft logs, as
-// their answers to the leader said (members.go):
+// their answers to the leader said (MemberLogs: the store reads them off
+// raft's answers on its transport):
 //
 //   - all-active: every running member, a member being running while the
-//     leader has heard from it within memberRunningWindow. A slow member
+//     leader has heard from it within a few heartbeat timeouts. A slow member
 //     holds every answer back; a member that stops answering stops
 //     counting once the window has passed, so its loss delays the answers
 //     by at most the window.
@@ -41,55 +42,40 @@ import (
 // leader tells it why (HeldBack) and counts it as active, as receiver-paced
 // persistence does (pacing.go).
 
-// memberRunningHeartbeats is how many heartbeat timeouts of silence make a
-// member not running, for all-active. raft heartbeats every tenth of the
-// timeout, so a running member is heard from many times in the window.
-const memberRunningHeartbeats = 3
-
 // intragroupRecheck is how often a waiting answer looks at the members
 // again without news (a member going quiet is news only by its silence).
 const intragroupRecheck = 50 * time.Millisecond
 
-// intragroupDeps is what the client server needs for the intragroup
+// Intragroup is what the client server needs for the intragroup
 // behaviours.
-type intragroupDeps struct {
-	floor   quorum.Intragroup // Config.Intragroup: the deployment's
-	members *memberProgress   // what the members' answers said
-	others  []string          // the other members' names
-	window  time.Duration     // a member is running while heard from within it
-	term    func() uint64     // the raft node's current term; 0 before it runs
+type Intragroup struct {
+	Floor   quorum.Intragroup // Config.Intragroup: the deployment's
+	Members MemberLogs        // what the members' answers said; nil: the commit is enough
 }
 
-// intragroupDeps records the members' answers on the store's transport and
-// returns what the client server needs to wait for them. It runs before
-// raft starts.
-func (s *Store) intragroupDeps() intragroupDeps {
-	mp := newMemberProgress()
-	s.rtrans.members = mp
-	d := intragroupDeps{
-		floor:   s.cfg.Intragroup,
-		members: mp,
-		window:  memberRunningHeartbeats * s.cfg.HeartbeatTimeout,
-		term: func() uint64 {
-			if r := s.raftNode(); r != nil {
-				return r.CurrentTerm()
-			}
-			return 0
-		},
-	}
-	for _, m := range s.cfg.Members {
-		if m.Name != s.cfg.Name {
-			d.others = append(d.others, m.Name)
-		}
-	}
-	return d
+// MemberLogs is what the leader knows of the other members' raft logs, as
+// their answers to it said.
+type MemberLogs interface {
+	// Changed returns a channel closed at the next advance of a member's log.
+	Changed() <-chan struct{}
+	// Held reports whether the members behaviour b names hold the entry at
+	// index, and each other member as the rule sees it now.
+	Held(b quorum.Intragroup, index uint64, now time.Time) (met bool, views []MemberView)
+}
+
+// MemberView is one other member as a wait sees it.
+type MemberView struct {
+	Name    string
+	Running bool          // heard from within the running window
+	Holds   bool          // its log holds the entry
+	Quiet   time.Duration // since it was last heard from
 }
 
 // setIntragroup records the behaviour a registration of source on conn
 // gets: the stricter of the deployment's and asked ("" asks nothing). It
 // returns that behaviour's name, for Registered.
-func (cs *clientServer) setIntragroup(conn *connState, source, asked string) (string, error) {
-	b := cs.intragroup.floor
+func (cs *Server) setIntragroup(conn *connState, source, asked string) (string, error) {
+	b := cs.Intragroup.Floor
 	if asked != "" {
 		want, err := quorum.ParseIntragroupBehavior(asked)
 		if err != nil {
@@ -115,12 +101,12 @@ type memberHold struct {
 
 // holdFor returns what answers to conn's Publish frames of source wait
 // for, or nil when the commit is enough (quorum).
-func (cs *clientServer) holdFor(ctx context.Context, conn *connState, source string) *memberHold {
+func (cs *Server) holdFor(ctx context.Context, conn *connState, source string) *memberHold {
 	b, ok := conn.intragroup[source]
 	if !ok {
-		b = cs.intragroup.floor
+		b = cs.Intragroup.Floor
 	}
-	if b == quorum.IntragroupQuorum || cs.intragroup.members == nil {
+	if b == quorum.IntragroupQuorum || cs.Intragroup.Members == nil {
 		return nil
 	}
 	return &memberHold{ctx: ctx, behavior: b, source: source, session: conn.sessions[source]}
@@ -132,7 +118,7 @@ func (cs *clientServer) holdFor(ctx context.Context, conn *connState, source str
 // frame again to the new leader, where it is a no-op that waits in turn).
 // ok is false when the connection closed first. Answers that are not an
 // Ack or a Nak (errors) go out at once.
-func (cs *clientServer) awaitMembers(c *wire.Conn, h *memberHold, f raft.ApplyFuture, msg wire.Message) (_ wire.Message, ok bool) {
+func (cs *Server) awaitMembers(c *wire.Conn, h *memberHold, f raft.ApplyFuture, msg wire.Message) (_ wire.Message, ok bool) {
 	var reqID uint64
 	switch m := msg.(type) {
 	case *wire.Ack:
@@ -143,28 +129,28 @@ func (cs *clientServer) awaitMembers(c *wire.Conn, h *memberHold, f raft.ApplyFu
 		return msg, true
 	}
 	index := f.Index()
-	d := cs.intragroup
+	d := cs.Intragroup
 	start := time.Now()
 	var noticed time.Time
 	tick := time.NewTicker(intragroupRecheck)
 	defer tick.Stop()
 	for {
-		if !cs.isLeader() {
+		if !cs.IsLeader() {
 			return cs.redirect(reqID), true
 		}
-		changed := d.members.changed()
+		changed := d.Members.Changed()
 		now := time.Now()
-		views := d.members.view(d.others, d.term(), index, now, d.window)
-		if met(h.behavior, views) {
+		met, views := d.Members.Held(h.behavior, index, now)
+		if met {
 			return msg, true
 		}
 		if now.Sub(start) >= paceNotice && now.Sub(noticed) >= paceNotice {
 			why := holdReason(h.behavior, views)
 			if noticed.IsZero() {
-				cs.log.Info("holding acknowledgements back: the intragroup behaviour needs more stores", "source", h.source, "intragroup", h.behavior.String(), "why", why)
+				cs.Log.Info("holding acknowledgements back: the intragroup behaviour needs more stores", "source", h.source, "intragroup", h.behavior.String(), "why", why)
 			}
 			noticed = now
-			cs.sessions.touch(h.source, h.session, now)
+			cs.TouchSource(h.source, h.session, now)
 			if err := c.Send(&wire.HeldBack{Source: h.source, Reason: why}); err != nil {
 				return nil, false
 			}
@@ -180,15 +166,15 @@ func (cs *clientServer) awaitMembers(c *wire.Conn, h *memberHold, f raft.ApplyFu
 
 // holdReason says, for a held-back publisher, which members the answer
 // waits for.
-func holdReason(b quorum.Intragroup, views []memberView) string {
+func holdReason(b quorum.Intragroup, views []MemberView) string {
 	var waiting []string
 	for _, v := range views {
 		switch {
-		case v.holds:
-		case v.running:
-			waiting = append(waiting, v.name+" has not stored them yet")
+		case v.Holds:
+		case v.Running:
+			waiting = append(waiting, v.Name+" has not stored them yet")
 		case b == quorum.IntragroupAll:
-			waiting = append(waiting, fmt.Sprintf("%s is not running (not heard from for %v)", v.name, v.quiet.Round(time.Second)))
+			waiting = append(waiting, fmt.Sprintf("%s is not running (not heard from for %v)", v.Name, v.Quiet.Round(time.Second)))
 		}
 	}
 	what := "every running store of the group holds the messages"

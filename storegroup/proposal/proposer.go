@@ -1,7 +1,6 @@
-package storegroup
+package proposal
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
@@ -13,34 +12,37 @@ import (
 	"umstore/repository"
 )
 
-// proposer is the one place a store proposes raft entries. Client requests
+// Proposer is the one place a store proposes raft entries. Client requests
 // (Register, Consumed, Publish), the leader's own duties (InitGroup,
 // PeerGroup, ExpireSession, Trim) and repair's copies all go through it, so
-// the timeout a proposal may wait to enter the log, the back-pressure on a
-// client connection and the early answer of a Publish live here and
-// nowhere else.
+// the timeout a proposal may wait to enter the log and the early answer of
+// a Publish live here and nowhere else. (The back-pressure on one client
+// connection, its window of proposals in flight, is the client server's:
+// package clientserver.)
 //
 // Two kinds of proposal:
 //
-//   - propose: answered by raft's future, once the entry is applied on this
+//   - Propose: answered by raft's future, once the entry is applied on this
 //     store (or the proposal failed). Everything but client publishing.
-//   - proposeDecided: answered as soon as the FSM has decided the entry's
+//   - ProposeDecided: answered as soon as the FSM has decided the entry's
 //     result, before the repository commits (see proposals below). Client
 //     Publish frames only: their answer is on the data path.
-type proposer struct {
+type Proposer struct {
 	node    func() *raft.Raft // the raft node, nil until it runs
 	timeout time.Duration     // ApplyTimeout: how long a proposal may wait to enter the log
-	pending *proposals        // the proposeDecided entries still waiting for their answer
+	pending *proposals        // the ProposeDecided entries still waiting for their answer
 }
 
-func newProposer(node func() *raft.Raft, timeout time.Duration) *proposer {
-	return &proposer{node: node, timeout: timeout, pending: newProposals()}
+// New returns the proposer of the raft node node returns (nil until it
+// runs); timeout is how long a proposal may wait to enter the log.
+func New(node func() *raft.Raft, timeout time.Duration) *Proposer {
+	return &Proposer{node: node, timeout: timeout, pending: newProposals()}
 }
 
-// propose hands cmd to raft. Its future resolves once the entry is applied
+// Propose hands cmd to raft. Its future resolves once the entry is applied
 // on this store, or with raft's error (raft.ErrNotLeader when this store
 // does not lead, or raft is not running yet).
-func (p *proposer) propose(cmd []byte) raft.ApplyFuture {
+func (p *Proposer) Propose(cmd []byte) raft.ApplyFuture {
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -48,10 +50,10 @@ func (p *proposer) propose(cmd []byte) raft.ApplyFuture {
 	return r.Apply(cmd, p.timeout)
 }
 
-// proposeDecided hands cmd to raft with a token, and returns its answer,
+// ProposeDecided hands cmd to raft with a token, and returns its answer,
 // which resolves when the FSM decides the entry's result or when raft's
 // future resolves, whichever comes first.
-func (p *proposer) proposeDecided(cmd []byte) raft.ApplyFuture {
+func (p *Proposer) ProposeDecided(cmd []byte) raft.ApplyFuture {
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -71,16 +73,19 @@ func (p *proposer) proposeDecided(cmd []byte) raft.ApplyFuture {
 	return answer
 }
 
-// decidedBatch is the FSM's hook (fsm.decided): it answers the
-// proposeDecided entries among a batch with their results, from inside the
+// DecidedBatch is the FSM's hook: it answers the ProposeDecided entries among a batch with their results, from inside the
 // repository's write transaction.
-func (p *proposer) decidedBatch(logs []*raft.Log, results []repository.Result) {
+func (p *Proposer) DecidedBatch(logs []*raft.Log, results []repository.Result) {
 	p.pending.decided(logs, results)
 }
 
-// answeredEarly counts the proposals answered by decidedBatch, before the
+// AnsweredEarly counts the proposals answered by DecidedBatch, before the
 // repository's commit.
-func (p *proposer) answeredEarly() uint64 { return p.pending.early.Load() }
+func (p *Proposer) AnsweredEarly() uint64 { return p.pending.early.Load() }
+
+// Abandon answers every ProposeDecided proposal still waiting with err:
+// the store is stopping and raft will not answer them.
+func (p *Proposer) Abandon(err error) { p.pending.abandon(err) }
 
 // failedFuture is a proposal refused before it reached raft.
 type failedFuture struct{ err error }
@@ -88,37 +93,6 @@ type failedFuture struct{ err error }
 func (f failedFuture) Error() error  { return f.err }
 func (f failedFuture) Response() any { return nil }
 func (f failedFuture) Index() uint64 { return 0 }
-
-// Back-pressure. Publish frames of one connection are proposed as they
-// come, but at most maxProposalsInFlight at a time: the connection's window.
-// While the window is full, later frames queue in the connection, and are
-// proposed together once a slot frees (see gather, publish.go). A slot is
-// taken before a frame is proposed and freed once its answer is written, so
-// a client that does not read its answers stops being read from.
-//
-// The bound was chosen by measurement (BENCH.md): with 4 proposals in flight
-// a publisher with a window of 4096 messages of 1 KiB kept only half its
-// window in the log; 16 proposals of at most 512 KiB took 1 KiB messages
-// from 23k to 35k msgs/s.
-const maxProposalsInFlight = 16
-
-// window is one connection's slots for Publish proposals in the log.
-type window chan struct{}
-
-func newWindow() window { return make(window, maxProposalsInFlight) }
-
-// take waits for a free slot, and reports false if ctx ended first.
-func (w window) take(ctx context.Context) bool {
-	select {
-	case w <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// release frees a slot that take took.
-func (w window) release() { <-w }
 
 // The early answer. A Publish the leader proposes is answered as soon as the
 // leader's FSM has decided its result, before the repository commits the

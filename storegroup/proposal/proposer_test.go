@@ -1,7 +1,6 @@
-package storegroup
+package proposal
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -78,41 +77,13 @@ func TestFirstAnswerWins(t *testing.T) {
 // Before raft runs, a proposal is refused as if this store did not lead,
 // and nothing waits for an early answer that can never come.
 func TestProposeBeforeRaftRuns(t *testing.T) {
-	p := newProposer(func() *raft.Raft { return nil }, time.Second)
-	for name, f := range map[string]raft.ApplyFuture{"propose": p.propose(nil), "proposeDecided": p.proposeDecided(nil)} {
+	p := New(func() *raft.Raft { return nil }, time.Second)
+	for name, f := range map[string]raft.ApplyFuture{"Propose": p.Propose(nil), "ProposeDecided": p.ProposeDecided(nil)} {
 		if err := f.Error(); !errors.Is(err, raft.ErrNotLeader) {
 			t.Errorf("%s before raft runs: %v, want raft.ErrNotLeader", name, err)
 		}
 	}
 	if len(p.pending.waiting) != 0 {
 		t.Fatalf("%d proposals wait for an answer", len(p.pending.waiting))
-	}
-}
-
-// A connection's window holds maxProposalsInFlight slots: one more waits
-// until a slot is released, or gives up when the connection ends.
-func TestWindowBoundsProposalsInFlight(t *testing.T) {
-	w := newWindow()
-	ctx, cancel := context.WithCancel(context.Background())
-	for i := 0; i < maxProposalsInFlight; i++ {
-		if !w.take(ctx) {
-			t.Fatalf("slot %d refused", i+1)
-		}
-	}
-	took := make(chan bool)
-	go func() { took <- w.take(ctx) }()
-	select {
-	case <-took:
-		t.Fatalf("slot %d taken while %d are in flight", maxProposalsInFlight+1, maxProposalsInFlight)
-	case <-time.After(50 * time.Millisecond):
-	}
-	w.release()
-	if !<-took {
-		t.Fatal("a released slot was not taken")
-	}
-	go func() { took <- w.take(ctx) }()
-	cancel()
-	if <-took {
-		t.Fatal("a slot was taken from a full window after the connection ended")
 	}
 }

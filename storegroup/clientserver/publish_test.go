@@ -1,10 +1,27 @@
-package storegroup
+package clientserver
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"umstore/wire"
 )
+
+// A frame whose payload is over wire.MaxPayload never reaches a proposal:
+// handle refuses it, and gather never merges it into an earlier frame's
+// entry, since merged entries stay far below the bound.
+func TestMergedEntriesStayBelowMaxPayload(t *testing.T) {
+	if maxMergedBytes >= wire.MaxPayload {
+		t.Fatalf("maxMergedBytes (%d) must stay below wire.MaxPayload (%d), or gather could merge a frame handle must refuse", maxMergedBytes, wire.MaxPayload)
+	}
+	if err := checkPayloads(&wire.Publish{FirstSeq: 1, Payloads: [][]byte{make([]byte, wire.MaxPayload)}}); err != nil {
+		t.Fatalf("a payload of exactly wire.MaxPayload: %v", err)
+	}
+	if err := checkPayloads(&wire.Publish{FirstSeq: 1, Payloads: [][]byte{{1}, make([]byte, wire.MaxPayload+1)}}); err == nil {
+		t.Fatal("a payload over wire.MaxPayload passed")
+	}
+}
 
 // gather never merges a damaged frame into an entry, nor frames with
 // checksums with frames without: the damaged one is handled next (and
@@ -63,5 +80,33 @@ func TestGatherKeepsDamagedAndUncheckedFramesApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A connection's window holds maxProposalsInFlight slots: one more waits
+// until a slot is released, or gives up when the connection ends.
+func TestWindowBoundsProposalsInFlight(t *testing.T) {
+	w := newWindow()
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := 0; i < maxProposalsInFlight; i++ {
+		if !w.take(ctx) {
+			t.Fatalf("slot %d refused", i+1)
+		}
+	}
+	took := make(chan bool)
+	go func() { took <- w.take(ctx) }()
+	select {
+	case <-took:
+		t.Fatalf("slot %d taken while %d are in flight", maxProposalsInFlight+1, maxProposalsInFlight)
+	case <-time.After(50 * time.Millisecond):
+	}
+	w.release()
+	if !<-took {
+		t.Fatal("a released slot was not taken")
+	}
+	go func() { took <- w.take(ctx) }()
+	cancel()
+	if <-took {
+		t.Fatal("a slot was taken from a full window after the connection ended")
 	}
 }

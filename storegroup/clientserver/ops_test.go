@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"net"
@@ -31,7 +31,7 @@ func TestMayStop(t *testing.T) {
 		{"no token, IPv6 loopback", "", "", "", loopback6, ""},
 		{"no token, another host", "", "", "", remote, "only a client on loopback"},
 	} {
-		cs := &clientServer{clientDeps: clientDeps{token: tc.client, operatorToken: tc.op}}
+		cs := &Server{Deps: Deps{Token: tc.client, OperatorToken: tc.op}}
 		why := cs.mayStop(&wire.Shutdown{Token: tc.got}, tc.from)
 		if (why == "") != (tc.refused == "") || !strings.Contains(why, tc.refused) {
 			t.Errorf("%s: %q, want refusal %q", tc.name, why, tc.refused)

@@ -1,4 +1,4 @@
-package storegroup
+package clientserver
 
 import (
 	"testing"

@@ -1,0 +1,124 @@
+package clientserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"umstore/repository"
+	"umstore/storegroup/proposal"
+	"umstore/wire"
+)
+
+// Deps is what the client server needs from its store, and all it may
+// touch of it. The store builds it in one place (storegroup's client.go).
+type Deps struct {
+	Name            string        // the store's name
+	Group           int           // the store's group index
+	MaxFrame        int           // Config.MaxFrame
+	Token           string        // the deployment's token; "" admits every client
+	OperatorToken   string        // the operators' token for Shutdown; "" when none
+	ActivityTimeout time.Duration // Config.SourceActivityTimeout
+	Limits          Limits        // Config.ClientLimits, defaults filled in by New
+
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Repo     *repository.Repo   // read only: every write is a proposal
+	Proposer *proposal.Proposer // every write goes through it
+
+	// Read reads the messages of source in [from, to], at most count and
+	// bytes; every message served is read through it, so that one damaged
+	// at rest is never served (heal: look for an intact copy at once).
+	Read func(ctx context.Context, source string, from, to uint64, count, bytes int, heal bool) ([]repository.Message, error)
+
+	// ClaimSource lets session register on source unless another live
+	// session holds it: the leader's view of which publisher holds a
+	// source. Taking over from a silent session, or from an earlier
+	// incarnation of the same publisher, it first frees the source from
+	// that session through the log. Its error wraps ErrFenced when a later
+	// incarnation of the publisher holds the source.
+	ClaimSource func(source, session string, now time.Time, timeout time.Duration) error
+	// TouchSource records activity of session on source, if it holds it.
+	TouchSource func(source, session string, now time.Time)
+
+	// Receivers (receivers.go): the leader's view of receiver sessions,
+	// Config.ReceiverActivityTimeout, whether publishers may ask for
+	// receiver-paced persistence, and the hold on paced publishers.
+	Receivers       Receivers
+	ReceiverTimeout time.Duration
+	AllowPaced      bool
+	Pacer           *Pacer
+
+	Intragroup Intragroup // the members a Publish answer waits for (intragroup.go)
+
+	IsLeader    func() bool                       // leads and has applied everything committed before its term
+	Leader      func() (Member, bool)             // the current leader, if known
+	Status      func() Status                     // the store's status, for probes
+	NextApplied func() <-chan struct{}            // closed at the next applied batch
+	Expire      func(source, session, why string) // frees a source through the log
+	Stop        func() error                      // stops the store (an operator's Shutdown)
+	Pong        func(reqID uint64) *wire.Pong     // answers a Ping; nil: a bare Pong
+	Members     MemberDesk                        // Members and MemberMove; nil: refused
+}
+
+// ErrFenced refuses a registration from an earlier incarnation of a
+// publisher while a later one holds the source (answered CodeFenced).
+var ErrFenced = errors.New("fenced")
+
+// Member is a member of the group as a redirect names it.
+type Member struct {
+	Name       string
+	ClientAddr string
+}
+
+// Status is what a Probe answers of the store.
+type Status struct {
+	Name         string
+	Group        int
+	GroupID      string
+	HasState     bool
+	State        string
+	AppliedIndex uint64
+	LastIndex    uint64
+	LastTerm     uint64
+	CatchingUp   bool
+}
+
+// Receivers is the leader's view of which receiver instance (session)
+// holds each receiver name of a source, and when it was last heard from.
+type Receivers interface {
+	// Claim lets session register as receiver of source unless another
+	// session holds the name and was heard from within timeout.
+	Claim(source, receiver, session string, now time.Time, timeout time.Duration) error
+	// Touch records activity of session, if it holds the name, and says
+	// who holds it.
+	Touch(source, receiver, session string, now time.Time) Holder
+	// Leave frees the name for a new instance if session holds it.
+	Leave(source, receiver, session string)
+	// LastHeard returns when the holder of the name was last heard from.
+	LastHeard(source, receiver string) (time.Time, bool)
+}
+
+// Holder says who holds a receiver name: the session asking (now
+// touched), another live one, or nobody (never registered with this
+// leader, expired, or left).
+type Holder int
+
+// Who holds a receiver name.
+const (
+	HeldByIt Holder = iota
+	HeldByOther
+	HeldByNobody
+)
+
+// MemberDesk answers other stores' questions about the group's members.
+type MemberDesk interface {
+	// Members answers a Members request.
+	Members(reqID uint64) *wire.MemberList
+	// Move answers one round of a MemberMove on the connection nc;
+	// challenge is the connection's move in progress, which the desk keeps
+	// there between the rounds.
+	Move(ctx context.Context, m *wire.MemberMove, nc net.Conn, challenge *any) wire.Message
+}

@@ -1,0 +1,170 @@
+package clientserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"umstore/internal/wallclock"
+	"umstore/repository"
+	"umstore/wire"
+)
+
+// dispatch handles one request other than Publish, Shutdown, Subscribe and
+// KeepAlive.
+func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState) reply {
+	switch m := m.(type) {
+	case *wire.Ping:
+		if cs.Pong == nil {
+			return reply{msg: &wire.Pong{ReqID: m.ReqID, Store: cs.Name, Group: cs.Group, Leading: cs.IsLeader()}}
+		}
+		return reply{msg: cs.Pong(m.ReqID)}
+	case *wire.RangeDigest:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.rangeDigest(m)}
+	case *wire.Probe:
+		return reply{msg: cs.probe(m)}
+	case *wire.Register:
+		return cs.register(m, conn)
+	case *wire.Fetch:
+		if err := checkSource(m.Source); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
+		if m.Local {
+			return reply{msg: cs.fetch(ctx, m)} // from this store's own files, leader or not
+		}
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.fetch(ctx, m)}
+	case *wire.Sources:
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		return reply{msg: cs.sources(m)}
+	case *wire.Consumed:
+		if err := checkSource(m.Source); err != nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		}
+		if rep, ok := cs.notLeader(m.ReqID); !ok {
+			return rep
+		}
+		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
+		return reply{req: m, future: cs.Proposer.Propose(cmd)}
+	case *wire.Members:
+		if cs.Members == nil {
+			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store does not tell its members' addresses"}}
+		}
+		return reply{msg: cs.Members.Members(m.ReqID)}
+	case *wire.RegisterReceiver:
+		return cs.registerReceiver(m)
+	case *wire.ConsumedAs:
+		return cs.consumedAs(m)
+	case *wire.ReceiverQuery:
+		return cs.receiverQuery(m)
+	default:
+		return reply{msg: &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("a store does not accept frame type %d from clients", m.Type())}}
+	}
+}
+
+// notLeader returns (redirect, false) unless this store leads its group and
+// has applied everything committed before its term.
+func (cs *Server) notLeader(reqID uint64) (reply, bool) {
+	if cs.IsLeader() {
+		return reply{}, true
+	}
+	return reply{msg: cs.redirect(reqID)}, false
+}
+
+// redirect tells the client where the leader is, if this store knows.
+func (cs *Server) redirect(reqID uint64) *wire.NotLeader {
+	nl := &wire.NotLeader{ReqID: reqID}
+	if l, ok := cs.Leader(); ok && l.Name != cs.Name {
+		nl.Leader, nl.LeaderName = l.ClientAddr, l.Name
+	}
+	return nl
+}
+
+// keepAlive records that a publisher is alive, or frees its source when it
+// says goodbye. Only the connection that registered the source for that
+// session speaks for it: anyone else's keep-alive or goodbye is ignored, so
+// a stranger can neither keep a dead publisher's source held nor free a live
+// one's.
+func (cs *Server) keepAlive(m *wire.KeepAlive, conn *connState) {
+	if !cs.IsLeader() || conn.sessions[m.Source] != m.Session || m.Session == "" {
+		return
+	}
+	if !m.Leaving {
+		cs.TouchSource(m.Source, m.Session, time.Now())
+		return
+	}
+	go cs.Expire(m.Source, m.Session, "its publisher closed")
+}
+
+func reqIDOf(m wire.Message) uint64 {
+	switch m := m.(type) {
+	case *wire.Register:
+		return m.ReqID
+	case *wire.Publish:
+		return m.ReqID
+	case *wire.Consumed:
+		return m.ReqID
+	case *wire.RegisterReceiver:
+		return m.ReqID
+	case *wire.ConsumedAs:
+		return m.ReqID
+	case *wire.RegisterSource:
+		return m.ReqID
+	}
+	return 0
+}
+
+// checkSource refuses a source name that is not 1 to maxSourceName bytes
+// of printable UTF-8 (wire.CheckSourceName): such a name could not be held,
+// or would be unsafe to print in status output and logs.
+func checkSource(name string) error {
+	return wire.CheckSourceName(name)
+}
+
+// probe answers a Probe: what this store holds and knows, leader or not.
+func (cs *Server) probe(m *wire.Probe) *wire.ProbeReply {
+	st := cs.Status()
+	rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
+		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
+	if l, ok := cs.Leader(); ok {
+		rep.Leader = l.ClientAddr
+	}
+	if peers, err := cs.Repo.PeerGroups(); err == nil {
+		for idx, id := range peers {
+			rep.KnownGroups = append(rep.KnownGroups, wire.GroupIdentity{Index: idx, GroupID: id})
+		}
+		sort.Slice(rep.KnownGroups, func(i, j int) bool { return rep.KnownGroups[i].Index < rep.KnownGroups[j].Index })
+	}
+	return rep
+}
+
+// register claims m's source for its session on this connection, and
+// records the registration through the log.
+func (cs *Server) register(m *wire.Register, conn *connState) reply {
+	if err := checkSource(m.Source); err != nil {
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+	}
+	if rep, ok := cs.notLeader(m.ReqID); !ok {
+		return rep
+	}
+	if err := cs.ClaimSource(m.Source, m.Session, time.Now(), cs.ActivityTimeout); err != nil {
+		code := wire.CodeBusy
+		if errors.Is(err, ErrFenced) {
+			code = wire.CodeFenced
+		}
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: code, Message: err.Error()}}
+	}
+	conn.sessions[m.Source] = m.Session
+	intragroup, _ := cs.setIntragroup(conn, m.Source, "")
+	cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()})
+	return reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup}
+}
