@@ -26,13 +26,26 @@ func metText(ok bool) string {
 // measured; rows it did not measure say how to measure them.
 func computeGoals(r *results) []goal {
 	var g []goal
-	thr := func(size int, system string) row { return find(r.Throughput, size, system) }
-	half := func(size int, system string) row { return find(r.HalfLoad, size, system) }
-	missing := func(figure, target, how string) {
-		g = append(g, goal{figure, target, "not measured (" + how + ")", "n/a"})
-	}
+	g = append(g, throughputGoals(r)...)
+	g = append(g, writeGoal(r))
+	g = append(g, halfLoadGoals(r)...)
+	g = append(g, catchupGoal(r))
+	g = append(g, soakGoal(r))
+	g = append(g, memoryGoal(r))
+	g = append(g, cpuGoals(r)...)
+	return g
+}
 
-	// Throughput ratios.
+// notMeasured is the row of a goal this run did not measure, saying how
+// to measure it.
+func notMeasured(figure, target, how string) goal {
+	return goal{figure, target, "not measured (" + how + ")", "n/a"}
+}
+
+// throughputGoals are the throughput ratios of umstore to JetStream R3
+// `sync_always`.
+func throughputGoals(r *results) []goal {
+	var g []goal
 	for _, x := range []struct {
 		system string
 		size   int
@@ -44,43 +57,47 @@ func computeGoals(r *results) []goal {
 		{sysUM1, 64, 2.0, "one group of three (three `umstored run` hosts) vs JetStream R3 `sync_always`, 64 B"},
 		{sysUM1, 1024, 2.0, "one group of three vs JetStream R3 `sync_always`, 1 KiB"},
 	} {
-		um, js := thr(x.size, x.system), thr(x.size, sysJSSync)
+		um, js := find(r.Throughput, x.size, x.system), find(r.Throughput, x.size, sysJSSync)
 		target := fmt.Sprintf(">= %.1fx", x.min)
 		if um.MsgsPerS == 0 || js.MsgsPerS == 0 {
-			missing(x.figure, target, "needs --sizes with "+sizeName(x.size)+" and --systems with "+x.system+" and js-sync")
+			g = append(g, notMeasured(x.figure, target, "needs --sizes with "+sizeName(x.size)+" and --systems with "+x.system+" and js-sync"))
 			continue
 		}
 		q := um.MsgsPerS / js.MsgsPerS
 		g = append(g, goal{x.figure, target, fmt.Sprintf("%.2fx (%.0f vs %.0f msgs/s)", q, um.MsgsPerS, js.MsgsPerS), metText(q >= x.min)})
 	}
+	return g
+}
 
-	// Bytes written per payload byte per store, at 1 KiB.
-	{
-		figure, target := "bytes written per payload byte per store, 1 KiB", "<= 1.3"
-		var parts []string
-		met, known := true, false
-		for _, sys := range []string{sysUM, sysUM1} {
-			if v := thr(1024, sys).WritePerPayloadPerStore; v > 0 {
-				parts = append(parts, fmt.Sprintf("%s %.2f", sys, v))
-				met, known = met && v <= 1.3, true
-			}
-		}
-		if v := thr(1024, sysJSSync).WritePerPayloadPerStore; v > 0 {
-			parts = append(parts, fmt.Sprintf("(JetStream sync_always %.2f)", v))
-		}
-		if !known {
-			missing(figure, target, "needs a 1 KiB throughput run of umstore with /proc/PID/io readable")
-		} else {
-			g = append(g, goal{figure, target, strings.Join(parts, ", "), metText(met)})
+// writeGoal is the bytes written per payload byte per store, at 1 KiB.
+func writeGoal(r *results) goal {
+	figure, target := "bytes written per payload byte per store, 1 KiB", "<= 1.3"
+	var parts []string
+	met, known := true, false
+	for _, sys := range []string{sysUM, sysUM1} {
+		if v := find(r.Throughput, 1024, sys).WritePerPayloadPerStore; v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", sys, v))
+			met, known = met && v <= 1.3, true
 		}
 	}
+	if v := find(r.Throughput, 1024, sysJSSync).WritePerPayloadPerStore; v > 0 {
+		parts = append(parts, fmt.Sprintf("(JetStream sync_always %.2f)", v))
+	}
+	if !known {
+		return notMeasured(figure, target, "needs a 1 KiB throughput run of umstore with /proc/PID/io readable")
+	}
+	return goal{figure, target, strings.Join(parts, ", "), metText(met)}
+}
 
-	// p99 at half load.
+// halfLoadGoals are the p99 publish-to-stable latencies at half load.
+func halfLoadGoals(r *results) []goal {
+	var g []goal
+	half := func(size int, system string) row { return find(r.HalfLoad, size, system) }
 	for _, size := range []int{64, 1024} {
 		figure, target := "p99 publish-to-stable at half load, "+sizeName(size), "<= JetStream's (sync_always)"
 		um, js := half(size, sysUM), half(size, sysJSSync)
 		if um.P99US == 0 || js.P99US == 0 {
-			missing(figure, target, "needs --half-load with umstore and js-sync at "+sizeName(size))
+			g = append(g, notMeasured(figure, target, "needs --half-load with umstore and js-sync at "+sizeName(size)))
 			continue
 		}
 		m := fmt.Sprintf("%.1f ms vs %.1f ms at %.0f msgs/s", um.P99US/1e3, js.P99US/1e3, um.Rate)
@@ -89,78 +106,83 @@ func computeGoals(r *results) []goal {
 		}
 		g = append(g, goal{figure, target, m, metText(um.P99US <= js.P99US)})
 	}
+	return g
+}
 
-	// Catch-up of a wiped store: the single store of the 1x3 layout when
-	// measured, else the slowest store of another layout.
-	{
-		figure, target := "wiped store catch-up", ">= 0.5 of the disk's sequential bandwidth (same run)"
-		var cr *catchupResult
-		for _, c := range r.Catchup {
-			if cr == nil || c.Layout == oneGroup.Name {
-				cr = c
-			}
-		}
-		if cr == nil || len(cr.Stores) == 0 || cr.DiskWriteMBps == 0 {
-			missing(figure, target, "--catchup")
-		} else {
-			worst := cr.Stores[0]
-			for _, s := range cr.Stores {
-				if s.OfDisk < worst.OfDisk {
-					worst = s
-				}
-			}
-			which := ""
-			if len(cr.Stores) > 1 {
-				which = fmt.Sprintf("slowest of %d stores, ", len(cr.Stores))
-			}
-			m := fmt.Sprintf("%s: %s%s %.0f MB/s of payload = %.2f of %.0f MB/s", cr.Layout, which, worst.Name, worst.MBps, worst.OfDisk, cr.DiskWriteMBps)
-			if d := cr.Disk; d != nil && d.CopyMBps > 0 {
-				m += fmt.Sprintf(" (a bare copy, nothing else: %.0f MB/s = %.2f; the catch-up makes %.2f of it)", d.CopyMBps, ratio(d.CopyMBps, cr.DiskWriteMBps), ratio(worst.MBps, d.CopyMBps))
-			}
-			g = append(g, goal{figure, target, m, metText(worst.OfDisk >= 0.5)})
+// catchupGoal is the catch-up of a wiped store: the single store of the
+// 1x3 layout when measured, else the slowest store of another layout.
+func catchupGoal(r *results) goal {
+	figure, target := "wiped store catch-up", ">= 0.5 of the disk's sequential bandwidth (same run)"
+	var cr *catchupResult
+	for _, c := range r.Catchup {
+		if cr == nil || c.Layout == oneGroup.Name {
+			cr = c
 		}
 	}
-
-	// Soak.
-	{
-		figure := "soak with retention cycling (--soak)"
-		target := "throughput at the end within 10% of the start; disk use bounded"
-		if s := r.Soak; s == nil || len(s.Chunks) < 2 {
-			missing(figure, target, "--soak 30m")
-		} else {
-			okT := s.EndOverStart >= 0.9
-			okD := s.DiskLastThirdPeakMB <= 1.1*s.DiskFirstThirdPeakMB && s.Stopped == ""
-			m := ""
-			if s.Stopped != "" {
-				m = s.Stopped + "; "
-			}
-			m += fmt.Sprintf("%.0f s: end %.0f vs start %.0f msgs/s (%.2f); disk peak %.0f MB (first third %.0f, last third %.0f); RSS peak %.0f MB",
-				s.DurationS, s.EndMsgsPerS, s.StartMsgsPerS, s.EndOverStart, s.DiskPeakMB, s.DiskFirstThirdPeakMB, s.DiskLastThirdPeakMB, s.RSSPeakMB)
-			g = append(g, goal{figure, target + " (here: the last third's disk peak within 10% of the first third's)", m, metText(okT && okD)})
+	if cr == nil || len(cr.Stores) == 0 || cr.DiskWriteMBps == 0 {
+		return notMeasured(figure, target, "--catchup")
+	}
+	worst := cr.Stores[0]
+	for _, s := range cr.Stores {
+		if s.OfDisk < worst.OfDisk {
+			worst = s
 		}
 	}
-
-	// Memory.
-	{
-		figure, target := "RSS after retaining 1 GB per group", "<= 300 MB"
-		if m := r.Memory; m == nil || len(m.Steps) < 2 {
-			missing(figure, target, "--memory")
-		} else {
-			last := m.Steps[len(m.Steps)-1]
-			met := metText(last.RSSMB <= 300)
-			if last.RetainedMB < 1000 {
-				met = "n/a (less than 1 GB retained)"
-			}
-			g = append(g, goal{figure, target, fmt.Sprintf("umstored dev (six stores) %.0f MB at %.0f MB per group (peak %.0f MB; anonymous %.0f, mapped files %.0f)",
-				last.RSSMB, last.RetainedMB, m.PeakRSSMB, last.AnonMB, last.FileMB), met})
-		}
+	which := ""
+	if len(cr.Stores) > 1 {
+		which = fmt.Sprintf("slowest of %d stores, ", len(cr.Stores))
 	}
+	m := fmt.Sprintf("%s: %s%s %.0f MB/s of payload = %.2f of %.0f MB/s", cr.Layout, which, worst.Name, worst.MBps, worst.OfDisk, cr.DiskWriteMBps)
+	if d := cr.Disk; d != nil && d.CopyMBps > 0 {
+		m += fmt.Sprintf(" (a bare copy, nothing else: %.0f MB/s = %.2f; the catch-up makes %.2f of it)", d.CopyMBps, ratio(d.CopyMBps, cr.DiskWriteMBps), ratio(worst.MBps, d.CopyMBps))
+	}
+	return goal{figure, target, m, metText(worst.OfDisk >= 0.5)}
+}
 
-	// CPU per million messages: no threshold, both systems.
+// soakGoal is the soak with retention cycling: throughput and disk use at
+// the end against the start.
+func soakGoal(r *results) goal {
+	figure := "soak with retention cycling (--soak)"
+	target := "throughput at the end within 10% of the start; disk use bounded"
+	s := r.Soak
+	if s == nil || len(s.Chunks) < 2 {
+		return notMeasured(figure, target, "--soak 30m")
+	}
+	okT := s.EndOverStart >= 0.9
+	okD := s.DiskLastThirdPeakMB <= 1.1*s.DiskFirstThirdPeakMB && s.Stopped == ""
+	m := ""
+	if s.Stopped != "" {
+		m = s.Stopped + "; "
+	}
+	m += fmt.Sprintf("%.0f s: end %.0f vs start %.0f msgs/s (%.2f); disk peak %.0f MB (first third %.0f, last third %.0f); RSS peak %.0f MB",
+		s.DurationS, s.EndMsgsPerS, s.StartMsgsPerS, s.EndOverStart, s.DiskPeakMB, s.DiskFirstThirdPeakMB, s.DiskLastThirdPeakMB, s.RSSPeakMB)
+	return goal{figure, target + " (here: the last third's disk peak within 10% of the first third's)", m, metText(okT && okD)}
+}
+
+// memoryGoal is the RSS of umstored dev after retaining 1 GB per group.
+func memoryGoal(r *results) goal {
+	figure, target := "RSS after retaining 1 GB per group", "<= 300 MB"
+	m := r.Memory
+	if m == nil || len(m.Steps) < 2 {
+		return notMeasured(figure, target, "--memory")
+	}
+	last := m.Steps[len(m.Steps)-1]
+	met := metText(last.RSSMB <= 300)
+	if last.RetainedMB < 1000 {
+		met = "n/a (less than 1 GB retained)"
+	}
+	return goal{figure, target, fmt.Sprintf("umstored dev (six stores) %.0f MB at %.0f MB per group (peak %.0f MB; anonymous %.0f, mapped files %.0f)",
+		last.RSSMB, last.RetainedMB, m.PeakRSSMB, last.AnonMB, last.FileMB), met}
+}
+
+// cpuGoals are the CPU seconds per million messages at each size: no
+// threshold, every system.
+func cpuGoals(r *results) []goal {
+	var g []goal
 	for _, size := range r.Config.Sizes {
 		var parts []string
 		for _, sys := range r.Config.Systems {
-			if v := thr(size, sys).CPUPerMillion; v > 0 {
+			if v := find(r.Throughput, size, sys).CPUPerMillion; v > 0 {
 				parts = append(parts, fmt.Sprintf("%s %.1f", sys, v))
 			}
 		}

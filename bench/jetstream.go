@@ -181,26 +181,9 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 		defer cancel()
 		_ = ajs.DeleteStream(dctx, stream)
 	}()
-	// Wait until the stream has a leader and both followers are current, then
-	// publish to the leader's server: JetStream's best case (no extra hop),
-	// as umstore's publisher talks to each group's leader.
-	var leaderURL string
-	for {
-		info, err := st.Info(cctx)
-		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2 {
-			current := true
-			for _, r := range info.Cluster.Replicas {
-				current = current && r.Current
-			}
-			if current {
-				leaderURL = c.clientURL[info.Cluster.Leader]
-				break
-			}
-		}
-		if cctx.Err() != nil {
-			return res, fmt.Errorf("stream %s has no leader with current replicas: %v", stream, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	leaderURL, err := c.waitStreamLeader(cctx, st, stream)
+	if err != nil {
+		return res, err
 	}
 
 	per := l.perSource()
@@ -214,31 +197,8 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 			}
 		}
 	}()
-	for i := range pubs {
-		p := &jsPub{sentAt: make([]time.Time, per), lat: make([]time.Duration, 0, per)}
-		pubs[i] = p
-		nc, err := nats.Connect(leaderURL, nats.Name(fmt.Sprintf("bench-%d", i+1)))
-		if err != nil {
-			return res, err
-		}
-		conns[i] = nc
-		// The ack handler runs on the connection's one reply-handling
-		// goroutine, so p.lat needs no lock; the message's index is in its
-		// first 8 bytes.
-		jss[i], err = jetstream.New(nc,
-			jetstream.WithPublishAsyncMaxPending(l.flight),
-			jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
-				now := time.Now()
-				p.lat = append(p.lat, now.Sub(p.sentAt[binary.BigEndian.Uint64(m.Data)]))
-				p.lastAck = now
-			}),
-			jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, _ error) {
-				p.errs.Add(1)
-			}),
-		)
-		if err != nil {
-			return res, err
-		}
+	if err := connectJSPubs(leaderURL, l, per, pubs, conns, jss); err != nil {
+		return res, err
 	}
 
 	// Storage writes and CPU are measured here, after the stream is created
@@ -257,11 +217,81 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 	}
 	wg.Wait()
 	res.DiskWriteBytes, res.CPUSeconds = settleProcIO(ctx, "self").since(before)
+	if err := res.tally(pubs, errs, l, per); err != nil {
+		return res, err
+	}
+	if res.Acked != res.Sent {
+		return res, fmt.Errorf("JetStream: %d of %d acknowledged, %d errors", res.Acked, res.Sent, res.Errors)
+	}
+	return res, nil
+}
+
+// waitStreamLeader waits, within ctx, until the stream has a leader and
+// both followers are current, and returns the leader's client URL: the
+// run publishes to the leader's server, JetStream's best case (no extra
+// hop), as umstore's publisher talks to each group's leader.
+func (c *jsCluster) waitStreamLeader(ctx context.Context, st jetstream.Stream, stream string) (string, error) {
+	for {
+		info, err := st.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" && len(info.Cluster.Replicas) == 2 {
+			current := true
+			for _, r := range info.Cluster.Replicas {
+				current = current && r.Current
+			}
+			if current {
+				return c.clientURL[info.Cluster.Leader], nil
+			}
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("stream %s has no leader with current replicas: %v", stream, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// connectJSPubs sets up the run's publishers, each on a connection of its
+// own to leaderURL with a window of l.flight unacknowledged messages,
+// filling pubs, conns and jss (one entry per source; the caller closes
+// the connections, those opened before a failure too).
+func connectJSPubs(leaderURL string, l load, per int, pubs []*jsPub, conns []*nats.Conn, jss []jetstream.JetStream) error {
+	for i := range pubs {
+		p := &jsPub{sentAt: make([]time.Time, per), lat: make([]time.Duration, 0, per)}
+		pubs[i] = p
+		nc, err := nats.Connect(leaderURL, nats.Name(fmt.Sprintf("bench-%d", i+1)))
+		if err != nil {
+			return err
+		}
+		conns[i] = nc
+		// The ack handler runs on the connection's one reply-handling
+		// goroutine, so p.lat needs no lock; the message's index is in its
+		// first 8 bytes.
+		jss[i], err = jetstream.New(nc,
+			jetstream.WithPublishAsyncMaxPending(l.flight),
+			jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+				now := time.Now()
+				p.lat = append(p.lat, now.Sub(p.sentAt[binary.BigEndian.Uint64(m.Data)]))
+				p.lastAck = now
+			}),
+			jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, _ error) {
+				p.errs.Add(1)
+			}),
+		)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tally adds up the publishers' counts and latencies into res, the rate
+// over the span from the first send to the last ack. It returns the first
+// publisher's error, if any.
+func (res *jsResult) tally(pubs []*jsPub, errs []error, l load, per int) error {
 	var first, last time.Time
 	var all []time.Duration
 	for i, p := range pubs {
 		if errs[i] != nil {
-			return res, errs[i]
+			return errs[i]
 		}
 		res.Sent += per
 		res.Acked += len(p.lat)
@@ -281,10 +311,7 @@ func (c *jsCluster) runJS(ctx context.Context, l load) (jsResult, error) {
 		res.MBPerS = float64(res.Acked) * float64(l.size) / el.Seconds() / 1e6
 	}
 	res.LatencyUS = percentiles(all)
-	if res.Acked != res.Sent {
-		return res, fmt.Errorf("JetStream: %d of %d acknowledged, %d errors", res.Acked, res.Sent, res.Errors)
-	}
-	return res, nil
+	return nil
 }
 
 // publishJS sends count messages (random payloads, or dots, after each

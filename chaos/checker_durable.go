@@ -48,7 +48,7 @@ func (r Redelivery) String() string {
 // the time the acknowledgement took to commit, "longer while a leader
 // changes, up to the call timeout". A receiver tells each group its
 // position every AckInterval, each call bounded by ackCallTimeout
-// (receiver/durable.go's callTimeout), and one group that commits is
+// (receiver/ackgroup.go's callTimeout), and one group that commits is
 // enough (the resume takes the latest group's position). While a host or
 // link fault is in force a group may be electing a leader (raft's
 // heartbeat and election timeouts, 0.5 s each, randomised up to twice) or

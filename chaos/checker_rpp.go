@@ -79,7 +79,7 @@ var (
 	expirySlack = receiver.DefaultConfig().KeepAliveInterval + receiver.DefaultConfig().AckInterval + ackCallTimeout
 	// holdMargin: a registration returns once at least one group
 	// answered; a group that did not, or did not hold the source yet, is
-	// asked again within 3 s (reregisterEvery, receiver/durable.go), in
+	// asked again within 3 s (reregisterEvery, receiver/ackgroup.go), in
 	// one call (2 s), and its leader applies the registration within a
 	// second.
 	holdMargin = 6 * time.Second

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"umstore/storegroup"
 )
@@ -67,307 +66,65 @@ func sourceNames(n int) []string {
 // is stopped and every rule it added removed before it returns.
 func runSchedule(parent context.Context, env *runEnv, index int) (out scheduleResult) {
 	start := time.Now()
-	opts := env.opts
-	rng := scheduleRand(opts.Seed, index)
-	sources := sourceNames(opts.Sources)
-	plan := planSchedule(rng, opts.planConfig(sources))
-	var snaps *SnapshotSettings
-	if !opts.DefaultSnapshots {
-		snaps = pickSnapshotSettings(opts.Seed, index)
-	}
-	res := scheduleResult{Index: index, Plan: plan, Kinds: map[string]int{}, Snapshots: snaps}
-	log := env.log.With("schedule", index)
-	hist := NewHistory(index, opts.Seed, sources)
-	hist.Plan = plan
-	hist.Snapshots = snaps
-	limits := lifetimeLimits(opts)
-	hist.Lifetimes = limits
-	hist.RetentionReleases = retentionCanRelease(opts, snaps, limits)
-	rpp := pickRPP(sources, opts.PacedSource)
-	hist.RPP = rpp
+	r := newScheduleRun(env, index)
+	res := scheduleResult{Index: index, Plan: r.plan, Kinds: map[string]int{}, Snapshots: r.snaps}
+	log, hist := r.log, r.hist
 
 	// ctx bounds the set-up and the faults; the final phase (heal, restore,
 	// flush, read back) has its own bound, so a schedule that ran out of
 	// time is still checked.
-	ctx, cancel := context.WithTimeout(parent, opts.ScheduleTimeout)
+	ctx, cancel := context.WithTimeout(parent, r.opts.ScheduleTimeout)
 	defer cancel()
-	dir := filepath.Join(env.workDir, fmt.Sprintf("schedule-%03d", index))
-	res.Dir = dir
-	var c *cluster
+	r.dir = filepath.Join(env.workDir, fmt.Sprintf("schedule-%03d", index))
+	res.Dir = r.dir
 	// Runs last, after every process is stopped: the hosts' disks go
 	// (their contents copied beside the logs when the schedule is kept),
 	// then the schedule's directory unless it is kept.
 	defer func() {
-		if c != nil {
-			if err := c.closeDisks(out.Kept); err != nil {
+		if r.c != nil {
+			if err := r.c.closeDisks(out.Kept); err != nil {
 				log.Error("could not remove the hosts' disks", "err", err)
 			}
 		}
 		if !out.Kept {
-			if err := os.RemoveAll(dir); err != nil {
-				log.Warn("could not remove the schedule's directory", "dir", dir, "err", err)
+			if err := os.RemoveAll(r.dir); err != nil {
+				log.Warn("could not remove the schedule's directory", "dir", r.dir, "err", err)
 			}
 			out.Dir = ""
 		}
 	}()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		hist.Problemf("harness", "create %s: %v", dir, err)
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		hist.Problemf("harness", "create %s: %v", r.dir, err)
 		return finish(parent, env, hist, res, start, log)
 	}
-	var planText []string
-	for _, f := range plan {
-		planText = append(planText, f.String())
-	}
-	log.Info("schedule planned", "seed", opts.Seed, "faults", strings.Join(planText, "; "), "snapshots", snaps.String(), "rpp", rpp.String(), "limits", limits.String(), "lock", opts.Lock, "dir", dir)
-
-	base, err := freeBasePort(rng.IntN(1000) + index*3)
-	if err != nil {
+	r.logPlan()
+	if err := r.deploy(ctx); err != nil {
 		hist.Problemf("harness", "%v", err)
 		return finish(parent, env, hist, res, start, log)
 	}
-	c, err = newCluster(ctx, dir, env.bin, base, opts.SlowDisks, slices.Concat(snaps.args(), rpp.args(), limits.args(), lockArgs(opts.Lock)), log)
-	if err != nil {
-		hist.Problemf("harness", "%v", err)
-		return finish(parent, env, hist, res, start, log)
-	}
-	hist.SetLayout(c.layout())
-	for _, h := range c.hosts {
-		h.onExit = func(inc int, err error) { hist.DaemonExited(h.name, inc, err) }
-		h.onEnd = func(inc int, at time.Time) { hist.HostEnded(h.name, inc, at) }
-		h.onStart = func(inc int, addr, deploy string) {
-			run := HostRun{Host: h.name, Incarnation: inc, Addr: addr, File: filepath.Base(deploy), At: time.Now()}
-			if f := c.file(deploy); f != nil {
-				run.FileAddrs = f.Addrs
-			}
-			hist.HostStarted(run)
-		}
-	}
-	pubs := map[string]*pubProc{}
-	for _, s := range sources {
-		pubs[s] = &pubProc{
-			exe: env.exe, hist: hist, log: log,
-			logPath: filepath.Join(dir, "publisher-"+s+".log"),
-			base: childConfig{Source: s, Deployment: c.deploy, Rate: opts.Rate, Count: opts.Messages,
-				Size: payloadSize, RegisterFor: 90 * time.Second},
-		}
-		if opts.PublisherState {
-			pubs[s].base.StateFile = filepath.Join(dir, "publisher-"+s+".state")
-		}
-		if rpp.paced(s) {
-			pubs[s].base.Paced = rpp.Mode
-		}
-	}
-	rcvs := map[string]*rcvProc{}
-	for _, s := range sources {
-		rcvs[s] = &rcvProc{
-			exe: env.exe, hist: hist, log: log,
-			logPath: filepath.Join(dir, "receiver-"+s+".log"),
-			base:    receiverChildConfig{Source: s, Deployment: c.deploy, Name: durableName(s), Paced: rpp.paced(s)},
-		}
-	}
-	nem := &nemesis{c: c, pubs: pubs, rcvs: rcvs, followers: map[string]*follower{}, part: env.part, hist: hist, log: log, exe: env.exe, dir: dir}
+	r.prepareClients()
 
 	// Background work (monitor, followers) ends with watchCancel.
-	watchCtx, watchCancel := context.WithCancel(parent)
-	var bg sync.WaitGroup
-	stopAll := func() {
-		for _, p := range pubs {
-			p.kill9()
-		}
-		for _, r := range rcvs {
-			r.kill9()
-		}
-		watchCancel()
-		bg.Wait()
-		if env.part != nil {
-			if err := env.part.heal(); err != nil {
-				hist.Problemf("harness", "heal the link: %v", err)
-			}
-		}
-		for _, h := range c.hosts {
-			h.stop()
-		}
-	}
-	defer stopAll()
+	r.watchCtx, r.watchCancel = context.WithCancel(parent)
+	defer r.stopAll()
 
-	body := func() {
-		for _, h := range c.hosts {
-			if err := h.start("first start"); err != nil {
-				hist.Problemf("harness", "%v", err)
-				return
-			}
-		}
-		if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-			hist.Problemf("not-restored", "the new deployment did not come up: %v", err)
-			return
-		}
-		bg.Add(1)
-		go func() { defer bg.Done(); c.monitor(watchCtx, hist) }()
-		for _, s := range sources {
-			fl := &follower{source: s, hist: hist, log: quietLogger(log), parent: watchCtx, wg: &bg}
-			nem.followers[s] = fl
-			fl.start(c.deploy, c.groups)
-			if rpp.paced(s) {
-				// A group records a receiver's registration only once it
-				// holds the source: the paced source's publisher registers
-				// first, then its durable receiver, so that the receiver's
-				// hold is on record before retention could release
-				// anything.
-				if err := pubs[s].start(); err != nil {
-					hist.Problemf("harness", "%v", err)
-					return
-				}
-				if err := pubs[s].waitRegistered(60 * time.Second); err != nil {
-					hist.Problemf("publisher", "%v", err)
-					return
-				}
-				if err := rcvs[s].start(false); err != nil {
-					hist.Problemf("harness", "%v", err)
-					return
-				}
-				if err := rcvs[s].waitRegistered(30 * time.Second); err != nil {
-					hist.Problemf("receiver", "%v", err)
-					return
-				}
-				continue
-			}
-			if err := rcvs[s].start(false); err != nil {
-				hist.Problemf("harness", "%v", err)
-				return
-			}
-			if err := pubs[s].start(); err != nil {
-				hist.Problemf("harness", "%v", err)
-				return
-			}
-		}
-		// Publishing is under way before the first fault.
-		for _, s := range sources {
-			deadline := time.Now().Add(30 * time.Second)
-			for hist.MaxAcked(s) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-				_ = sleepCtx(ctx, 100*time.Millisecond)
-			}
-			if hist.MaxAcked(s) == 0 {
-				hist.Problemf("publisher", "source %s had nothing acknowledged 30s after it started", s)
-				return
-			}
-		}
-		// With small snapshot settings, every store compacts its log
-		// before the first fault, so that a wipe, even the first fault,
-		// ends in snapshot installs.
-		if snaps != nil {
-			t0 := time.Now()
-			if missing := c.waitSnapshotted(ctx, 30*time.Second); len(missing) > 0 {
-				log.Warn("not every store took a snapshot before the first fault; a wipe may catch up from the log", "without_snapshot", strings.Join(missing, ","))
-			} else {
-				log.Info("every store took a snapshot", "took", time.Since(t0).Round(100*time.Millisecond))
-			}
-		}
-		for i, f := range plan {
-			if ctx.Err() != nil {
-				hist.Problemf("timeout", "the schedule ran out of time before fault %d: %v", i+1, ctx.Err())
-				return
-			}
-			rec, err := nem.inject(ctx, f)
-			if err != nil {
-				hist.Problemf("harness", "fault %d (%s): %v", i+1, f, err)
-				return
-			}
-			if f.hostFault() {
-				t0 := time.Now()
-				if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-					hist.Problemf("not-restored", "after fault %d (%s): %v%s", i+1, f, err, stacksNote(c.dumpStacks(parent, fmt.Sprintf("fault-%d", i+1))))
-					return
-				}
-				hist.FaultRestored(rec, time.Now())
-				log.Info("restored", "after", f.String(), "took", time.Since(t0).Round(100*time.Millisecond))
-			}
-			_ = sleepCtx(ctx, f.Quiet)
-		}
-	}
-	body()
+	r.run(ctx, parent)
 
 	// Heal everything and wait for full restoration.
 	endStart := time.Now()
 	ctx, cancelEnd := context.WithTimeout(parent, finalPhase)
 	defer cancelEnd()
-	if err := nem.healAll(); err != nil {
-		hist.Problemf("harness", "heal: %v", err)
-	}
-	if err := c.waitRestored(ctx, opts.RestoreTimeout); err != nil {
-		hist.Problemf("not-restored", "after the final heal: %v%s", err, stacksNote(c.dumpStacks(parent, "final")))
-	}
-	// Publishers finish: register if a restarted one has not yet (the
-	// stores free a killed publisher's source after source-activity-timeout),
-	// stop sending, flush, exit.
-	var pw sync.WaitGroup
-	for _, p := range pubs {
-		pw.Add(1)
-		go func() {
-			defer pw.Done()
-			if err := p.waitRegistered(75 * time.Second); err != nil {
-				hist.Problemf("publisher", "%v", err)
-			}
-			// A paced publisher held back at the retention limit flushes
-			// only once its receiver (restarted with a new session, some
-			// 30 s after the kill) consumes again.
-			if rpp.paced(p.base.Source) {
-				if err := rcvs[p.base.Source].waitRegistered(75 * time.Second); err != nil {
-					hist.Problemf("receiver", "%v", err)
-				}
-			}
-			hist.Stopping(p.base.Source)
-			p.stop(45 * time.Second)
-		}()
-	}
-	pw.Wait()
+	r.healAndRestore(ctx, parent)
+	r.finishPublishers()
 	log.Info("publishers finished", "took", time.Since(endStart).Round(100*time.Millisecond))
-	for _, s := range sources {
-		if err := waitFollower(ctx, hist, s, 30*time.Second); err != nil {
-			hist.Problemf("receiver", "%v", err)
-		}
-	}
-	// The durable receivers catch up too (one restarted with a new session
-	// registers only once the stores expired the killed one's, after
-	// receiver-activity-timeout), then close, which records their
-	// positions: the status sample after the final reads shows them.
-	var rw sync.WaitGroup
-	for _, r := range rcvs {
-		rw.Add(1)
-		go func() {
-			defer rw.Done()
-			if err := r.waitCaughtUp(75 * time.Second); err != nil {
-				hist.Problemf("receiver", "%v", err)
-			}
-			r.stop(20 * time.Second)
-		}()
-	}
-	rw.Wait()
-	watchCancel()
-	bg.Wait()
+	r.finishReceivers(ctx)
 	log.Info("followers and durable receivers caught up", "took", time.Since(endStart).Round(100*time.Millisecond))
-	// The final read is a new client: it is given the newest deployment
-	// file, which places every host where it is.
-	for _, s := range sources {
-		hist.SetFinal(s, finalRead(ctx, c.latestFile().Groups, s, hist.MaxAcked(s), quietLogger(log)))
-	}
+	r.readBack(ctx)
 	log.Info("final reads done", "took", time.Since(endStart).Round(100*time.Millisecond))
-	c.sample(ctx, hist) // what every store holds at the end
-	stopAll()
+	r.c.sample(ctx, hist) // what every store holds at the end
+	r.stopAll()
 	log.Info("deployment stopped", "took", time.Since(endStart).Round(100*time.Millisecond))
-	for _, h := range c.hosts {
-		scan, err := scanHostLogFile(h.name, h.logPath)
-		if err != nil {
-			hist.Problemf("harness", "%v", err)
-			continue
-		}
-		hist.AddBootstraps(scan.Bootstraps)
-		for _, o := range scan.Overlaps {
-			hist.ObserveCatchUp(o)
-		}
-		hist.AddSnapshotLog(scan.Snapshots)
-		hist.AddRetentionLog(scan.Retention)
-		hist.AddSessionLog(scan)
-	}
+	r.scanHostLogs()
 	return finish(parent, env, hist, res, start, log)
 }
 

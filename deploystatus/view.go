@@ -153,6 +153,35 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 	for _, st := range local {
 		byName[st.Name] = st
 	}
+	index := v.addStores(d, byName, remote)
+
+	withLeader, confirming := 0, 0
+	for _, g := range d.Groups {
+		gv, leader := v.group(g, index, intra)
+		if leader != nil {
+			withLeader++
+		}
+		if leader != nil && (gv.Confirms == nil || *gv.Confirms) {
+			confirming++
+		}
+		groupSources(&gv, leader, byName, remote)
+		groupPlacement(&gv, g, leader)
+		v.Groups = append(v.Groups, gv)
+	}
+	slices.SortFunc(v.Groups, func(a, b Group) int { return a.Index - b.Index })
+
+	for _, h := range d.Hosts {
+		v.Hosts = append(v.Hosts, v.host(d, h, localHosts, index))
+	}
+	v.policyMismatches(d)
+	v.publishing(d, behaviour, intra, withLeader, confirming)
+	return v
+}
+
+// addStores adds every store of d to the view, in the deployment's order:
+// a store the observer runs from its status (byName), any other from the
+// probe round. It returns each store's position in v.Stores by name.
+func (v *View) addStores(d *placement.Deployment, byName map[string]storegroup.Status, remote Round) map[string]int {
 	nameByAddr := map[string]string{}
 	for _, ref := range d.Stores() {
 		nameByAddr[ref.ClientAddr()] = ref.Store.Name
@@ -170,66 +199,70 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		index[sv.Name] = len(v.Stores)
 		v.Stores = append(v.Stores, sv)
 	}
+	return index
+}
 
-	withLeader, confirming := 0, 0
-	for _, g := range d.Groups {
-		gv := Group{Index: g.Index, Stores: []string{}, Sources: []Source{}, Quorum: len(g.Stores)/2 + 1}
-		var leader *Store
+// group makes the view of group g from its stores' (index locates them in
+// v.Stores): its leader, the leading store with the longest log, which it
+// returns, nil when none leads; the members that lag the leader by more
+// than catchingUpLag, marked catching up; how many run; and, with an
+// intragroup stability other than quorum, whether it can confirm.
+func (v *View) group(g placement.Group, index map[string]int, intra quorum.Intragroup) (Group, *Store) {
+	gv := Group{Index: g.Index, Stores: []string{}, Sources: []Source{}, Quorum: len(g.Stores)/2 + 1}
+	var leader *Store
+	for _, s := range g.Stores {
+		gv.Stores = append(gv.Stores, s.Name)
+		sv := &v.Stores[index[s.Name]]
+		if sv.State == StateLeader && (leader == nil || sv.LastIndex > leader.LastIndex) {
+			leader = sv
+		}
+	}
+	if leader != nil {
+		gv.Leader = leader.Name
 		for _, s := range g.Stores {
-			gv.Stores = append(gv.Stores, s.Name)
 			sv := &v.Stores[index[s.Name]]
-			if sv.State == StateLeader && (leader == nil || sv.LastIndex > leader.LastIndex) {
-				leader = sv
+			if sv.State == StateUp && sv.AppliedIndex+catchingUpLag < leader.AppliedIndex {
+				sv.State = StateCatchingUp
 			}
 		}
-		if leader != nil {
-			gv.Leader = leader.Name
-			withLeader++
-			for _, s := range g.Stores {
-				sv := &v.Stores[index[s.Name]]
-				if sv.State == StateUp && sv.AppliedIndex+catchingUpLag < leader.AppliedIndex {
-					sv.State = StateCatchingUp
-				}
-			}
-		}
-		for _, s := range g.Stores {
-			if slices.Contains(runningStates, v.Stores[index[s.Name]].State) {
-				gv.Running++
-			}
-		}
-		if v.Intragroup != "" {
-			ok := leader != nil && intra.Confirms(len(g.Stores), gv.Running)
-			gv.Confirms = &ok
-		}
-		if leader != nil && (gv.Confirms == nil || *gv.Confirms) {
-			confirming++
-		}
-		groupSources(&gv, leader, byName, remote)
-		groupPlacement(&gv, g, leader)
-		v.Groups = append(v.Groups, gv)
 	}
-	slices.SortFunc(v.Groups, func(a, b Group) int { return a.Index - b.Index })
-
-	for _, h := range d.Hosts {
-		hv := Host{Name: h.Name, Address: h.Address, Local: slices.Contains(localHosts, h.Name), Stores: []string{}}
-		answered := 0
-		for _, ref := range d.StoresOn(h.Name) {
-			hv.Stores = append(hv.Stores, ref.Store.Name)
-			if v.Stores[index[ref.Store.Name]].State != StateDown {
-				answered++
-			}
+	for _, s := range g.Stores {
+		if slices.Contains(runningStates, v.Stores[index[s.Name]].State) {
+			gv.Running++
 		}
-		switch {
-		case answered == len(hv.Stores):
-			hv.State = "up"
-		case answered == 0:
-			hv.State = "down"
-		default:
-			hv.State = "degraded"
-		}
-		v.Hosts = append(v.Hosts, hv)
 	}
+	if v.Intragroup != "" {
+		ok := leader != nil && intra.Confirms(len(g.Stores), gv.Running)
+		gv.Confirms = &ok
+	}
+	return gv, leader
+}
 
+// host makes the view of host h: up when every store on it answered, down
+// when none did, degraded in between.
+func (v *View) host(d *placement.Deployment, h placement.Host, localHosts []string, index map[string]int) Host {
+	hv := Host{Name: h.Name, Address: h.Address, Local: slices.Contains(localHosts, h.Name), Stores: []string{}}
+	answered := 0
+	for _, ref := range d.StoresOn(h.Name) {
+		hv.Stores = append(hv.Stores, ref.Store.Name)
+		if v.Stores[index[ref.Store.Name]].State != StateDown {
+			answered++
+		}
+	}
+	switch {
+	case answered == len(hv.Stores):
+		hv.State = "up"
+	case answered == 0:
+		hv.State = "down"
+	default:
+		hv.State = "degraded"
+	}
+	return hv
+}
+
+// policyMismatches lists the stores that run with a policy other than
+// d's, and how it differs.
+func (v *View) policyMismatches(d *placement.Deployment) {
 	file := d.Policy.Canonical()
 	for _, sv := range v.Stores {
 		if sv.PolicyDigest != "" && sv.PolicyDigest != v.PolicyDigest {
@@ -240,6 +273,12 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 			v.PolicyMismatch = append(v.PolicyMismatch, sv.Name+": "+diff)
 		}
 	}
+}
+
+// publishing says whether publishing is possible, with withLeader groups
+// led and confirming of them able to confirm, and why.
+func (v *View) publishing(d *placement.Deployment, behaviour quorum.Behavior, intra quorum.Intragroup, withLeader, confirming int) {
+	name := v.Intergroup
 	n := len(d.Groups)
 	v.Publishing = publishingPossible(name, confirming, n)
 	v.Reason = fmt.Sprintf("%d of %d groups have a leader; intergroup %s needs %s", withLeader, n, name, behaviour.NeededText(n))
@@ -251,7 +290,6 @@ func Build(d *placement.Deployment, analysis *placement.Analysis, localHosts []s
 		v.Reason = fmt.Sprintf("%d of %d groups have a leader, %d can confirm (intragroup %s needs %s of a group's stores); intergroup %s needs %s",
 			withLeader, n, confirming, intra, intra.NeededText(stores), name, behaviour.NeededText(n))
 	}
-	return v
 }
 
 // groupPlacement says where the group prefers to be led from and whether

@@ -17,12 +17,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/spf13/pflag"
-
 	"umstore/internal/cli"
 	"umstore/internal/version"
 	"umstore/receiver"
-	"umstore/wire"
 )
 
 const usage = `Usage: umrcv (--deployment FILE [--store-name NAME...] | --store IP:port[:RegID[:GroupIDX]]...) --source NAME [flags]
@@ -62,147 +59,89 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run is umrcv with args, writing to stdout and stderr; it returns the
+// exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("umrcv", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	deployment := fs.String("deployment", "", "deployment `FILE` (from umstored plan or umstored dev)")
-	stores := cli.AddStoreFlags(fs)
-	source := fs.String("source", "", "source name (required)")
-	fromFlag := fs.String("from", "oldest", "where to start: a sequence number `SEQ`, oldest (the oldest any group retains) or newest (only new messages); with --name the default is after the last message NAME consumed (oldest for a new name)")
-	to := fs.Uint64("to", 0, "last sequence number to read (default: the highest any group holds)")
-	follow := fs.Bool("follow", false, "after reading, keep printing new messages until interrupted")
-	group := fs.Int("group", 0, "read from this group only (1-based: the deployment's group index, or the position in the store list's GroupIDX order)")
-	name := fs.String("name", "", "a durable receiver: record what it printed in the stores under `NAME` and resume after it when started again")
-	consensus := fs.String("consensus", "majority", "with --name, where to resume when the stores recorded different positions: lowest, majority or highest (UM ume_consensus_sequence_number_behavior)")
-	paced := fs.Bool("paced", false, "with --name, register as a receiver-paced persistence receiver: a paced source keeps its messages until this receiver printed them")
-	asJSON := fs.Bool("json", false, `print {"seq":N,"payload":"<base64>"} per line`)
-	timeout := fs.Duration("timeout", 60*time.Second, "give up reading after this long (not with --follow)")
-	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
-	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	secFlags := cli.AddSecurityFlags(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	o := bindFlags(stderr)
+	fs := o.fs
 	if err := fs.Parse(args); err != nil {
 		return cli.FlagError(stderr, "umrcv", err)
 	}
 	if fs.NArg() > 0 {
 		return cli.UsageError(stderr, "umrcv", fmt.Sprintf("unexpected argument %q (every option is a --flag)", fs.Arg(0)))
 	}
-	if *showVersion {
+	if o.showVersion {
 		fmt.Fprintln(stdout, "umrcv", version.String())
 		return 0
 	}
-	switch {
-	case *source == "":
-		fmt.Fprintln(stderr, "umrcv: --source is required")
-		return 2
-	case wire.CheckSourceName(*source) != nil:
-		fmt.Fprintln(stderr, "umrcv: --source:", wire.CheckSourceName(*source))
-		return 2
-	case *fromFlag != "oldest" && *fromFlag != "newest" && (parseSeq(*fromFlag) == 0):
-		fmt.Fprintf(stderr, "umrcv: --from %q: want a sequence number (1 or more), oldest or newest\n", *fromFlag)
-		return 2
-	case parseSeq(*fromFlag) > wire.MaxSeq:
-		fmt.Fprintf(stderr, "umrcv: --from %s is above %d, the highest sequence number a source can have\n", *fromFlag, uint64(wire.MaxSeq))
-		return 2
-	case fs.Changed("to") && *to > wire.MaxSeq:
-		fmt.Fprintf(stderr, "umrcv: --to %d is above %d, the highest sequence number a source can have; omit --to to read up to the highest one held\n", *to, uint64(wire.MaxSeq))
-		return 2
-	case fs.Changed("to") && parseSeq(*fromFlag) != 0 && *to < parseSeq(*fromFlag):
-		fmt.Fprintf(stderr, "umrcv: --to %d is below --from %s\n", *to, *fromFlag)
-		return 2
-	case *follow && fs.Changed("to"):
-		fmt.Fprintln(stderr, "umrcv: --follow reads without end; drop --to")
-		return 2
-	case *name != "" && wire.CheckSourceName(*name) != nil:
-		fmt.Fprintln(stderr, "umrcv: --name:", wire.CheckSourceName(*name))
-		return 2
-	case *name == "" && (fs.Changed("consensus") || *paced):
-		fmt.Fprintln(stderr, "umrcv: --consensus and --paced are for a durable receiver: give it a --name")
-		return 2
-	}
-	cons, err := receiver.ParseConsensus(*consensus)
-	if err != nil {
-		fmt.Fprintln(stderr, "umrcv: --consensus:", err)
-		return 2
-	}
-	logger, err := cli.Logger(stderr, *logLevel, *logFormat)
-	if err != nil {
+	if err := o.validate(); err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
-	list, d, err := cli.Stores(*deployment, *stores)
-	if err != nil {
-		fmt.Fprintln(stderr, "umrcv:", err)
-		return 2
-	}
-	if list.RegID != 0 {
-		fmt.Fprintf(stderr, "umrcv: the store list gives RegID %d: umrcv reads without registering, so it has no RegID; give 0 (use --name to record consumption)\n", list.RegID)
-		return 2
-	}
-	groups := list.Groups
-	tlsCfg, token, err := cli.ClientSecurity(d, *secFlags)
-	if err != nil {
-		fmt.Fprintln(stderr, "umrcv:", err)
-		return 2
-	}
-	cfg := receiver.DefaultConfig()
-	cfg.Source, cfg.Groups, cfg.Group, cfg.Logger, cfg.Name = *source, groups, *group, logger, *name
-	cfg.TLS, cfg.Token = tlsCfg, token
-	// A durable umrcv acknowledges what reached stdout, not what reached
-	// its buffer: a crash must not lose a message it had acknowledged.
-	cfg.ExplicitAck, cfg.Consensus, cfg.Paced = true, cons, *paced
-	r, err := receiver.New(cfg)
+	r, err := o.newReceiver(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := newSink(stdout, r, *name != "", *asJSON)
+	out := newSink(stdout, r, o.name != "", o.asJSON)
 	// The last acknowledgement goes out after the output is flushed, before
 	// the receiver records its position and says goodbye.
 	defer func() { out.flush(); r.Close() }()
+	if o.follow {
+		return followSource(ctx, o, r, out, stderr)
+	}
+	return readSource(ctx, o, r, out, stderr)
+}
 
-	// Where reading starts: after what a durable name consumed (unless
-	// --from says otherwise), else --from.
-	start := func(ctx context.Context) (uint64, error) {
-		if *name != "" && !fs.Changed("from") {
-			return resumeSeq(ctx, r, *follow, *timeout)
-		}
-		return startSeq(ctx, r, *fromFlag)
+// start is where reading starts: after what a durable name consumed
+// (unless --from says otherwise), else --from.
+func (o *options) start(ctx context.Context, r *receiver.Receiver) (uint64, error) {
+	if o.name != "" && !o.fs.Changed("from") {
+		return resumeSeq(ctx, r, o.follow, o.timeout)
 	}
-	if *follow {
-		if known, err := r.Known(ctx); err == nil && !known {
-			fmt.Fprintf(stderr, "umrcv: source %q is not known to the stores yet; waiting for a publisher to register it\n", cli.Printable(*source))
-		}
-		from, err := start(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "umrcv:", err)
-			return 1
-		}
-		err = r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
-			fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
-		})
-		if ctx.Err() != nil {
-			return 0
-		}
-		fmt.Fprintln(stderr, "umrcv:", err)
-		return 1
-	}
+	return startSeq(ctx, r, o.from)
+}
 
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	if code := checkKnown(ctx, r, *source, stderr); code != 0 {
-		return code
+// followSource is umrcv --follow: it prints from the start on, without
+// end, until interrupted (exit status 0) or the receiver fails (1).
+func followSource(ctx context.Context, o *options, r *receiver.Receiver, out *sink, stderr io.Writer) int {
+	if known, err := r.Known(ctx); err == nil && !known {
+		fmt.Fprintf(stderr, "umrcv: source %q is not known to the stores yet; waiting for a publisher to register it\n", cli.Printable(o.source))
 	}
-	from, err := start(ctx)
+	from, err := o.start(ctx, r)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 1
 	}
-	last := *to
-	if !fs.Changed("to") {
+	err = r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
+		fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
+	})
+	if ctx.Err() != nil {
+		return 0
+	}
+	fmt.Fprintln(stderr, "umrcv:", err)
+	return 1
+}
+
+// readSource prints the range from the start to --to (default: the
+// highest sequence number any group holds), within --timeout. It returns
+// the exit status: 1 when the source is unknown, the stores cannot be
+// reached, or part of the range is held by no reachable group.
+func readSource(ctx context.Context, o *options, r *receiver.Receiver, out *sink, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if code := checkKnown(ctx, r, o.source, stderr); code != 0 {
+		return code
+	}
+	from, err := o.start(ctx, r)
+	if err != nil {
+		fmt.Fprintln(stderr, "umrcv:", err)
+		return 1
+	}
+	last := o.to
+	if !o.fs.Changed("to") {
 		last, err = r.High(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "umrcv:", err)
