@@ -103,6 +103,67 @@ const (
 	planFormatSystemd = "systemd" // the deployment file and one unit per host
 )
 
+// planFlags are the flags of `umstored plan` for a new deployment.
+type planFlags struct {
+	hostArgs []string
+	req      placement.Request
+	out      string
+	asJSON   bool
+	format   string
+	unitsDir string
+	unit     unitOptions
+	force    bool
+}
+
+// bind declares the flags on fs, bound to f.
+func (f *planFlags) bind(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.hostArgs, "host", nil, "a host that runs stores, as `NAME=ADDRESS` (repeat once per host; at least two),\ne.g. --host A=10.0.0.1 --host B=store-b.example.net --host C=[::1]")
+	fs.IntVar(&f.req.Groups, "groups", placement.DefaultGroups, "`N` store groups; publishers send every message to every group")
+	fs.IntVar(&f.req.StoresPerGroup, "stores-per-group", placement.DefaultStoresPerGroup, "`N` stores in each group: an odd number, at least 3, at most 9")
+	fs.IntVar(&f.req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
+	fs.StringVar(&f.req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
+	fs.StringVarP(&f.out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is kept unless --force is given")
+	fs.BoolVar(&f.force, "force", false, "replace an existing deployment file (and, with --format systemd, existing units), atomically")
+	fs.StringVar(&f.format, "format", planFormatYAML, "`FORMAT` of the output: yaml writes the deployment file alone; systemd also writes\none systemd unit per host, umstored-NAME.service (see Units below)")
+	fs.StringVar(&f.unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out)")
+	fs.StringVar(&f.unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts")
+	fs.StringVar(&f.unit.DeploymentPath, "unit-deployment-path", defaultUnitDeploymentPath, "`PATH` of the deployment file on the hosts")
+	fs.StringVar(&f.unit.DataDir, "unit-data-dir", defaultUnitDataDir, "`DIR` on the hosts for the stores' data: the only place the units let umstored write")
+	fs.StringVar(&f.unit.AdminAddr, "unit-admin-addr", defaultUnitAdminAddr, "`ADDRESS` of each host's status page, /healthz and /readyz; \"\" for none")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file, units} instead of text")
+}
+
+// check turns the parsed flags into the planner's request, and returns
+// what is wrong with them for the usage error, or "".
+func (f *planFlags) check(fs *pflag.FlagSet) string {
+	if fs.NArg() > 0 {
+		return fmt.Sprintf("unexpected argument %q (hosts are given with --host NAME=ADDRESS)", fs.Arg(0))
+	}
+	if len(f.hostArgs) == 0 {
+		return "no hosts: give each host that runs stores with --host NAME=ADDRESS, e.g. --host A=10.0.0.1 --host B=10.0.0.2"
+	}
+	for _, arg := range f.hostArgs {
+		h, err := parseHostFlag(arg)
+		if err != nil {
+			return err.Error()
+		}
+		f.req.Hosts = append(f.req.Hosts, h)
+	}
+	// Zero would mean "default" to the planner; on the command line it is a
+	// mistake.
+	switch req := f.req; {
+	case req.Groups < 1:
+		return fmt.Sprintf("--groups %d: give at least 1 group (2 is the usual choice)", req.Groups)
+	case req.StoresPerGroup < 1:
+		return fmt.Sprintf("--stores-per-group %d: give an odd number of at least 3", req.StoresPerGroup)
+	case req.BasePort < 1 || req.BasePort > 65535:
+		return fmt.Sprintf("--base-port %d: give a port in 1..65535, e.g. 14000", req.BasePort)
+	case strings.TrimSpace(req.Name) == "":
+		return "--name is empty: give the deployment a name, e.g. --name orders"
+	}
+	return checkPlanFormat(fs, f.format, f.unit)
+}
+
 // cmdPlan implements `umstored plan ARGS...` and returns the exit code.
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if hasFlag(args, "--add-member-secret") {
@@ -115,32 +176,8 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // help is printed below, on stdout
 	fs.SortFlags = false
-
-	var (
-		hostArgs []string
-		req      = placement.Request{}
-		out      string
-		asJSON   bool
-		format   string
-		unitsDir string
-		unit     unitOptions
-		force    bool
-	)
-	fs.StringArrayVar(&hostArgs, "host", nil, "a host that runs stores, as `NAME=ADDRESS` (repeat once per host; at least two),\ne.g. --host A=10.0.0.1 --host B=store-b.example.net --host C=[::1]")
-	fs.IntVar(&req.Groups, "groups", placement.DefaultGroups, "`N` store groups; publishers send every message to every group")
-	fs.IntVar(&req.StoresPerGroup, "stores-per-group", placement.DefaultStoresPerGroup, "`N` stores in each group: an odd number, at least 3, at most 9")
-	fs.IntVar(&req.BasePort, "base-port", placement.DefaultBasePort, "`PORT` where the port numbering starts (see Ports below), e.g. --base-port 20000")
-	fs.StringVar(&req.Name, "name", placement.DefaultName, "`NAME` of the deployment, recorded in the file")
-	fs.StringVarP(&out, "out", "o", "deployment.yaml", "`FILE` to write the deployment to; an existing file is kept unless --force is given")
-	fs.BoolVar(&force, "force", false, "replace an existing deployment file (and, with --format systemd, existing units), atomically")
-	fs.StringVar(&format, "format", planFormatYAML, "`FORMAT` of the output: yaml writes the deployment file alone; systemd also writes\none systemd unit per host, umstored-NAME.service (see Units below)")
-	fs.StringVar(&unitsDir, "units-dir", "", "`DIR` to write the units to (default: the directory of --out)")
-	fs.StringVar(&unit.Binary, "unit-binary", defaultUnitBinary, "`PATH` of umstored on the hosts")
-	fs.StringVar(&unit.DeploymentPath, "unit-deployment-path", defaultUnitDeploymentPath, "`PATH` of the deployment file on the hosts")
-	fs.StringVar(&unit.DataDir, "unit-data-dir", defaultUnitDataDir, "`DIR` on the hosts for the stores' data: the only place the units let umstored write")
-	fs.StringVar(&unit.AdminAddr, "unit-admin-addr", defaultUnitAdminAddr, "`ADDRESS` of each host's status page, /healthz and /readyz; \"\" for none")
-	fs.BoolVar(&asJSON, "json", false, "print one JSON object {deployment, layout, analysis, file, units} instead of text")
-
+	var f planFlags
+	f.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, planUsageHead+fs.FlagUsages()+planUsageTail)
@@ -148,95 +185,87 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		return planUsageError(stderr, err.Error())
 	}
-	if fs.NArg() > 0 {
-		return planUsageError(stderr, fmt.Sprintf("unexpected argument %q (hosts are given with --host NAME=ADDRESS)", fs.Arg(0)))
-	}
-	if len(hostArgs) == 0 {
-		return planUsageError(stderr, "no hosts: give each host that runs stores with --host NAME=ADDRESS, e.g. --host A=10.0.0.1 --host B=10.0.0.2")
-	}
-	for _, arg := range hostArgs {
-		h, err := parseHostFlag(arg)
-		if err != nil {
-			return planUsageError(stderr, err.Error())
-		}
-		req.Hosts = append(req.Hosts, h)
-	}
-	// Zero would mean "default" to the planner; on the command line it is a
-	// mistake.
-	switch {
-	case req.Groups < 1:
-		return planUsageError(stderr, fmt.Sprintf("--groups %d: give at least 1 group (2 is the usual choice)", req.Groups))
-	case req.StoresPerGroup < 1:
-		return planUsageError(stderr, fmt.Sprintf("--stores-per-group %d: give an odd number of at least 3", req.StoresPerGroup))
-	case req.BasePort < 1 || req.BasePort > 65535:
-		return planUsageError(stderr, fmt.Sprintf("--base-port %d: give a port in 1..65535, e.g. 14000", req.BasePort))
-	case strings.TrimSpace(req.Name) == "":
-		return planUsageError(stderr, "--name is empty: give the deployment a name, e.g. --name orders")
-	}
-	if msg := checkPlanFormat(fs, format, unit); msg != "" {
+	if msg := f.check(fs); msg != "" {
 		return planUsageError(stderr, msg)
 	}
-
-	d, analysis, err := placement.Plan(req)
+	d, analysis, err := placement.Plan(f.req)
 	if err != nil {
-		return planRefused(stdout, stderr, err, asJSON)
+		return planRefused(stdout, stderr, err, f.asJSON)
 	}
-	// Render the units before writing anything, so that a problem with
-	// them leaves no half-written output behind.
+	written, err := f.write(d, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
+		return planExitRefused
+	}
+	return f.report(stdout, stderr, d, analysis, written)
+}
+
+// planWritten is what plan wrote: the member secret file beside the
+// deployment (and whether it is new), and the units.
+type planWritten struct {
+	secret  string
+	created bool
+	units   []string
+}
+
+// write writes the deployment file, the member secret beside it and, with
+// --format systemd, the units (warnings about them go to stderr). The units are rendered before anything is
+// written, so that a problem with them leaves no half-written output.
+func (f *planFlags) write(d *placement.Deployment, stderr io.Writer) (planWritten, error) {
 	var units []unitFile
-	if format == planFormatSystemd {
-		if unitsDir == "" {
-			unitsDir = filepath.Dir(out)
+	if f.format == planFormatSystemd {
+		if f.unitsDir == "" {
+			f.unitsDir = filepath.Dir(f.out)
 		}
 		var warnings []string
-		if units, warnings, err = prepareUnits(d, unitsDir, unit); err != nil {
-			fmt.Fprintf(stderr, "umstored plan: %v\n", err)
-			return planExitRefused
+		var err error
+		if units, warnings, err = prepareUnits(d, f.unitsDir, f.unit); err != nil {
+			return planWritten{}, err
 		}
 		for _, w := range warnings {
 			fmt.Fprintf(stderr, "umstored plan: warning: %s\n", w)
 		}
 	}
-	if err := refuseOverwrite(append([]string{out}, pathsOf(units)...), force); err != nil {
-		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
-		return planExitRefused
+	if err := refuseOverwrite(append([]string{f.out}, pathsOf(units)...), f.force); err != nil {
+		return planWritten{}, err
 	}
-	d.Security = &placement.Security{MemberSecretFile: placement.MemberSecretFileFor(out)}
-	if err := d.WriteFile(out); err != nil {
-		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
-		return planExitRefused
+	d.Security = &placement.Security{MemberSecretFile: placement.MemberSecretFileFor(f.out)}
+	if err := d.WriteFile(f.out); err != nil {
+		return planWritten{}, err
 	}
-	secret, created, err := memberSecretBeside(out)
+	secret, created, err := memberSecretBeside(f.out)
 	if err != nil {
-		fmt.Fprintf(stderr, "umstored plan: wrote %s, but %v\n", out, err)
-		return planExitRefused
+		return planWritten{}, fmt.Errorf("wrote %s, but %v", f.out, err)
 	}
 	if err := writeUnits(units); err != nil {
-		fmt.Fprintf(stderr, "umstored plan: %v\n", err)
-		return planExitRefused
+		return planWritten{}, err
 	}
-	unitPaths := pathsOf(units)
+	return planWritten{secret: secret, created: created, units: pathsOf(units)}, nil
+}
 
+// report prints the layout, the failure analysis and what to do next, as
+// text or as one JSON object.
+func (f *planFlags) report(stdout, stderr io.Writer, d *placement.Deployment, analysis *placement.Analysis, w planWritten) int {
 	layout := placement.RenderLayout(d)
-	if asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: out, Units: unitPaths, MemberSecret: secret}); err != nil {
+		if err := enc.Encode(planOutput{Deployment: d, Layout: layout, Analysis: analysis, File: f.out, Units: w.units, MemberSecret: w.secret}); err != nil {
 			fmt.Fprintf(stderr, "umstored plan: writing JSON: %v\n", err)
 			return planExitRefused
 		}
-		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(append([]string{out}, unitPaths...), ", "))
-		fmt.Fprintf(stderr, "%s\n", secretNote(secret, created))
+		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(append([]string{f.out}, w.units...), ", "))
+		fmt.Fprintf(stderr, "%s\n", secretNote(w.secret, w.created))
 		return planExitOK
 	}
 	fmt.Fprintf(stdout, "Layout of %q:\n\n%s\n%s\n", d.Name, layout, analysis.Render())
-	fmt.Fprintf(stdout, "Wrote %s: %d groups of %d stores on %d hosts.\n", out, len(d.Groups), req.StoresPerGroup, len(d.Hosts))
-	fmt.Fprintf(stdout, "%s\n", secretNote(secret, created))
-	if format == planFormatSystemd {
-		printUnitSteps(stdout, out, secret, unitPaths, unit)
+	fmt.Fprintf(stdout, "Wrote %s: %d groups of %d stores on %d hosts.\n", f.out, len(d.Groups), f.req.StoresPerGroup, len(d.Hosts))
+	fmt.Fprintf(stdout, "%s\n", secretNote(w.secret, w.created))
+	if f.format == planFormatSystemd {
+		printUnitSteps(stdout, f.out, w.secret, w.units, f.unit)
 		return planExitOK
 	}
-	fmt.Fprintf(stdout, "Copy both to every host that runs stores (clients need only %s) and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", filepath.Base(out), out, d.Hosts[0].Name)
+	fmt.Fprintf(stdout, "Copy both to every host that runs stores (clients need only %s) and start each host's stores with\n  umstored run --deployment %s --host %s --data-dir DIR\n", filepath.Base(f.out), f.out, d.Hosts[0].Name)
 	return planExitOK
 }
 
