@@ -1,3 +1,5 @@
+//lint:file-ignore U1000 the msgpack reference types carry a _msgpack field that msgpack reads by reflection (as_array)
+
 package repository
 
 import (

@@ -42,20 +42,6 @@ func (s *streamReader) uvarint() uint64 {
 	return v
 }
 
-// field reads a uvarint-prefixed field of at most limit bytes.
-func (s *streamReader) field(limit uint64) []byte {
-	n := s.uvarint()
-	if s.err == nil && n > limit {
-		s.err = fmt.Errorf("field of %d bytes, at most %d expected", n, limit)
-	}
-	if s.err != nil {
-		return nil
-	}
-	b := make([]byte, n)
-	s.framed(b)
-	return b
-}
-
 // fields splits a record body into its uvarint-prefixed fields and
 // fixed-size integers, refusing a body that does not parse.
 type fields struct {

@@ -252,7 +252,7 @@ func (s *Store) lifetimeEnded(now time.Time, after time.Duration) []silentReceiv
 			}
 			s.receiverDuties.expiredSeen[k] = seen
 			if wallclock.Now().Sub(time.Unix(0, r.ExpiredUnixNano)) >= after && now.Sub(seen) >= after {
-				out = append(out, silentReceiver{key: k.key, session: k.session})
+				out = append(out, silentReceiver(k))
 			}
 		}
 	}
