@@ -42,9 +42,10 @@ import (
 // The moved store is empty (a replaced server has no state) or carries its
 // state with it (a disk moved across). Either way it starts as any store
 // does: an empty one joins through the staged join behind the vote gate
-// (start.go, votegate.go), so its vote never counts before it has caught
-// up. Its old incarnation is fenced off: the raft port refuses connections
-// claiming a moved member from anywhere but its new host (raftauth.go).
+// (start.go, raftport's votegate.go), so its vote never counts before it
+// has caught up. Its old incarnation is fenced off: the raft port refuses
+// connections claiming a moved member from anywhere but its new host
+// (raftport's auth.go).
 
 // Why a move may be refused, for logs and the MemberMoved verdict.
 const (
