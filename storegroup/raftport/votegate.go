@@ -87,6 +87,14 @@ type Transport struct {
 	members *Progress // the members' answers, for the intragroup rule (progress.go); nil: not recorded
 }
 
+// raft finds pre-vote and Close through these interfaces (RAFT-NOTES.md): a
+// wrapper that lost them would silently turn pre-vote off, or leave the
+// network transport open when raft shuts down.
+var (
+	_ raft.WithPreVote = (*Transport)(nil)
+	_ raft.WithClose   = (*Transport)(nil)
+)
+
 func newGatedTransport(t *raft.NetworkTransport, gate *VoteGate, localID raft.ServerID, refused func(string, Position)) *Transport {
 	g := &Transport{NetworkTransport: t, gate: gate, localID: localID, out: make(chan raft.RPC), done: make(chan struct{}), refused: refused}
 	go g.filter()
