@@ -5,12 +5,12 @@
 //
 // One connection, from dial or accept to raft:
 //
-//	port.go       Config, Open: the port as the store configures it, and the Transport raft uses
-//	transport.go  the stream layer: bounded handshakes at accept, outgoing connections from the host's address
+//	port.go       Config, Open, Transport: the port as the store configures it, and what raft uses of it
+//	stream.go     the stream layer: bounded handshakes at accept, outgoing connections from the host's address
 //	auth.go       member authentication: TLS peer identity and source address, internal/memberauth's handshake
 //	auth_conn.go  idle accepted connections closed; quiet dialed ones replaced before raft writes on them
 //	refusal.go    Refusal: why a peer was refused, counted and logged at most once per address in a while
-//	votegate.go   VoteGate and Transport: votes refused to candidates behind the group's last entry
+//	votegate.go   VoteGate, Position: votes refused to candidates behind the group's last entry
 //	progress.go   Progress: the members' AppendEntries and InstallSnapshot answers, for the intragroup rule
 //	member.go     Member and DialFunc, shared with package storegroup
 //

@@ -71,52 +71,11 @@ func (g *VoteGate) Allows(cand Position) bool {
 	return !g.shut || cand.AtLeast(g.target)
 }
 
-// Transport is what raft uses of the raft port: raft's network transport
-// over the stream layer (transport.go), with the vote gate in front of the
-// RPCs it delivers to raft, and the members' answers recorded on their way
-// back (progress.go). Embedding keeps every other method of the transport
-// (pre-vote, close, pipelining) so raft still detects them.
-type Transport struct {
-	*raft.NetworkTransport
-	gate    *VoteGate
-	localID raft.ServerID
-	out     chan raft.RPC
-	done    chan struct{}
-	once    sync.Once
-	refused func(candidate string, cand Position)
-	members *Progress // the members' answers, for the intragroup rule (progress.go); nil: not recorded
-}
-
-// raft finds pre-vote and Close through these interfaces (RAFT-NOTES.md): a
-// wrapper that lost them would silently turn pre-vote off, or leave the
-// network transport open when raft shuts down.
-var (
-	_ raft.WithPreVote = (*Transport)(nil)
-	_ raft.WithClose   = (*Transport)(nil)
-)
-
-func newGatedTransport(t *raft.NetworkTransport, gate *VoteGate, localID raft.ServerID, refused func(string, Position)) *Transport {
-	g := &Transport{NetworkTransport: t, gate: gate, localID: localID, out: make(chan raft.RPC), done: make(chan struct{}), refused: refused}
-	go g.filter()
-	return g
-}
-
-// Gate is the vote gate in front of the transport.
-func (g *Transport) Gate() *VoteGate { return g.gate }
-
-// RecordAnswers has the transport hand every member's answer to
-// AppendEntries and InstallSnapshot to p before raft sees it. It must be
-// called before raft starts.
-func (g *Transport) RecordAnswers(p *Progress) { g.members = p }
+// The gate's side of Transport (port.go): every RPC raft is to see passes
+// through filter, which answers the votes the gate refuses.
 
 // Consumer implements raft.Transport: the RPCs that passed the gate.
 func (g *Transport) Consumer() <-chan raft.RPC { return g.out }
-
-// Close implements raft.WithClose and stops the filter.
-func (g *Transport) Close() error {
-	g.once.Do(func() { close(g.done) })
-	return g.NetworkTransport.Close()
-}
 
 func (g *Transport) filter() {
 	in := g.NetworkTransport.Consumer()
