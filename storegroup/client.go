@@ -7,6 +7,7 @@ import (
 
 	"umstore/quorum"
 	"umstore/storegroup/clientserver"
+	"umstore/storegroup/raftport"
 	"umstore/wire"
 )
 
@@ -109,8 +110,8 @@ func (s *Store) notifyApplied() {
 // returns what the client server needs to wait for them. It runs before
 // raft starts.
 func (s *Store) intragroupDeps() clientserver.Intragroup {
-	mp := newMemberProgress()
-	s.rtrans.members = mp
+	mp := raftport.NewProgress()
+	s.port.RecordAnswers(mp)
 	logs := &memberLogs{
 		progress: mp,
 		window:   memberRunningHeartbeats * s.cfg.HeartbeatTimeout,
@@ -130,25 +131,25 @@ func (s *Store) intragroupDeps() clientserver.Intragroup {
 }
 
 // memberLogs is what the client server's intragroup waits read of the
-// members' logs (members.go).
+// members' logs (package raftport's progress.go).
 type memberLogs struct {
-	progress *memberProgress // what the members' answers said
-	others   []string        // the other members' names
-	window   time.Duration   // a member is running while heard from within it
-	term     func() uint64   // the raft node's current term; 0 before it runs
+	progress *raftport.Progress // what the members' answers said
+	others   []string           // the other members' names
+	window   time.Duration      // a member is running while heard from within it
+	term     func() uint64      // the raft node's current term; 0 before it runs
 }
 
 // Changed implements clientserver.MemberLogs.
-func (l *memberLogs) Changed() <-chan struct{} { return l.progress.changed() }
+func (l *memberLogs) Changed() <-chan struct{} { return l.progress.Changed() }
 
 // Held implements clientserver.MemberLogs.
 func (l *memberLogs) Held(b quorum.Intragroup, index uint64, now time.Time) (bool, []clientserver.MemberView) {
-	views := l.progress.view(l.others, l.term(), index, now, l.window)
+	views := l.progress.View(l.others, l.term(), index, now, l.window)
 	out := make([]clientserver.MemberView, len(views))
 	for i, v := range views {
-		out[i] = clientserver.MemberView{Name: v.name, Running: v.running, Holds: v.holds, Quiet: v.quiet}
+		out[i] = clientserver.MemberView{Name: v.Name, Running: v.Running, Holds: v.Holds, Quiet: v.Quiet}
 	}
-	return met(b, views), out
+	return raftport.Met(b, views), out
 }
 
 // clientReceivers gives the client server the leader's receiver sessions

@@ -11,14 +11,18 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/memberauth"
 	"umstore/quorum"
+	"umstore/storegroup/raftport"
 )
 
-// Member is one store of a group as the deployment describes it.
-type Member struct {
-	Name       string // unique store name, also its raft server ID
-	RaftAddr   string // host:port of its raft transport
-	ClientAddr string // host:port of its client server
-}
+// Member is one store of a group as the deployment describes it. It is
+// the raft port's type, so the port checks its peers against the same
+// records the store is configured with.
+type Member = raftport.Member
+
+// DialFunc opens a connection to address, as (*net.Dialer).DialContext does.
+// It is the type of Config.Dial (raftport.DialFunc: the raft port dials
+// through it too).
+type DialFunc = raftport.DialFunc
 
 // Security is a store's transport security. The zero value is plain TCP
 // without a token or member secret: anyone who can reach the raft port can

@@ -3,9 +3,10 @@
 // A store is a hashicorp/raft node whose finite state machine is a
 // repository (package repository) in a bbolt file, plus a client server
 // (package clientserver) that speaks the wire protocol to publishers,
-// receivers and other stores. This package composes them and runs the
-// store's life: open, start, the leader's duties, status and stop; every
-// raft proposal goes through package proposal.
+// receivers and other stores, and a raft port (package raftport) that
+// admits only the group's members to raft. This package composes them and
+// runs the store's life: open, start, the leader's duties, status and
+// stop; every raft proposal goes through package proposal.
 //
 // The data path of a publish (packages clientserver and proposal): the
 // client server receives a Publish frame (a batch of contiguous messages of
@@ -19,8 +20,8 @@
 // by then and apply is deterministic: a store whose commit fails stops, and
 // replays the entry when it starts again. Under intragroup all-active or all
 // the Ack waits, after that, until the members the behaviour names hold the
-// entry in their raft logs (clientserver's intragroup.go; members.go reads
-// their positions off raft's answers). A follower answers NotLeader with the
+// entry in their raft logs (clientserver's intragroup.go; raftport's progress.go
+// reads their positions off raft's answers). A follower answers NotLeader with the
 // leader's client address.
 //
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never

@@ -217,8 +217,8 @@ func (s *Store) pong(reqID uint64) *wire.Pong {
 	if l, ok := s.leader(); ok {
 		p.Leader, p.LeaderName = l.ClientAddr, l.Name
 	}
-	if s.gate != nil {
-		p.CatchingUp, _ = s.gate.state()
+	if s.port != nil {
+		p.CatchingUp, _ = s.port.Gate().State()
 	}
 	return p
 }

@@ -311,14 +311,6 @@ func (s *Store) addressBook() *memberBook {
 	return s.book
 }
 
-// memberCheck is the raft port's check of peers (raftauth.go), against the
-// members where they listen now.
-func (s *Store) memberCheck() memberCheck {
-	m := newMemberCheck(s.cfg)
-	m.current = s.addressBook().members
-	return m
-}
-
 // currentMember returns a member of the group where it listens now.
 func (s *Store) currentMember(name string) (Member, bool) { return s.addressBook().member(name) }
 

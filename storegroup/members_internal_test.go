@@ -1,14 +1,10 @@
 package storegroup
 
 import (
-	"io"
-	"log/slog"
 	"net"
 	"reflect"
 	"strconv"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -145,62 +141,4 @@ func TestMemberBookLearnsOtherGroups(t *testing.T) {
 	if addr().ClientAddr != file.ClientAddr {
 		t.Fatal("a list for a group of no such index moved a store")
 	}
-}
-
-// The raft port lets a member that moved speak only from its new host,
-// with or without TLS: its old incarnation, should it come back at the
-// old address, is refused; the new one is accepted.
-func TestMovedMemberIsRefusedFromItsOldHost(t *testing.T) {
-	sec := Security{MemberSecret: testSecret}
-	// G1S3 lived on 127.0.0.2 and moved to 127.0.0.3.
-	members := testGroup(nil)
-	movedTo := []Member{}
-	for _, m := range members {
-		if m.Name == "G1S3" {
-			m.RaftAddr, m.ClientAddr = "127.0.0.3:3", "127.0.0.3:3"
-		}
-		movedTo = append(movedTo, m)
-	}
-	refused := &[peerRefusalReasons]atomic.Uint64{}
-	check := newMemberCheck(Config{Name: "G1S2", Group: 1, Members: members, Security: sec})
-	check.current = func() []Member { return movedTo }
-	acc, err := newStreamLayer(streamOptions{
-		bind: "127.0.0.1:0", localIP: net.ParseIP("127.0.0.1"), security: sec, auth: check,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), refused: func(r peerRefusal) { refused[r].Add(1) },
-		handshakeTimeout: 2 * time.Second, idleTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer acc.Close()
-	port := raftPort{acc, refused}
-	dialerGroup := testGroup(map[string]string{"G1S2": acc.Addr().String()})
-
-	old := openRaftPort(t, "G1S3", "127.0.0.2:0", dialerGroup, sec, 2*time.Second, time.Minute)
-	if c, err := old.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second); err == nil {
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err == nil {
-			t.Fatal("the old incarnation's connection was served")
-		}
-		c.Close()
-	}
-	deadline := time.Now().Add(3 * time.Second)
-	for port.count(refusedAddress) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if port.count(refusedAddress) != 1 {
-		t.Fatalf("address refusals: %d, want 1", port.count(refusedAddress))
-	}
-
-	moved := openRaftPort(t, "G1S3", "127.0.0.3:0", dialerGroup, sec, 2*time.Second, time.Minute)
-	dc, err := moved.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second)
-	if err != nil {
-		t.Fatalf("the new incarnation's dial: %v", err)
-	}
-	defer dc.Close()
-	ac, err := acceptOne(t, port, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"umstore/internal/memberauth"
+	"umstore/storegroup/raftport"
 	"umstore/wire"
 )
 
@@ -41,9 +42,10 @@ import (
 // The moved store is empty (a replaced server has no state) or carries its
 // state with it (a disk moved across). Either way it starts as any store
 // does: an empty one joins through the staged join behind the vote gate
-// (start.go, votegate.go), so its vote never counts before it has caught
-// up. Its old incarnation is fenced off: the raft port refuses connections
-// claiming a moved member from anywhere but its new host (raftauth.go).
+// (start.go, raftport's votegate.go), so its vote never counts before it
+// has caught up. Its old incarnation is fenced off: the raft port refuses
+// connections claiming a moved member from anywhere but its new host
+// (raftport's auth.go).
 
 // Why a move may be refused, for logs and the MemberMoved verdict.
 const (
@@ -173,9 +175,9 @@ func (d *memberDesk) decide(ctx context.Context, want Member, remote net.Addr) *
 		v.Recorded = v.Recorded || d.book.durable(want)
 		return v
 	}
-	ip := net.ParseIP(remoteIP(remote))
-	if !hostResolvesTo(ctx, d.lookup, hostOf(want.RaftAddr), ip) {
-		return refuse("the request comes from %s, not from the host of the new raft address %s", remoteIP(remote), want.RaftAddr)
+	ip := net.ParseIP(raftport.RemoteIP(remote))
+	if !hostResolvesTo(ctx, d.lookup, raftport.HostOf(want.RaftAddr), ip) {
+		return refuse("the request comes from %s, not from the host of the new raft address %s", raftport.RemoteIP(remote), want.RaftAddr)
 	}
 	for _, o := range d.book.members() {
 		if o.Name != want.Name && (o.RaftAddr == want.RaftAddr || o.ClientAddr == want.ClientAddr) {
@@ -225,7 +227,7 @@ func (d *memberDesk) decide(ctx context.Context, want Member, remote net.Addr) *
 
 // hostResolvesTo reports whether host (an IP address or a name) has ip.
 func hostResolvesTo(ctx context.Context, lookup func(context.Context, string) ([]net.IPAddr, error), host string, ip net.IP) bool {
-	return memberCheck{lookup: lookup}.hostHas(ctx, host, ip)
+	return raftport.HostHas(ctx, lookup, host, ip)
 }
 
 // moveBinding is the keying material a move's proofs are bound to: the TLS
@@ -236,7 +238,7 @@ func moveBinding(nc net.Conn) []byte {
 		return nil
 	}
 	st := tc.ConnectionState()
-	b, err := st.ExportKeyingMaterial(bindingMoveLabel, nil, bindingSize)
+	b, err := st.ExportKeyingMaterial(bindingMoveLabel, nil, raftport.BindingSize)
 	if err != nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"umstore/storegroup/clientserver"
+	"umstore/storegroup/raftport"
 )
 
 // storeMetrics holds what a store counts as it works; the rest of its
@@ -20,10 +21,10 @@ type storeMetrics struct {
 	stored       atomic.Uint64
 	duplicates   atomic.Uint64
 	conflicts    atomic.Uint64
-	client       *clientserver.Metrics             // the client server's (connections, refused frames)
-	refusedPeers [peerRefusalReasons]atomic.Uint64 // raft connections, by peerRefusal
-	leaderMoves  atomic.Uint64                     // leadership handed to the preferred host (leadership.go)
-	mismatches   atomic.Uint64                     // sequence numbers another group holds otherwise (repair_verify.go)
+	client       *clientserver.Metrics               // the client server's (connections, refused frames)
+	refusedPeers [raftport.NumRefusals]atomic.Uint64 // raft connections, by raftport.Refusal
+	leaderMoves  atomic.Uint64                       // leadership handed to the preferred host (leadership.go)
+	mismatches   atomic.Uint64                       // sequence numbers another group holds otherwise (repair_verify.go)
 }
 
 func newStoreMetrics(name string, group int) *storeMetrics {
@@ -133,8 +134,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_messages_duplicate_total", "Messages applied that were already held (no-ops).", m.duplicates.Load())
 	counter("umstore_snapshots_total", "Raft snapshots taken (each refers to the repository file at its applied index).", m.snapshots.Load())
 	c.collectClient(ch)
-	for i, name := range peerRefusalNames {
-		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[i].Load()), name)
+	for r := range raftport.NumRefusals {
+		ch <- prometheus.MustNewConstMetric(c.desc("umstore_raft_peers_refused_total", "Connections to the raft port closed before raft read a byte, because the peer did not prove it is a member of this group, by reason.", "reason"), prometheus.CounterValue, float64(m.refusedPeers[r].Load()), r.String())
 	}
 	c.collectReceivers(ch, st)
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.client.MergedFrames} {

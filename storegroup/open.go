@@ -19,6 +19,7 @@ import (
 	"umstore/repository"
 	"umstore/storegroup/clientserver"
 	"umstore/storegroup/proposal"
+	"umstore/storegroup/raftport"
 )
 
 // Open opens (or creates) the store's data directory, starts its client
@@ -101,8 +102,8 @@ func (s *Store) open(ctx context.Context) error {
 // abandon undoes a failed open: it closes the transport and the files that
 // were opened and releases the data directory's lock.
 func (s *Store) abandon() {
-	if s.rtrans != nil {
-		s.rtrans.Close()
+	if s.port != nil {
+		s.port.Close()
 	}
 	s.closeStorage()
 	s.cancel()
@@ -305,33 +306,33 @@ func (s *Store) openTransport() error {
 	cfg := s.cfg
 	self := cfg.self()
 	def := DefaultConfig()
-	stream, err := newStreamLayer(streamOptions{
-		bind:             self.RaftAddr,
-		localIP:          cfg.LocalIP,
-		security:         cfg.Security,
-		dial:             cfg.Dial,
-		auth:             s.memberCheck(), // against where the members listen now (members_book.go)
-		log:              s.log,
-		refused:          func(r peerRefusal) { s.metrics.refusedPeers[r].Add(1) },
-		handshakeTimeout: cmp.Or(cfg.RaftHandshakeTimeout, def.RaftHandshakeTimeout),
-		idleTimeout:      cmp.Or(cfg.RaftIdleTimeout, def.RaftIdleTimeout),
+	port, err := raftport.Open(raftport.Config{
+		Name:    cfg.Name,
+		Group:   cfg.Group,
+		Members: cfg.Members,
+		// Where the members listen now (members_book.go), for the peers'
+		// checks and for raft's transport.
+		Current:   s.addressBook().members,
+		Addresses: s.addressBook(),
+
+		Bind:         self.RaftAddr,
+		LocalIP:      cfg.LocalIP,
+		ServerTLS:    cfg.Security.ServerTLS,
+		ClientTLS:    cfg.Security.ClientTLS,
+		MemberSecret: cfg.Security.MemberSecret,
+		Dial:         cfg.Dial,
+
+		HandshakeTimeout: cmp.Or(cfg.RaftHandshakeTimeout, def.RaftHandshakeTimeout),
+		IdleTimeout:      cmp.Or(cfg.RaftIdleTimeout, def.RaftIdleTimeout),
+
+		Log:     s.log,
+		HLog:    s.hlog,
+		Refused: func(r raftport.Refusal) { s.metrics.refusedPeers[r].Add(1) },
 	})
 	if err != nil {
 		return err
 	}
-	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  stream,
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  s.hlog.Named("transport"),
-
-		ServerAddressProvider: s.addressBook(), // members_book.go: where the members listen now
-	})
-	s.gate = &voteGate{}
-	s.rtrans = newGatedTransport(s.trans, s.gate, raft.ServerID(cfg.Name), func(cand string, pos logPosition) {
-		_, target := s.gate.state()
-		s.log.Warn("refused a vote: this store rejoined empty and has not caught up; the candidate's log does not reach the group's last entry", "candidate", cand, "candidate_log", pos.String(), "target", target.String())
-	})
+	s.port = port
 	return nil
 }
 

@@ -79,5 +79,5 @@ func (s *Store) newRaft(rc *raft.Config, logs raft.LogStore, stable raft.StableS
 			}
 		}
 	}()
-	return raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.rtrans)
+	return raft.NewRaft(rc, s.fsm, logs, stable, s.snaps, s.port)
 }

@@ -10,6 +10,7 @@ import (
 
 	"umstore/internal/atomicfile"
 	"umstore/internal/wallclock"
+	"umstore/storegroup/raftport"
 )
 
 // rejoinFile marks a store that joined its group empty and has not caught
@@ -22,7 +23,7 @@ type rejoinMarker struct {
 	// Target is the log position this store must reach before it votes
 	// freely: the leader's (or the most up-to-date member's) last entry
 	// when the store joined.
-	Target logPosition `json:"target"`
+	Target raftport.Position `json:"target"`
 	// From names the member whose answer set Target.
 	From string `json:"from"`
 	// SinceUnixNano is when the store joined.

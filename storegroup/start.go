@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"umstore/storegroup/raftport"
 
 	"github.com/hashicorp/raft"
 )
@@ -62,7 +63,7 @@ func (s *Store) start() {
 			release = func() {}
 			return // stopping
 		}
-		s.gate.close(d.target)
+		s.port.Gate().Close(d.target)
 		s.log.Info("joining the group empty: catching up before voting", "target", d.target.String(), "from", d.from)
 	}
 	if err := s.startRaft(d.kind == startBootstrap); err != nil {
@@ -106,7 +107,7 @@ func (s *Store) awaitTurn() (release func(), err error) {
 // catchUp waits until raft has applied the target entry, then opens the
 // vote gate, removes the rejoin marker and lets the next empty store of
 // the group start.
-func (s *Store) catchUp(target logPosition, release func()) {
+func (s *Store) catchUp(target raftport.Position, release func()) {
 	defer release()
 	r := s.raftNode()
 	start := time.Now()
@@ -120,7 +121,7 @@ func (s *Store) catchUp(target logPosition, release func()) {
 				s.fail(fmt.Errorf("clear the rejoin marker: %w", err))
 				return
 			}
-			s.gate.open()
+			s.port.Gate().Open()
 			s.log.Info("caught up with the group; voting normally", "applied", applied, "took", time.Since(start).Round(time.Millisecond))
 			return
 		}

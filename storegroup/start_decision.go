@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"umstore/storegroup/raftport"
 	"umstore/wire"
 )
 
@@ -29,7 +30,7 @@ type startDecision struct {
 	// target, for startJoinExisting, is where the vote gate opens: the
 	// last log position of the leader, or else of the most up-to-date
 	// member.
-	target logPosition
+	target raftport.Position
 	// from names, for startJoinExisting, the member whose answer set
 	// target; for startJoinNew, the member that bootstraps the group; for
 	// startWait, the member with state whose answer did not suffice.
@@ -65,8 +66,8 @@ func (a memberAnswer) hasState() bool {
 	return a.reply != nil && (a.reply.HasState || a.reply.GroupID != "")
 }
 
-func (a memberAnswer) position() logPosition {
-	return logPosition{Term: a.reply.LastTerm, Index: a.reply.LastIndex}
+func (a memberAnswer) position() raftport.Position {
+	return raftport.Position{Term: a.reply.LastTerm, Index: a.reply.LastIndex}
 }
 
 // startInput is what an empty store knows when it decides how to start
@@ -131,7 +132,7 @@ func (in startInput) decide() startDecision {
 			if a.reply.State == "Leader" {
 				return startDecision{kind: startJoinExisting, target: a.position(), from: a.name, leader: true}
 			}
-			if best == nil || a.position().atLeast(best.position()) {
+			if best == nil || a.position().AtLeast(best.position()) {
 				best = &members[i]
 			}
 		}

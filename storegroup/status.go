@@ -122,7 +122,7 @@ func (s *Store) Status() Status {
 			st.Sources = append(st.Sources, ss)
 		}
 	}
-	if shut, target := s.gate.state(); shut {
+	if shut, target := s.port.Gate().State(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
 	}
 	if err := s.refusalErr(); err != nil {

@@ -51,7 +51,7 @@ func (s *Store) stop(transfer bool) error {
 				s.closeErr = errors.Join(s.closeErr, err)
 			}
 		}
-		s.rtrans.Close()
+		s.port.Close()
 		if !healthy {
 			// Raft has answered what it will; the early answers it never
 			// decided are given up, and the connections get a bounded wait.

@@ -14,6 +14,7 @@ import (
 	"umstore/repository"
 	"umstore/storegroup/clientserver"
 	"umstore/storegroup/proposal"
+	"umstore/storegroup/raftport"
 )
 
 // A store's life, one file per stage:
@@ -39,9 +40,7 @@ type Store struct {
 	logKind  string // LogStoreWAL or LogStoreBoltDB
 	lock     dirlock.Lock
 	snaps    *snapshotStore
-	trans    *raft.NetworkTransport
-	rtrans   *gatedTransport // what raft uses: trans behind the vote gate
-	gate     *voteGate
+	port     *raftport.Transport // what raft uses: the raft port, behind its vote gate
 	fsm      *fsm
 	client   *clientserver.Server
 	repair   *repairer

@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"log/slog"
@@ -7,25 +7,29 @@ import (
 	"time"
 )
 
-// peerRefusal is why a connection to the raft port was closed before raft
+// Refusal is why a connection to the raft port was closed before raft
 // read a byte: the label reason of umstore_raft_peers_refused_total.
-type peerRefusal int
+type Refusal int
 
 const (
-	refusedTimeout     peerRefusal = iota // no proof before RaftHandshakeTimeout
-	refusedProtocol                       // not a member handshake (raft's own framing, a port scan, an older store)
-	refusedSecret                         // a member handshake with a wrong proof: another secret
-	refusedNotMember                      // a name that is not another member of the group
-	refusedTLS                            // the TLS handshake failed (no certificate, another CA)
-	refusedCertificate                    // a certificate that is not a store's for the peer's host
-	refusedAddress                        // from an address that is no member's host
-	refusedBusy                           // too many connections still proving membership
-	peerRefusalReasons
+	refusedTimeout     Refusal = iota // no proof before Config.HandshakeTimeout
+	refusedProtocol                   // not a member handshake (raft's own framing, a port scan, an older store)
+	refusedSecret                     // a member handshake with a wrong proof: another secret
+	refusedNotMember                  // a name that is not another member of the group
+	refusedTLS                        // the TLS handshake failed (no certificate, another CA)
+	refusedCertificate                // a certificate that is not a store's for the peer's host
+	refusedAddress                    // from an address that is no member's host
+	refusedBusy                       // too many connections still proving membership
+
+	// NumRefusals is the number of reasons: Refusal(0) to
+	// Refusal(NumRefusals-1), for an array of counters.
+	NumRefusals
 )
 
-var peerRefusalNames = [peerRefusalReasons]string{"timeout", "protocol", "secret", "not_member", "tls", "certificate", "address", "busy"}
+var peerRefusalNames = [NumRefusals]string{"timeout", "protocol", "secret", "not_member", "tls", "certificate", "address", "busy"}
 
-func (r peerRefusal) String() string { return peerRefusalNames[r] }
+// String is the reason's label value in umstore_raft_peers_refused_total.
+func (r Refusal) String() string { return peerRefusalNames[r] }
 
 // refusalLogEvery is the least time between two log lines about refused
 // raft connections from one remote address; those in between are counted
@@ -42,7 +46,7 @@ const maxRefusalSources = 4096
 // in a loop cannot flood the log.
 type refusalLog struct {
 	log   *slog.Logger
-	count func(peerRefusal)
+	count func(Refusal)
 
 	mu   sync.Mutex
 	last map[string]*refusalSource // by remote IP
@@ -53,17 +57,17 @@ type refusalSource struct {
 	suppressed int // refusals not logged since
 }
 
-func newRefusalLog(log *slog.Logger, count func(peerRefusal)) *refusalLog {
+func newRefusalLog(log *slog.Logger, count func(Refusal)) *refusalLog {
 	return &refusalLog{log: log, count: count, last: map[string]*refusalSource{}}
 }
 
 // refuse counts a refused connection from remote and logs it unless a
 // line for that address was logged less than refusalLogEvery ago.
-func (l *refusalLog) refuse(remote net.Addr, why peerRefusal, err error) {
+func (l *refusalLog) refuse(remote net.Addr, why Refusal, err error) {
 	if l.count != nil {
 		l.count(why)
 	}
-	ip := remoteIP(remote)
+	ip := RemoteIP(remote)
 	now := time.Now()
 	l.mu.Lock()
 	src := l.last[ip]

@@ -6,38 +6,6 @@ import (
 	"time"
 )
 
-func TestVoteGateAllows(t *testing.T) {
-	target := logPosition{Term: 3, Index: 100}
-	tests := []struct {
-		name string
-		cand logPosition
-		want bool
-	}{
-		{"same position", logPosition{3, 100}, true},
-		{"longer log, same term", logPosition{3, 150}, true},
-		{"later term, shorter log", logPosition{4, 10}, true},
-		{"shorter log, same term", logPosition{3, 99}, false},
-		{"longer log, older term", logPosition{2, 500}, false},
-		{"empty log", logPosition{}, false},
-	}
-	var g voteGate
-	for _, tt := range tests {
-		if !g.allows(tt.cand) {
-			t.Fatalf("an open gate refused %s", tt.name)
-		}
-	}
-	g.close(target)
-	for _, tt := range tests {
-		if got := g.allows(tt.cand); got != tt.want {
-			t.Errorf("%s: allows(%v) = %v, want %v", tt.name, tt.cand, got, tt.want)
-		}
-	}
-	g.open()
-	if !g.allows(logPosition{}) {
-		t.Fatal("an opened gate still refuses")
-	}
-}
-
 func TestHostAdmissionOnePerGroup(t *testing.T) {
 	h := NewHostAdmission()
 	ctx := context.Background()

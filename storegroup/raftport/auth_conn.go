@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"bytes"
@@ -25,14 +25,22 @@ var (
 	otherSecret = bytes.Repeat([]byte{0x24}, 32)
 )
 
+// security is a store's TLS configurations and member secret in a test,
+// as storegroup.Security holds them.
+type security struct {
+	ServerTLS    *tls.Config
+	ClientTLS    *tls.Config
+	MemberSecret []byte
+}
+
 // raftPort is one store's raft stream layer in a test, with its refusal
 // counts.
 type raftPort struct {
 	*streamLayer
-	refused *[peerRefusalReasons]atomic.Uint64
+	refused *[NumRefusals]atomic.Uint64
 }
 
-func (p raftPort) count(r peerRefusal) uint64 { return p.refused[r].Load() }
+func (p raftPort) count(r Refusal) uint64 { return p.refused[r].Load() }
 
 // testGroup is group 1 of three members: G1S1 and G1S2 on 127.0.0.1,
 // G1S3 on 127.0.0.2 (the raft addresses of those not listening are
@@ -52,18 +60,19 @@ func testGroup(addrs map[string]string) []Member {
 
 // openRaftPort starts the stream layer of store name with the given
 // members and security, listening on bind.
-func openRaftPort(t *testing.T, name, bind string, members []Member, sec Security, handshake, idle time.Duration) raftPort {
+func openRaftPort(t *testing.T, name, bind string, members []Member, sec security, handshake, idle time.Duration) raftPort {
 	t.Helper()
-	refused := &[peerRefusalReasons]atomic.Uint64{}
-	cfg := Config{Name: name, Group: 1, Members: members, Security: sec}
+	refused := &[NumRefusals]atomic.Uint64{}
+	cfg := Config{Name: name, Group: 1, Members: members, MemberSecret: sec.MemberSecret}
 	host, _, _ := net.SplitHostPort(bind)
 	sl, err := newStreamLayer(streamOptions{
 		bind:             bind,
 		localIP:          net.ParseIP(host),
-		security:         sec,
+		serverTLS:        sec.ServerTLS,
+		clientTLS:        sec.ClientTLS,
 		auth:             newMemberCheck(cfg),
 		log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-		refused:          func(r peerRefusal) { refused[r].Add(1) },
+		refused:          func(r Refusal) { refused[r].Add(1) },
 		handshakeTimeout: handshake,
 		idleTimeout:      idle,
 	})
@@ -95,7 +104,7 @@ func acceptOne(t *testing.T, p raftPort, within time.Duration) (net.Conn, error)
 
 // tlsConfigs returns a store's server and client TLS configurations with
 // the certificate cert/key, trusting pki's CA.
-func tlsConfigs(t *testing.T, pki testpki.Files, cert, key string) Security {
+func tlsConfigs(t *testing.T, pki testpki.Files, cert, key string) security {
 	t.Helper()
 	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
@@ -107,7 +116,7 @@ func tlsConfigs(t *testing.T, pki testpki.Files, cert, key string) Security {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
-	return Security{
+	return security{
 		ServerTLS: &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, MinVersion: tls.VersionTLS12},
 		ClientTLS: &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12},
 	}
@@ -118,24 +127,24 @@ func tlsConfigs(t *testing.T, pki testpki.Files, cert, key string) Security {
 func TestRaftPortRefusals(t *testing.T) {
 	pki := testpki.New(t, t.TempDir())
 	store := tlsConfigs(t, pki, pki.Cert, pki.Key)
-	withSecret := func(s Security, secret []byte) Security { s.MemberSecret = secret; return s }
+	withSecret := func(s security, secret []byte) security { s.MemberSecret = secret; return s }
 	cases := []struct {
 		name     string
-		acceptor Security
-		dialer   Security
-		as, from string      // the dialer's name and source address
-		want     peerRefusal // -1: accepted
+		acceptor security
+		dialer   security
+		as, from string  // the dialer's name and source address
+		want     Refusal // -1: accepted
 	}{
-		{"a member, plain TCP", withSecret(Security{}, testSecret), withSecret(Security{}, testSecret), "G1S1", "127.0.0.1", -1},
+		{"a member, plain TCP", withSecret(security{}, testSecret), withSecret(security{}, testSecret), "G1S1", "127.0.0.1", -1},
 		{"a member, TLS", withSecret(store, testSecret), withSecret(store, testSecret), "G1S3", "127.0.0.2", -1},
 		{"TLS without a secret: certificate and address suffice", store, store, "G1S1", "127.0.0.1", -1},
-		{"another secret", withSecret(Security{}, testSecret), withSecret(Security{}, otherSecret), "G1S1", "127.0.0.1", refusedSecret},
-		{"a store of another group", withSecret(Security{}, testSecret), withSecret(Security{}, testSecret), "G2S1", "127.0.0.1", refusedNotMember},
+		{"another secret", withSecret(security{}, testSecret), withSecret(security{}, otherSecret), "G1S1", "127.0.0.1", refusedSecret},
+		{"a store of another group", withSecret(security{}, testSecret), withSecret(security{}, testSecret), "G2S1", "127.0.0.1", refusedNotMember},
 		{"a name whose host is elsewhere", withSecret(store, testSecret), withSecret(store, testSecret), "G1S3", "127.0.0.1", refusedAddress},
 		{"from no member's host", withSecret(store, testSecret), withSecret(store, testSecret), "G1S1", "127.0.0.9", refusedAddress},
 		{"a client certificate", withSecret(store, testSecret), withSecret(tlsConfigs(t, pki, pki.ClientCert, pki.ClientKey), testSecret), "G1S1", "127.0.0.1", refusedCertificate},
 		{"another host's store certificate", store, tlsConfigs(t, pki, pki.ElsewhereCert, pki.ElsewhereKey), "G1S1", "127.0.0.1", refusedCertificate},
-		{"no certificate", withSecret(store, testSecret), withSecret(Security{ClientTLS: &tls.Config{RootCAs: store.ClientTLS.RootCAs}}, testSecret), "G1S1", "127.0.0.1", refusedTLS},
+		{"no certificate", withSecret(store, testSecret), withSecret(security{ClientTLS: &tls.Config{RootCAs: store.ClientTLS.RootCAs}}, testSecret), "G1S1", "127.0.0.1", refusedTLS},
 		{"another CA's certificate", store, tlsConfigs(t, pki, pki.OtherCert, pki.OtherKey), "G1S1", "127.0.0.1", refusedTLS},
 	}
 	for _, tc := range cases {
@@ -178,7 +187,7 @@ func TestRaftPortRefusals(t *testing.T) {
 			for acc.count(tc.want) == 0 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			for r := range peerRefusalReasons {
+			for r := range NumRefusals {
 				want := uint64(0)
 				if r == tc.want {
 					want = 1
@@ -195,7 +204,7 @@ func TestRaftPortRefusals(t *testing.T) {
 // bounded per remote address (the next one is refused at once) and in
 // all, and a member from another host still gets through meanwhile.
 func TestPendingHandshakesAreBounded(t *testing.T) {
-	acc := openRaftPort(t, "G1S2", "127.0.0.1:0", testGroup(nil), Security{MemberSecret: testSecret}, 20*time.Second, time.Minute)
+	acc := openRaftPort(t, "G1S2", "127.0.0.1:0", testGroup(nil), security{MemberSecret: testSecret}, 20*time.Second, time.Minute)
 	silent := func(from string) net.Conn {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
 		c, err := d.Dial("tcp", acc.Addr().String())
@@ -234,7 +243,7 @@ func TestPendingHandshakesAreBounded(t *testing.T) {
 
 	// A member on another host is not held up.
 	members := testGroup(map[string]string{"G1S2": acc.Addr().String()})
-	member := openRaftPort(t, "G1S3", "127.0.0.2:0", members, Security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
+	member := openRaftPort(t, "G1S3", "127.0.0.2:0", members, security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
 	dc, err := member.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second)
 	if err != nil {
 		t.Fatalf("a member behind %d silent connections: %v", maxPendingPerRemoteHost, err)
@@ -275,9 +284,9 @@ func timeToClose(c net.Conn, limit time.Duration) time.Duration {
 // fresh handshake, before the next write; not while raft waits for an
 // answer on it.
 func TestDialedConnReplacesAQuietConnection(t *testing.T) {
-	acc := openRaftPort(t, "G1S2", "127.0.0.1:0", testGroup(nil), Security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
+	acc := openRaftPort(t, "G1S2", "127.0.0.1:0", testGroup(nil), security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
 	members := testGroup(map[string]string{"G1S2": acc.Addr().String()})
-	dial := openRaftPort(t, "G1S1", "127.0.0.1:0", members, Security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
+	dial := openRaftPort(t, "G1S1", "127.0.0.1:0", members, security{MemberSecret: testSecret}, 2*time.Second, time.Minute)
 	nc, err := dial.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +364,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestRefusalLogIsRateLimited(t *testing.T) {
 	var buf bytes.Buffer
 	var counted atomic.Int64
-	l := newRefusalLog(slog.New(slog.NewTextHandler(&buf, nil)), func(peerRefusal) { counted.Add(1) })
+	l := newRefusalLog(slog.New(slog.NewTextHandler(&buf, nil)), func(Refusal) { counted.Add(1) })
 	a := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 1000}
 	b := &net.TCPAddr{IP: net.ParseIP("192.0.2.8"), Port: 1000}
 	for i := 0; i < 100; i++ {
@@ -380,4 +389,62 @@ func TestRefusalLogIsRateLimited(t *testing.T) {
 	if !strings.Contains(buf.String(), "refused_since_last_line=99") {
 		t.Errorf("the next line does not count the 99 refusals in between:\n%s", buf.String())
 	}
+}
+
+// The raft port lets a member that moved speak only from its new host,
+// with or without TLS: its old incarnation, should it come back at the
+// old address, is refused; the new one is accepted.
+func TestMovedMemberIsRefusedFromItsOldHost(t *testing.T) {
+	sec := security{MemberSecret: testSecret}
+	// G1S3 lived on 127.0.0.2 and moved to 127.0.0.3.
+	members := testGroup(nil)
+	movedTo := []Member{}
+	for _, m := range members {
+		if m.Name == "G1S3" {
+			m.RaftAddr, m.ClientAddr = "127.0.0.3:3", "127.0.0.3:3"
+		}
+		movedTo = append(movedTo, m)
+	}
+	refused := &[NumRefusals]atomic.Uint64{}
+	check := newMemberCheck(Config{Name: "G1S2", Group: 1, Members: members, MemberSecret: sec.MemberSecret,
+		Current: func() []Member { return movedTo }})
+	acc, err := newStreamLayer(streamOptions{
+		bind: "127.0.0.1:0", localIP: net.ParseIP("127.0.0.1"), serverTLS: sec.ServerTLS, clientTLS: sec.ClientTLS, auth: check,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), refused: func(r Refusal) { refused[r].Add(1) },
+		handshakeTimeout: 2 * time.Second, idleTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	port := raftPort{acc, refused}
+	dialerGroup := testGroup(map[string]string{"G1S2": acc.Addr().String()})
+
+	old := openRaftPort(t, "G1S3", "127.0.0.2:0", dialerGroup, sec, 2*time.Second, time.Minute)
+	if c, err := old.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second); err == nil {
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("the old incarnation's connection was served")
+		}
+		c.Close()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for port.count(refusedAddress) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if port.count(refusedAddress) != 1 {
+		t.Fatalf("address refusals: %d, want 1", port.count(refusedAddress))
+	}
+
+	moved := openRaftPort(t, "G1S3", "127.0.0.3:0", dialerGroup, sec, 2*time.Second, time.Minute)
+	dc, err := moved.Dial(raft.ServerAddress(acc.Addr().String()), 2*time.Second)
+	if err != nil {
+		t.Fatalf("the new incarnation's dial: %v", err)
+	}
+	defer dc.Close()
+	ac, err := acceptOne(t, port, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac.Close()
 }

@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"io"
@@ -11,10 +11,10 @@ import (
 )
 
 // What the leader knows of its members' logs, for the intragroup
-// behaviours all-active and all (intragroup.go). hashicorp/raft keeps each
-// follower's match index to itself, so the leader reads it off the wire:
-// every AppendEntries and InstallSnapshot answer passes through the
-// store's transport (gatedTransport), and a follower answers success only
+// behaviours all-active and all (package clientserver's intragroup.go).
+// hashicorp/raft keeps each follower's match index to itself, so the
+// leader reads it off the wire: every AppendEntries and InstallSnapshot answer passes through the
+// store's transport (Transport), and a follower answers success only
 // once it has stored the entries in its raft log, which raft-boltdb
 // fsyncs. A successful answer to a request of term T whose last entry is N
 // says the follower's log holds everything up to N as the leader of T has
@@ -23,16 +23,17 @@ import (
 // up to N for good. Any answer at all, heartbeats included, says the member
 // runs.
 
-// memberProgress is the leader's record of each other member's log, as its
-// answers told.
-type memberProgress struct {
+// Progress is the leader's record of each other member's log, as its
+// answers told. The store makes one, has its Transport record into it
+// (Transport.RecordAnswers), and reads it for the intragroup rule.
+type Progress struct {
 	mu      sync.Mutex
 	members map[raft.ServerID]*memberLog
 	wake    chan struct{} // closed at the next advance; nil while nobody waits
 	// leadTerm is the term the waits last saw this store lead, and since
 	// when: a new leader counts every member as just heard from, as it
-	// counts publishers (activity.go), so it never drops a member before it
-	// had the time to hear from it.
+	// counts publishers (storegroup's activity.go), so it never drops a
+	// member before it had the time to hear from it.
 	leadTerm  uint64
 	leadSince time.Time
 }
@@ -44,14 +45,15 @@ type memberLog struct {
 	heard time.Time // when it last answered anything
 }
 
-func newMemberProgress() *memberProgress {
-	return &memberProgress{members: map[raft.ServerID]*memberLog{}}
+// NewProgress returns an empty record: no member heard from yet.
+func NewProgress() *Progress {
+	return &Progress{members: map[raft.ServerID]*memberLog{}}
 }
 
 // answered records an answer of member id to a request of term term. ok
 // says the request succeeded; match is the index its log then reaches (0
 // when the answer says nothing of the log: a heartbeat).
-func (mp *memberProgress) answered(id raft.ServerID, term uint64, ok bool, match uint64) {
+func (mp *Progress) answered(id raft.ServerID, term uint64, ok bool, match uint64) {
 	if mp == nil {
 		return
 	}
@@ -78,8 +80,8 @@ func (mp *memberProgress) answered(id raft.ServerID, term uint64, ok bool, match
 	}
 }
 
-// changed returns a channel closed at the next advance of a member's log.
-func (mp *memberProgress) changed() <-chan struct{} {
+// Changed returns a channel closed at the next advance of a member's log.
+func (mp *Progress) Changed() <-chan struct{} {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	if mp.wake == nil {
@@ -88,45 +90,45 @@ func (mp *memberProgress) changed() <-chan struct{} {
 	return mp.wake
 }
 
-// memberView is one member as a wait sees it.
-type memberView struct {
-	name    string
-	running bool
-	holds   bool
-	quiet   time.Duration // since it was last heard from
+// MemberView is one member as a wait sees it.
+type MemberView struct {
+	Name    string
+	Running bool          // heard from within the window
+	Holds   bool          // its log holds the entry waited for
+	Quiet   time.Duration // since it was last heard from
 }
 
-// view returns, for the leader of term term, each of others as the rule
+// View returns, for the leader of term term, each of others as the rule
 // sees it for the entry at index: running if heard from within window,
 // holding it if an answer of term term or later said so.
-func (mp *memberProgress) view(others []string, term, index uint64, now time.Time, window time.Duration) []memberView {
+func (mp *Progress) View(others []string, term, index uint64, now time.Time, window time.Duration) []MemberView {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	if mp.leadTerm != term {
 		mp.leadTerm, mp.leadSince = term, now
 	}
-	out := make([]memberView, len(others))
+	out := make([]MemberView, len(others))
 	for i, name := range others {
-		v := memberView{name: name}
+		v := MemberView{Name: name}
 		last := mp.leadSince
 		if m := mp.members[raft.ServerID(name)]; m != nil {
 			last = later(last, m.heard)
-			v.holds = m.term >= term && m.match >= index
+			v.Holds = m.term >= term && m.match >= index
 		}
-		v.quiet = now.Sub(last)
-		v.running = v.quiet < window
+		v.Quiet = now.Sub(last)
+		v.Running = v.Quiet < window
 		out[i] = v
 	}
 	return out
 }
 
-// met applies the intragroup rule to the leader (running, holding) and
+// Met applies the intragroup rule to the leader (running, holding) and
 // the views of the other members.
-func met(b quorum.Intragroup, views []memberView) bool {
+func Met(b quorum.Intragroup, views []MemberView) bool {
 	members := make([]quorum.Member, 0, len(views)+1)
 	members = append(members, quorum.Member{Running: true, Holds: true})
 	for _, v := range views {
-		members = append(members, quorum.Member{Running: v.running, Holds: v.holds})
+		members = append(members, quorum.Member{Running: v.Running, Holds: v.Holds})
 	}
 	return b.Met(members)
 }
@@ -138,12 +140,12 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// The transport's side: gatedTransport hands every answer to its members
+// The transport's side: Transport hands every answer to its members
 // record before raft sees it. Pipelined AppendEntries answers come through
 // a channel, so the pipeline is wrapped and its futures forwarded.
 
 // AppendEntries implements raft.Transport, recording the member's answer.
-func (g *gatedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (g *Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := g.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		g.members.answered(id, args.Term, resp.Success, appendedThrough(args))
@@ -153,7 +155,7 @@ func (g *gatedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddre
 
 // InstallSnapshot implements raft.Transport: a member that installed a
 // snapshot holds everything up to its last index.
-func (g *gatedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+func (g *Transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	err := g.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
 	if err == nil {
 		g.members.answered(id, args.Term, resp.Success, args.LastLogIndex)
@@ -163,7 +165,7 @@ func (g *gatedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAdd
 
 // AppendEntriesPipeline implements raft.Transport with a pipeline whose
 // answers are recorded.
-func (g *gatedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+func (g *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := g.NetworkTransport.AppendEntriesPipeline(id, target)
 	if err != nil || g.members == nil {
 		return p, err
@@ -189,7 +191,7 @@ func appendedThrough(args *raft.AppendEntriesRequest) uint64 {
 type observedPipeline struct {
 	raft.AppendPipeline
 	id      raft.ServerID
-	members *memberProgress
+	members *Progress
 	out     chan raft.AppendFuture
 	done    chan struct{}
 	once    sync.Once

@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"context"
@@ -13,11 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// DialFunc opens a connection to address, as (*net.Dialer).DialContext does.
-// It is the type of Config.Dial: a test harness passes one to carry a store's
-// outgoing connections, so it can refuse and cut links between stores.
-type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
-
 // Bounds on connections to the raft port that have not proved membership
 // yet. A group's members open a handful of connections each; these leave
 // them room while a stranger's flood of silent connections is refused at
@@ -30,12 +25,12 @@ const (
 // streamLayer is raft's TCP stream layer with two differences from raft's
 // own.
 //
-// Every connection proves membership before raft sees it (raftauth.go):
+// Every connection proves membership before raft sees it (auth.go):
 // with a member secret, both ends run internal/memberauth's handshake,
 // bound to the TLS session when there is one; with TLS, the peer's
 // certificate must be valid for the address of another member's host, and
 // the connection must come from that address. The acceptor runs these
-// handshakes in goroutines of its own, under RaftHandshakeTimeout and in
+// handshakes in goroutines of its own, under Config.HandshakeTimeout and in
 // bounded number, and Accept hands raft only the connections that passed.
 // A refused peer is closed, counted and logged (at most one line per
 // remote address every refusalLogEvery).
@@ -44,9 +39,9 @@ const (
 // partition between two hosts on one machine can be made by filtering
 // source addresses.
 //
-// An accepted connection on which nothing arrives for RaftIdleTimeout is
+// An accepted connection on which nothing arrives for Config.IdleTimeout is
 // closed; the dialing side replaces a pooled connection that has been
-// quiet for half of that before writing on it (dialedConn), so raft's pool
+// quiet for half of that before writing on it (dialedConn, auth_conn.go), so raft's pool
 // never hands out a connection the other end has dropped.
 //
 // In tests, Config.Dial replaces the TCP dialer (TLS and the member
@@ -77,17 +72,18 @@ type streamLayer struct {
 	once  sync.Once
 }
 
-// streamOptions is what newStreamLayer needs of the store's configuration.
+// streamOptions is what newStreamLayer needs of the port's configuration.
 type streamOptions struct {
-	bind     string
-	localIP  net.IP
-	security Security
-	dial     DialFunc
-	auth     memberCheck
-	log      *slog.Logger
-	refused  func(peerRefusal) // counts a refusal
-	// handshakeTimeout and idleTimeout: Config.RaftHandshakeTimeout and
-	// RaftIdleTimeout, defaults applied.
+	bind      string
+	localIP   net.IP
+	serverTLS *tls.Config // nil: plain TCP
+	clientTLS *tls.Config
+	dial      DialFunc
+	auth      memberCheck
+	log       *slog.Logger
+	refused   func(Refusal) // counts a refusal
+	// handshakeTimeout and idleTimeout: Config.HandshakeTimeout and
+	// IdleTimeout.
 	handshakeTimeout, idleTimeout time.Duration
 }
 
@@ -100,7 +96,7 @@ func newStreamLayer(o streamOptions) (*streamLayer, error) {
 		ln:               ln,
 		advertise:        ln.Addr(),
 		localIP:          o.localIP,
-		clientTLS:        o.security.ClientTLS,
+		clientTLS:        o.clientTLS,
 		dial:             o.dial,
 		auth:             o.auth,
 		log:              o.log,
@@ -112,8 +108,8 @@ func newStreamLayer(o streamOptions) (*streamLayer, error) {
 		open:             map[net.Conn]bool{},
 		perIP:            map[string]int{},
 	}
-	if o.security.ServerTLS != nil {
-		cfg := o.security.ServerTLS.Clone()
+	if o.serverTLS != nil {
+		cfg := o.serverTLS.Clone()
 		if cfg.ClientCAs != nil {
 			cfg.ClientAuth = tls.RequireAndVerifyClientCert
 		}
@@ -168,7 +164,7 @@ var errTooManyHandshakes = fmt.Errorf("too many connections to the raft port are
 
 // admit records c as in its handshake, unless the bounds are reached.
 func (s *streamLayer) admit(c net.Conn) bool {
-	ip := remoteIP(c.RemoteAddr())
+	ip := RemoteIP(c.RemoteAddr())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.open) >= maxPendingHandshakes || s.perIP[ip] >= maxPendingPerRemoteHost {
@@ -181,7 +177,7 @@ func (s *streamLayer) admit(c net.Conn) bool {
 
 // release forgets c as in its handshake.
 func (s *streamLayer) release(c net.Conn) {
-	ip := remoteIP(c.RemoteAddr())
+	ip := RemoteIP(c.RemoteAddr())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.open, c)
@@ -313,8 +309,8 @@ func (s *streamLayer) tlsFor(address string) *tls.Config {
 	return cfg
 }
 
-// remoteIP is the IP address of addr as a string ("" if it has none).
-func remoteIP(addr net.Addr) string {
+// RemoteIP is the IP address of addr as a string ("" if it has none).
+func RemoteIP(addr net.Addr) string {
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		return tcp.IP.String()
 	}

@@ -1,4 +1,4 @@
-package storegroup
+package raftport
 
 import (
 	"context"
@@ -16,10 +16,12 @@ import (
 
 // Channel binding: keying material both ends export from the TLS session
 // and mix into the member handshake's proofs, so a proof made on one TLS
-// session is worthless on another (RFC 5705 exporter).
+// session is worthless on another (RFC 5705 exporter). BindingSize is the
+// bytes exported, also for a member move's proofs (storegroup's
+// members_move.go, under a label of its own).
 const (
 	bindingLabel = "EXPORTER-umstore-raft-member-v1"
-	bindingSize  = 32
+	BindingSize  = 32
 )
 
 // memberCheck is what a store proves to its raft peers and checks of them:
@@ -31,7 +33,7 @@ type memberCheck struct {
 	secret []byte   // nil: no member handshake
 	fixed  []Member // the group as configured
 	// current, if set, returns the group's members where they listen now
-	// (the store's address book, members_book.go): a member whose host was
+	// (Config.Current: the store's address book): a member whose host was
 	// replaced is checked against its new host, and connections claiming
 	// it from any other address are refused.
 	current func() []Member
@@ -41,11 +43,12 @@ type memberCheck struct {
 
 func newMemberCheck(cfg Config) memberCheck {
 	return memberCheck{
-		self:   cfg.Name,
-		group:  cfg.Group,
-		secret: cfg.Security.MemberSecret,
-		fixed:  cfg.Members,
-		lookup: net.DefaultResolver.LookupIPAddr,
+		self:    cfg.Name,
+		group:   cfg.Group,
+		secret:  cfg.MemberSecret,
+		fixed:   cfg.Members,
+		current: cfg.Current,
+		lookup:  net.DefaultResolver.LookupIPAddr,
 	}
 }
 
@@ -63,7 +66,7 @@ func (m memberCheck) view() peerView {
 	v := peerView{hosts: map[string]string{}, byAddr: map[string]string{}, moved: map[string]bool{}}
 	configured := map[string]string{}
 	for _, mem := range m.fixed {
-		configured[mem.Name] = hostOf(mem.RaftAddr)
+		configured[mem.Name] = HostOf(mem.RaftAddr)
 	}
 	members := m.fixed
 	if m.current != nil {
@@ -73,7 +76,7 @@ func (m memberCheck) view() peerView {
 		if mem.Name == m.self {
 			continue
 		}
-		host := hostOf(mem.RaftAddr)
+		host := HostOf(mem.RaftAddr)
 		v.hosts[mem.Name] = host
 		v.byAddr[mem.RaftAddr] = mem.Name
 		if host != configured[mem.Name] {
@@ -83,9 +86,9 @@ func (m memberCheck) view() peerView {
 	return v
 }
 
-// hostOf is the host part of a host:port address (the address itself if
+// HostOf is the host part of a host:port address (the address itself if
 // it has no port).
-func hostOf(addr string) string {
+func HostOf(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
@@ -99,7 +102,7 @@ func hostOf(addr string) string {
 // against the deployment's hosts), then the member handshake if there is a
 // secret. It returns the connection raft may read (the TLS one, with TLS),
 // or why the peer is refused.
-func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.Time) (net.Conn, peerRefusal, error) {
+func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.Time) (net.Conn, Refusal, error) {
 	conn := raw
 	var binding []byte
 	var id peerIdentity
@@ -112,7 +115,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		st := tc.ConnectionState()
 		if serverTLS.ClientCAs != nil {
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
-			var why peerRefusal
+			var why Refusal
 			var err error
 			id, why, err = m.identify(ctx, v, st, serverTLS.ClientCAs, raw.RemoteAddr())
 			cancel()
@@ -122,7 +125,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		}
 		if m.secret != nil {
 			var err error
-			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, bindingSize); err != nil {
+			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, BindingSize); err != nil {
 				return nil, refusedTLS, fmt.Errorf("the TLS session exports no keying material to bind the member handshake to (%w); use TLS 1.3, or 1.2 with extended master secret", err)
 			}
 		}
@@ -132,7 +135,7 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 		return conn, 0, nil
 	}
 	var claimed bool // a well-formed hello naming a member it may be
-	var why peerRefusal
+	var why Refusal
 	var claimErr error
 	_, err := memberauth.Accept(conn, memberauth.Config{
 		Secret:  m.secret,
@@ -165,16 +168,16 @@ func (m memberCheck) accept(raw net.Conn, serverTLS *tls.Config, deadline time.T
 // replaced (it moved to another address) is also refused from anywhere
 // but its new host, TLS or not: its old incarnation, should it come back,
 // never reaches the group's raft again.
-func (m memberCheck) claim(v peerView, name string, id peerIdentity, remote net.Addr, deadline time.Time) (peerRefusal, error) {
+func (m memberCheck) claim(v peerView, name string, id peerIdentity, remote net.Addr, deadline time.Time) (Refusal, error) {
 	if _, ok := v.hosts[name]; !ok {
 		return refusedNotMember, fmt.Errorf("the peer claims to be %q, which is not another member of group %d (%s)", name, m.group, v.describe())
 	}
 	if v.moved[name] {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		from := m.hostHas(ctx, v.hosts[name], net.ParseIP(remoteIP(remote)))
+		from := m.hostHas(ctx, v.hosts[name], net.ParseIP(RemoteIP(remote)))
 		cancel()
 		if !from {
-			return refusedAddress, fmt.Errorf("the peer claims to be %s, which moved to host %s, but connects from %s (its old incarnation? it must stay stopped)", name, v.hosts[name], remoteIP(remote))
+			return refusedAddress, fmt.Errorf("the peer claims to be %s, which moved to host %s, but connects from %s (its old incarnation? it must stay stopped)", name, v.hosts[name], RemoteIP(remote))
 		}
 	}
 	if !id.checked {
@@ -202,8 +205,8 @@ type peerIdentity struct {
 // the deployment's CA that is valid as a server certificate for that
 // host's address. A client's certificate (client use only, or issued for a
 // name that is no store host) fails, wherever it connects from.
-func (m memberCheck) identify(ctx context.Context, v peerView, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, peerRefusal, error) {
-	id := peerIdentity{checked: true, ip: remoteIP(remote)}
+func (m memberCheck) identify(ctx context.Context, v peerView, st tls.ConnectionState, roots *x509.CertPool, remote net.Addr) (peerIdentity, Refusal, error) {
+	id := peerIdentity{checked: true, ip: RemoteIP(remote)}
 	ip := net.ParseIP(id.ip)
 	if len(st.PeerCertificates) == 0 {
 		return id, refusedCertificate, errors.New("the peer presented no certificate")
@@ -248,13 +251,21 @@ func (m memberCheck) identify(ctx context.Context, v peerView, st tls.Connection
 
 // hostHas reports whether host (an IP address or a name) has the address ip.
 func (m memberCheck) hostHas(ctx context.Context, host string, ip net.IP) bool {
+	return HostHas(ctx, m.lookup, host, ip)
+}
+
+// HostHas reports whether host (an IP address or a name) has the address
+// ip, resolving a name with lookup (net.DefaultResolver.LookupIPAddr in
+// production). A store uses it to check that a request about a member's
+// host comes from that host, as the raft port checks its peers.
+func HostHas(ctx context.Context, lookup func(ctx context.Context, host string) ([]net.IPAddr, error), host string, ip net.IP) bool {
 	if ip == nil {
 		return false
 	}
 	if hip := net.ParseIP(host); hip != nil {
 		return hip.Equal(ip)
 	}
-	addrs, err := m.lookup(ctx, host)
+	addrs, err := lookup(ctx, host)
 	if err != nil {
 		return false
 	}
@@ -282,7 +293,7 @@ func (m memberCheck) dial(raw net.Conn, clientTLS *tls.Config, address string) (
 		if m.secret != nil {
 			var err error
 			st := tc.ConnectionState()
-			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, bindingSize); err != nil {
+			if binding, err = st.ExportKeyingMaterial(bindingLabel, nil, BindingSize); err != nil {
 				return nil, fmt.Errorf("raft connection to %s: the TLS session exports no keying material to bind the member handshake to: %w", address, err)
 			}
 		}
@@ -330,7 +341,7 @@ func (v peerView) describe() string {
 }
 
 // timedOutOr is refusedTimeout once the deadline has passed, else why.
-func timedOutOr(deadline time.Time, why peerRefusal) peerRefusal {
+func timedOutOr(deadline time.Time, why Refusal) Refusal {
 	if !time.Now().Before(deadline) {
 		return refusedTimeout
 	}
