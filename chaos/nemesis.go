@@ -99,18 +99,6 @@ func (f Fault) hostFault() bool {
 	return s == nil || s.Target != targetSource
 }
 
-// injected is how many faults f counts for.
-func (f Fault) injected() int {
-	n := 1
-	if f.AlsoKillPublisher != "" {
-		n++
-	}
-	if f.AlsoKillReceiver != "" {
-		n++
-	}
-	return n
-}
-
 // planConfig is what the planner needs to know.
 type planConfig struct {
 	Faults     int

@@ -155,7 +155,7 @@ func childMain(config string) int {
 			return fatal(fmt.Errorf("send %d: %w", seq, err))
 		}
 		if got != seq {
-			return fatal(fmt.Errorf("Send assigned sequence number %d to the payload built for %d", got, seq))
+			return fatal(fmt.Errorf("p.Send assigned sequence number %d to the payload built for %d", got, seq))
 		}
 		sent++
 	}

@@ -13,6 +13,7 @@ import (
 
 // A second process without --standby fails at once and names the holder.
 func TestFlockSecondProcessFailsFast(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := startChild(t, dir, "A", childOpts{mode: ModeFlock})
 	a.mustSee("ACQUIRED", 10*time.Second)
@@ -52,6 +53,7 @@ func TestFlockSecondProcessFailsFast(t *testing.T) {
 // Two standbys race for one directory: one wins, the other waits and takes
 // over quickly once the winner is killed with SIGKILL.
 func TestFlockStandbyTakeover(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cs := []*child{
 		startChild(t, dir, "A", childOpts{mode: ModeFlock, standby: true}),
@@ -93,6 +95,7 @@ func TestFlockStandbyTakeover(t *testing.T) {
 }
 
 func TestFlockInProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	o := Options{Name: "G1S1", HolderID: "me", Logger: quietLogger(t)}
@@ -157,6 +160,7 @@ func TestFlockInProcess(t *testing.T) {
 
 // A flock-mode process refuses a directory whose lease is live.
 func TestFlockRefusesLiveLease(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	ll, err := Acquire(ctx, dir, leaseOpts(t, "leaser"))

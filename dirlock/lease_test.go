@@ -33,6 +33,7 @@ func leaseOpts(t *testing.T, id string) Options {
 // A standby takes over a lease after its holder is killed, once the lease
 // has expired and not before.
 func TestLeaseTakeoverAfterExpiry(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := startChild(t, dir, "H", childOpts{mode: ModeLease})
 	h.mustSee("ACQUIRED", 10*time.Second)
@@ -68,6 +69,7 @@ func TestLeaseTakeoverAfterExpiry(t *testing.T) {
 // A holder stopped (SIGSTOP) past its lease loses it to the standby and,
 // once resumed, writes nothing more and reports Lost.
 func TestLeaseStoppedHolderStepsDown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := startChild(t, dir, "H", childOpts{mode: ModeLease})
 	h.mustSee("ACQUIRED", 10*time.Second)
@@ -118,8 +120,10 @@ func TestLeaseStoppedHolderStepsDown(t *testing.T) {
 // Two standby processes wait on one lease; its holder is killed; exactly
 // one of them takes over.
 func TestLeaseStandbysRace(t *testing.T) {
+	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			h := startChild(t, dir, "H", childOpts{mode: ModeLease})
 			h.mustSee("ACQUIRED", 10*time.Second)
@@ -160,6 +164,7 @@ func TestLeaseStandbysRace(t *testing.T) {
 // Many processes (goroutines here: the lease does not depend on process
 // boundaries) go for one expired lease at the same instant; one wins.
 func TestLeaseTakeoverCompareAndSwap(t *testing.T) {
+	t.Parallel()
 	const racers = 8
 	for round := range 20 {
 		dir := t.TempDir()
@@ -215,6 +220,7 @@ func TestLeaseTakeoverCompareAndSwap(t *testing.T) {
 // Hosts whose clocks are far apart still agree on the lease, because both
 // judge it on the storage's clock.
 func TestLeaseClockSkew(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	ho := leaseOpts(t, "slow-clock")
@@ -275,6 +281,7 @@ func TestLeaseClockSkew(t *testing.T) {
 // A holder whose next lease version is taken by someone else reports Lost
 // within a keep-alive period.
 func TestLeaseHolderNoticesTakeover(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, leaseDirName)
 	l, err := Acquire(context.Background(), dir, leaseOpts(t, "victim"))
@@ -314,6 +321,7 @@ func TestLeaseHolderNoticesTakeover(t *testing.T) {
 // Without --standby, a live lease is refused at once; the lease of a
 // process of this host that has died is waited for instead.
 func TestLeaseDeadHolderOnThisHost(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
 	const lease = 2 * time.Second // so that failing at once and waiting differ clearly

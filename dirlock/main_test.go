@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 )
 
 // The process tests re-run this test binary as a child that holds a lock
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envChild); mode != "" {
 		os.Exit(runChild(Mode(mode)))
 	}
-	os.Exit(m.Run())
+	os.Exit(testmain.Run(m, 8)) // the tests wait on leases and child processes, not the CPU
 }
 
 // runChild acquires the lock, prints "ACQUIRED <id>", then every 50 ms

@@ -8,6 +8,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	const s, ms = time.Second, time.Millisecond
 	tests := []struct {
 		name string
@@ -47,6 +48,7 @@ func TestOptionsValidate(t *testing.T) {
 }
 
 func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
 	l := Options{Mode: ModeLease, KeepAlive: 300 * time.Millisecond}.withDefaults()
 	if l.AcquireInterval != 600*time.Millisecond || l.LeaseDuration != 900*time.Millisecond || l.SafetyMargin != 300*time.Millisecond {
 		t.Errorf("lease defaults: %+v", l)
@@ -61,6 +63,7 @@ func TestOptionsDefaults(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Mode{"": ModeFlock, "flock": ModeFlock, "lease": ModeLease} {
 		if got, err := ParseMode(in); err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v", in, got, err)
@@ -72,6 +75,7 @@ func TestParseMode(t *testing.T) {
 }
 
 func TestAcquireRefusesBadOptions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir() + "/store"
 	_, err := Acquire(context.Background(), dir, Options{Mode: ModeLease, KeepAlive: time.Second, AcquireInterval: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "acquire interval") {

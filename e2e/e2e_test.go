@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"umstore/internal/testports"
 )
 
 var (
@@ -51,39 +52,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Base ports are picked below Linux's ephemeral range (32768 and up by
-// default): a port checked free there can be taken by any outgoing
-// connection before the daemon binds it. The chaos suite uses 10000-18900.
-const (
-	basePortMin = 19000
-	basePortMax = 30600 // the highest planned port is base+2000
-)
-
-// freeBase finds a base port whose ports at offsets are free on every
-// address, starting from a point derived from the process id so that
-// concurrent test binaries tend to pick different ranges.
+// freeBase finds a base port whose ports at offsets are this test
+// binary's alone (see internal/testports) and free on every address.
 func freeBase(t *testing.T, addrs []string, offsets []int) int {
 	t.Helper()
-	n := (basePortMax - basePortMin) / 100
-	for i := 0; i < n; i++ {
-		base := basePortMin + (os.Getpid()+i)%n*100
-		ok := true
-		for _, a := range addrs {
-			for _, off := range offsets {
-				ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", a, base+off))
-				if err != nil {
-					ok = false
-					break
-				}
-				ln.Close()
-			}
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free port range for the stores")
-	return 0
+	return testports.Base(t, addrs, offsets)
 }
 
 // freeBasePort finds a base port whose 12 dev ports (raft and client) are free.

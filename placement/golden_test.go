@@ -36,7 +36,7 @@ func loadScenario(t *testing.T, path string) Request {
 	if err := dec.Decode(&s); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return Request{Name: s.Name, Hosts: s.Hosts, Groups: s.Groups, StoresPerGroup: s.StoresPerGroup, BasePort: s.BasePort}
+	return Request(s)
 }
 
 // render is what the golden files hold: the layout, the failure analysis and

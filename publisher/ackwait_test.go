@@ -9,6 +9,7 @@ import (
 // stops at maxAckBackoff times its base, and comes back to the base once a
 // connection ran ackRecoverAfter without stalling.
 func TestAckWaitBacksOffForASlowLeaderOnly(t *testing.T) {
+	t.Parallel()
 	const base = time.Second
 	steps := []struct {
 		name    string
@@ -42,6 +43,7 @@ func TestAckWaitBacksOffForASlowLeaderOnly(t *testing.T) {
 // bound, so that an election that ends just after a probe is found within
 // a quarter bound; a long one every base bound.
 func TestReprobeEvery(t *testing.T) {
+	t.Parallel()
 	base := time.Second
 	for _, tc := range []struct {
 		quiet, want time.Duration

@@ -15,6 +15,7 @@ import (
 // refuses the message past it, and a new publisher's registration fails,
 // both with ErrSequenceExhausted; nothing wraps around to 0.
 func TestSendStopsAtTheCeiling(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -100,6 +100,7 @@ func (s *checksumStore) serve(nc net.Conn) {
 // store refuses as damaged is counted and sent again, and the messages
 // become stable once the resend is acknowledged.
 func TestPublisherSendsChecksumsAndResendsARefusedFrame(t *testing.T) {
+	t.Parallel()
 	s := startChecksumStore(t)
 	cfg := publisher.DefaultConfig()
 	cfg.Source, cfg.Groups = "crc", [][]string{{s.ln.Addr().String()}}

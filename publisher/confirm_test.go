@@ -15,6 +15,7 @@ import (
 // both groups it acknowledges to, is one confirmation, not two; a second
 // receiver's consumption confirms what both consumed, and only that.
 func TestConfirmedDeliveryCountsDistinctReceivers(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -93,6 +94,7 @@ func TestConfirmedDeliveryCountsDistinctReceivers(t *testing.T) {
 // With RetainUntilConfirmed a message counts in flight until confirmed:
 // with no receiver, Send stops at FlightSize.
 func TestRetainUntilConfirmedHoldsTheFlight(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -54,6 +54,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 // the group is back and the messages are stable. Before, a full flight
 // could only block or fail.
 func TestFlightNotify(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	var log eventLog
 	p := newPublisher(t, c, "notify", func(cfg *publisher.Config) {
@@ -96,6 +97,7 @@ func TestFlightNotify(t *testing.T) {
 // FlightSizeBytes bounds the payload bytes in flight (UM
 // ume_flight_size_bytes), whatever the count.
 func TestFlightSizeBytes(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	p := newPublisher(t, c, "bytes", func(cfg *publisher.Config) {
 		cfg.FlightSizeBytes = 100
@@ -120,6 +122,7 @@ func TestFlightSizeBytes(t *testing.T) {
 // OnUnstable (UM's ume_message_stability_lifetime); it stays retained, so
 // it becomes stable when the group returns.
 func TestStabilityLifetime(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	var log eventLog
 	p := newPublisher(t, c, "lifetime", func(cfg *publisher.Config) {
@@ -157,6 +160,7 @@ func TestStabilityLifetime(t *testing.T) {
 // store (the group's leader) that acknowledged: UM's per-store stability
 // events.
 func TestGroupStableEvents(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	var log eventLog
 	p := newPublisher(t, c, "per-group", log.tune)
@@ -197,6 +201,7 @@ func TestGroupStableEvents(t *testing.T) {
 // Naks whatever the test asks; storegroup's nak_test.go has real stores
 // Nak what retention released.
 func TestStabilityNak(t *testing.T) {
+	t.Parallel()
 	addr := fakeNakStore(t, wire.Range{From: 2, To: 3})
 	var log eventLog
 	cfg := publisher.DefaultConfig()
@@ -276,6 +281,7 @@ func fakeNakStore(t *testing.T, lost wire.Range) string {
 // RegID takes the source at once (a restarted publisher resumes), while
 // one with another RegID finds it busy.
 func TestStaticRegIDIsTheSameRegistration(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	first := newPublisher(t, c, "regid", func(cfg *publisher.Config) { cfg.RegID = 1000 })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -10,6 +10,7 @@ import (
 // always goes (Send refused anything larger), the next only while the
 // frame stays within wire.MaxPayload with its framing and checksums.
 func TestFitsFrame(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name              string
 		count, size, next int

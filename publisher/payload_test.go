@@ -18,6 +18,7 @@ import (
 // payload of exactly wire.MaxPayload, even right behind a small one, is
 // stable and reads back whole.
 func TestSendRefusesPayloadsTooLargeToServeBack(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	// A store answers a connection's frames in order, so a Ping sent behind
 	// a 16 MiB Publish is answered only once that Publish commits; under the

@@ -16,6 +16,7 @@ import (
 // publisher must resume past the higher one (SPEC §4 rule 2), not past
 // whichever group answered first. Repair is off so group 1 stays behind.
 func TestResumePastTheHigherGroupWhenTheLowerAnswersFirst(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.RepairInterval = 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -91,6 +91,7 @@ func readAll(t *testing.T, c *clustertest.Cluster, source string, group int, to 
 // stable, stability is reported in order, and everything reads back in
 // order without duplicates, from both groups.
 func TestPublishThroughLeaderKill(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	const n = 10000
 	var mu sync.Mutex
@@ -157,6 +158,7 @@ func TestPublishThroughLeaderKill(t *testing.T) {
 // A publisher restarted on the same source resumes after the highest
 // sequence number any group holds.
 func TestRestartedPublisherResumes(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -191,6 +193,7 @@ func TestRestartedPublisherResumes(t *testing.T) {
 // With one whole group down, intergroup any keeps publishing; all refuses
 // to call anything stable.
 func TestIntergroupBehaviourWithAGroupDown(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	for _, m := range c.Members(2) {
 		c.Kill(m.Name)
@@ -220,6 +223,7 @@ func TestIntergroupBehaviourWithAGroupDown(t *testing.T) {
 
 // With FlightRefuse, Send refuses once FlightSize messages are unstable.
 func TestFlightSizeRefuse(t *testing.T) {
+	t.Parallel()
 	c2 := clustertest.Start(t, 2, nil)
 	p := newPublisher(t, c2, "f", func(cfg *publisher.Config) {
 		cfg.FlightSize = 3
@@ -244,6 +248,7 @@ func TestFlightSizeRefuse(t *testing.T) {
 // group is unknown to a publisher that can reach only the other group. The
 // state file closes it for a publisher restarted on the same machine.
 func TestStateFileResumesPastWhatOnlyAnUnreachableGroupHolds(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -296,6 +301,7 @@ func TestStateFileResumesPastWhatOnlyAnUnreachableGroupHolds(t *testing.T) {
 // never came back, were given second payloads by the next incarnation,
 // which reached only the other group.
 func TestStateFileBoundsWhatWasSentBeforeItIsSent(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

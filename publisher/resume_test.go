@@ -32,6 +32,7 @@ import (
 // Rewrite the expected outputs with
 // `go test ./publisher -run ResumeScenarios -rewrite`.
 func TestResumeScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "../testdata/resume", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd != "register" {

@@ -43,6 +43,3 @@ func (r *retention) get(seq uint64) ([]byte, uint32, bool) {
 	i := r.head + int(seq-r.first)
 	return r.items[i], r.crcs[i], true
 }
-
-// last is the highest retained sequence number (first-1 if empty).
-func (r *retention) last() uint64 { return r.first + uint64(r.len()) - 1 }

@@ -9,6 +9,7 @@ import (
 // The session a publisher registers as: a static RegID or UM session ID
 // gives the same one at every start; at most one way of naming it.
 func TestSessionIdentity(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		tune    func(*Config)
@@ -56,6 +57,7 @@ func TestSessionIdentity(t *testing.T) {
 }
 
 func TestParseFlightBehavior(t *testing.T) {
+	t.Parallel()
 	for _, b := range []FlightBehavior{FlightBlock, FlightNotify, FlightRefuse} {
 		got, err := ParseFlightBehavior(b.String())
 		if err != nil || got != b {

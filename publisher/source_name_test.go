@@ -13,6 +13,7 @@ import (
 // A source name that would be unsafe to print, or that the stores cannot
 // hold, is refused by New before anything is dialled.
 func TestNewRefusesBadSourceNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{
 		"red\x1b[31malert", // terminal escape
 		"two\nlines",       // a forged second line in status output

@@ -18,6 +18,7 @@ import (
 // is refused at registration, saying what is wrong. (A list group mixing
 // two groups' stores is refused by groupclient: TestWrongGroupIsRefused.)
 func TestDisjointStoreListsAreRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -157,6 +157,7 @@ func newFakeReceiver(t *testing.T, group int, stores ...*fakeStore) *receiver.Re
 // or, when no group has it intact, reports it as not held. A store that
 // sends no checksum (older than checksums) is believed.
 func TestReceiverRefusesPayloadsThatFailTheirChecksum(t *testing.T) {
+	t.Parallel()
 	const high = 10
 	tests := []struct {
 		name        string
@@ -263,6 +264,7 @@ func TestReceiverRefusesPayloadsThatFailTheirChecksum(t *testing.T) {
 // asks the group again, and a subscription's damaged message is fetched
 // again from the same group, before a message is reported missing.
 func TestDamagedOnceIsAskedForAgain(t *testing.T) {
+	t.Parallel()
 	for _, follow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("follow=%v", follow), func(t *testing.T) {
 			s := startFakeStore(t, 5, false, 2, 5)

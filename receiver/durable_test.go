@@ -75,6 +75,7 @@ func registerAt(t *testing.T, ctx context.Context, cfg receiver.Config, consensu
 // higher; with group 2 reduced to one store (no leader, no majority),
 // majority ignores that store and highest trusts it.
 func TestDurableResumeAcrossGroups(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -116,6 +117,7 @@ func TestDurableResumeAcrossGroups(t *testing.T) {
 // A durable receiver that reads up to 1000 and closes is resumed at 1001 by
 // the next instance under its name; a new name starts at the oldest.
 func TestDurableReadResumes(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -162,6 +164,7 @@ func TestDurableReadResumes(t *testing.T) {
 // Two live receivers with one name: the second is refused; once the first
 // closes, the name is free at once.
 func TestDurableNameIsHeldByOneReceiver(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -192,6 +195,7 @@ func TestDurableNameIsHeldByOneReceiver(t *testing.T) {
 // With ExplicitAck only Ack moves the position: a restart resumes after the
 // last acknowledged message, not the last delivered one.
 func TestDurableExplicitAck(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -252,6 +256,7 @@ func TestDurableExplicitAck(t *testing.T) {
 // the handler returned it, so a receiver whose handler stops at 251
 // resumes, under its name, exactly there.
 func TestDurableFollowContinues(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -296,6 +301,7 @@ func TestDurableFollowContinues(t *testing.T) {
 // registered, so Close registers again and records it. Before, Close gave
 // up on that group, which kept an older position.
 func TestDurableCloseAfterTheGroupLostTheRegistration(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -328,6 +334,7 @@ func TestDurableCloseAfterTheGroupLostTheRegistration(t *testing.T) {
 // with group 1 while group 2 had no quorum, and group 2 came back holding
 // the name for an earlier incarnation that had not expired there.
 func TestDurableCloseReportsAGroupThatHoldsTheNameForAnother(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 // A chunk finds the holes between the messages it holds, whatever the
 // width of its range: it keeps messages, not a slot per sequence number.
 func TestChunkHoles(t *testing.T) {
+	t.Parallel()
 	const top = math.MaxUint64
 	tests := []struct {
 		from, through uint64
@@ -45,6 +46,7 @@ func TestChunkHoles(t *testing.T) {
 // payload for a sequence number kept; cutting the chunk drops what lies
 // beyond its new end.
 func TestChunkAddAndCut(t *testing.T) {
+	t.Parallel()
 	c := chunk{from: 5, through: math.MaxUint64}
 	c.add([]wire.Msg{{Seq: 5, Payload: []byte("a")}, {Seq: 9, Payload: []byte("a")}, {Seq: 3}})
 	c.add([]wire.Msg{{Seq: 7, Payload: []byte("b")}, {Seq: 9, Payload: []byte("b")}, {Seq: math.MaxUint64, Payload: []byte("b")}})
@@ -62,6 +64,7 @@ func TestChunkAddAndCut(t *testing.T) {
 }
 
 func TestAppendRangesMerges(t *testing.T) {
+	t.Parallel()
 	got := appendRanges([]Range{{1, 3}}, []Range{{4, 5}, {7, 7}, {8, 9}})
 	want := []Range{{1, 5}, {7, 9}}
 	if !reflect.DeepEqual(got, want) {

@@ -73,6 +73,7 @@ func seqRange(from, to uint64) []uint64 {
 // them is gone); group 1 has everything. A merged read fills group 2's hole
 // from group 1; a read of group 2 alone names the hole.
 func TestReadMergesGroupsAndNamesMissingRanges(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	for _, m := range c.Members(2) {
 		c.Kill(m.Name)
@@ -112,6 +113,7 @@ func TestReadMergesGroupsAndNamesMissingRanges(t *testing.T) {
 }
 
 func TestFollowSeesNewMessages(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	publish(t, c, "f", 10)
 	cfg := receiver.DefaultConfig()
@@ -142,6 +144,7 @@ func TestFollowSeesNewMessages(t *testing.T) {
 // order, across a leader change in each group and the loss of a "host"
 // (G1S1, G1S2 and G2S1 at once: group 1 loses its quorum).
 func TestFollowAcrossLeaderChangesAndHostLoss(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -247,6 +250,7 @@ func TestFollowAcrossLeaderChangesAndHostLoss(t *testing.T) {
 // Messages that no group holds are reported once as an unrecoverable-loss
 // range, and everything after them is still delivered.
 func TestFollowReportsRangeNoGroupHolds(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -299,6 +303,7 @@ func TestFollowReportsRangeNoGroupHolds(t *testing.T) {
 // by the fault-injection suite: a follower skipped an acknowledged message
 // while its only group was paused.)
 func TestFollowWaitsForAnUnreachableGroupThatHoldsTheMessage(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.RepairInterval = 0 })
 	for _, m := range c.Members(2) {
 		c.Kill(m.Name)

@@ -30,6 +30,7 @@ import (
 // Rewrite the expected outputs with
 // `go test ./receiver -run ResumeScenarios -rewrite`.
 func TestResumeScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "../testdata/receiver-resume", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd != "resume" {

@@ -17,6 +17,7 @@ import (
 // of memory and [1, 2^64-1] panicked. The range past the source's end is
 // named as missing, whole.
 func TestReadAWideRangeOfASmallSource(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	publish(t, c, "small", 3)
 	tests := []struct {

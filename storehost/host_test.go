@@ -10,16 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"umstore/internal/clustertest"
+	"umstore/internal/testports"
 	"umstore/placement"
 	"umstore/storegroup"
 )
 
-// freePort returns a loopback port that was free a moment ago, below the
-// kernel's ephemeral range: a port handed out for port 0 is also the next
-// outgoing connection's, and a store started on it a moment later met
-// "address already in use" while other packages' tests ran beside it.
-func freePort(t *testing.T) int { return clustertest.FreePort(t) }
+// freePort returns a loopback port no other test binary is given (see
+// internal/testports).
+func freePort(t *testing.T) int { return testports.Port(t) }
 
 // devOnFreePorts is the dev topology with ports picked free.
 func devOnFreePorts(t *testing.T) *placement.Deployment {

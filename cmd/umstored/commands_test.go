@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"umstore/internal/testports"
 	"umstore/placement"
 	"umstore/repository"
 	"umstore/storegroup"
@@ -19,23 +19,7 @@ import (
 func silentDeployment(t *testing.T) (string, *placement.Deployment) {
 	t.Helper()
 	d := placement.Dev("127.0.0.1", 14000)
-	// Every listener stays open until all ports are picked, so that no two
-	// stores are given the same one (a port closed is free to be handed
-	// out again at once).
-	var held []net.Listener
-	defer func() {
-		for _, ln := range held {
-			ln.Close()
-		}
-	}()
-	pick := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, ln)
-		return ln.Addr().(*net.TCPAddr).Port
-	}
+	pick := func() int { return testports.Port(t) }
 	for gi := range d.Groups {
 		for si := range d.Groups[gi].Stores {
 			d.Groups[gi].Stores[si].RaftPort = pick()

@@ -127,7 +127,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		statusURL = "http://" + srv.Addr + "/"
 	}
 	fmt.Fprintf(stdout, "umstored dev: starting 2 groups of 3 stores on 127.0.0.1 (hosts A and B in one process)\n%s", placement.RenderLayout(d))
-	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	waitCtx, cancel := context.WithTimeout(ctx, devLeaderWait)
 	err = hosts.WaitLeaders(waitCtx, log)
 	cancel()
 	if err != nil {
@@ -135,7 +135,7 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			return 0
 		}
-		fmt.Fprintln(stderr, "umstored dev: the groups did not elect leaders within 60s; see the log above (run with --log-level info)")
+		fmt.Fprintf(stderr, "umstored dev: the groups did not elect leaders within %ds; see the log above (run with --log-level info)\n", int(devLeaderWait/time.Second))
 		return 1
 	}
 	fmt.Fprintf(stdout, `
@@ -153,6 +153,10 @@ Ctrl-C stops the stores; their data stays in %[2]s.
 `, path, dir, orNone(statusURL))
 	return serve(ctx, hosts, log)
 }
+
+// devLeaderWait bounds dev's wait for every group's leader; a variable so
+// that a test of a run that cannot start need not wait the whole minute.
+var devLeaderWait = 60 * time.Second
 
 // sameLayout reports whether two deployments place the same stores on the
 // same addresses and ports: what the stores' raft configurations depend

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"umstore/internal/testports"
 	"umstore/placement"
 	"umstore/repository"
 )
@@ -46,6 +48,8 @@ func TestCheckDevDeployment(t *testing.T) {
 // ports, must not be refused because of it. Before, it was ("created with
 // --base-port N").
 func TestFailedDevDoesNotBlockTheRetry(t *testing.T) {
+	defer func(d time.Duration) { devLeaderWait = d }(devLeaderWait)
+	devLeaderWait = 5 * time.Second // the run fails either way; the test is about what it leaves
 	dir := t.TempDir()
 	base := freeDevBase(t)
 	taken, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+1022)) // G2S2's client port
@@ -74,28 +78,8 @@ func TestFailedDevDoesNotBlockTheRetry(t *testing.T) {
 // freeDevBase finds a base port whose dev ports are all free.
 func freeDevBase(t *testing.T) int {
 	t.Helper()
-	// Below the ephemeral port range (32768 and up on Linux), where the
-	// machine's outgoing connections take ports at random; every base of
-	// the range is tried once, starting at one this process picks.
-	const lowest, highest = 20000, 31000
-	start := lowest + os.Getpid()%((highest-lowest)/100)*100
-	for i := 0; i < (highest-lowest)/100; i++ {
-		base := lowest + (start-lowest+i*100)%(highest-lowest)
-		ok := true
-		for _, off := range []int{11, 12, 13, 21, 22, 23, 1011, 1012, 1013, 1021, 1022, 1023, 111, 112, 113, 121, 122, 123, 1111, 1112, 1113, 1121, 1122, 1123} {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+off))
-			if err != nil {
-				ok = false
-				break
-			}
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no free ports")
-	return 0
+	// Its own layout and the one 100 above it, for the retry.
+	return testports.Base(t, []string{"127.0.0.1"}, []int{11, 12, 13, 21, 22, 23, 1011, 1012, 1013, 1021, 1022, 1023, 111, 112, 113, 121, 122, 123, 1111, 1112, 1113, 1121, 1122, 1123})
 }
 
 // writeState gives the store directory dir a repository with content.

@@ -3,17 +3,15 @@ package clustertest
 import (
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"umstore/internal/testports"
 	"umstore/storegroup"
 )
 
@@ -159,53 +157,12 @@ func (c *Cluster) startAll() error {
 	return nil
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-//
-// The port is taken below the kernel's ephemeral range (32768 and up on
-// Linux): a port the kernel hands out for port 0 is one it also hands to
-// the next outgoing connection, and a store started later on it (a moved
-// store, a restarted one) met "address already in use". No port is given
-// twice in a process.
+// freeAddr returns a loopback address with a port no other test binary
+// is given (see internal/testports).
 func freeAddr(t testing.TB) string {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 1000 {
-		port := lowPortFloor + rand.IntN(lowPortSpan)
-		if portsGiven[port] {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue // taken by another process
-		}
-		ln.Close()
-		portsGiven[port] = true
-		return ln.Addr().String()
-	}
-	t.Fatalf("pick a free port: none free in 127.0.0.1:%d-%d", lowPortFloor, lowPortFloor+lowPortSpan-1)
-	return ""
-}
-
-// FreePort returns a loopback port that was free a moment ago, picked as
-// the cluster's own are: below the ephemeral range, never twice in a
-// process. For tests that start stores of their own on 127.0.0.1.
-func FreePort(t testing.TB) int {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(freeAddr(t))
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatalf("pick a free port: %v", err)
-	}
-	return n
+	return testports.Addr(t)
 }
-
-// The ports freeAddr picks from, and those it gave.
-const lowPortFloor, lowPortSpan = 20000, 12000
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // Config returns the configuration of the named store: the harness's fast
 // timeouts, raft's connections carried by the cluster's network (so that

@@ -1,0 +1,23 @@
+package testmain
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestMain(m *testing.M) { os.Exit(Run(m, 7)) }
+
+// Without -test.parallel on the command line, Run's value is the one in
+// force.
+func TestRunSetsParallel(t *testing.T) {
+	for _, a := range os.Args[1:] {
+		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
+			t.Skip("-test.parallel is on the command line")
+		}
+	}
+	if got := flag.Lookup("test.parallel").Value.String(); got != "7" {
+		t.Errorf("test.parallel = %s, want 7", got)
+	}
+}
