@@ -23,6 +23,7 @@ func newPub(ctx context.Context, c *clustertest.Cluster, source string) (*publis
 // A second live publisher on a source is refused; the first one's goodbye
 // frees the source at once.
 func TestSecondLivePublisherIsRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -49,6 +50,7 @@ func TestSecondLivePublisherIsRefused(t *testing.T) {
 // through the log and a new publisher takes over: not before, and not much
 // after.
 func TestSilentPublisherExpires(t *testing.T) {
+	t.Parallel()
 	const timeout = 2 * time.Second
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = timeout })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -96,6 +98,7 @@ func TestSilentPublisherExpires(t *testing.T) {
 // The late messages of a replaced publisher (queued on its old connection)
 // are refused, never stored under sequence numbers the new publisher uses.
 func TestReplacedPublishersLateMessagesAreRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 )
 
 func TestHostAdmissionOnePerGroup(t *testing.T) {
+	t.Parallel()
 	h := NewHostAdmission()
 	ctx := context.Background()
 	rel1, err := h.Acquire(ctx, 1, "G1S1")

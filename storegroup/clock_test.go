@@ -20,6 +20,9 @@ import (
 // lifetime was judged by the leader's own clock too, the first scan after
 // the step forgot the receiver.)
 func TestClockStepExpiresNothingEarly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("24 s of publishing on a stepped clock, alone (it steps the process's clock): in the full run")
+	}
 	t.Cleanup(func() { wallclock.Set(0) })
 	c := clustertest.Start(t, 1, func(c *storegroup.Config) {
 		c.ReceiverActivityTimeout = time.Second

@@ -3,6 +3,7 @@ package storegroup
 import "testing"
 
 func TestTrailingFor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		bound, avg, max uint64

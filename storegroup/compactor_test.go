@@ -12,6 +12,7 @@ import (
 // store still compacts its log once LogBytes were written, down to what
 // retention keeps: the log is bounded by bytes, not only by entry counts.
 func TestLogIsCompactedByBytes(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		cfg.SnapshotThreshold = 1 << 30
 		cfg.SnapshotInterval = time.Hour

@@ -51,6 +51,7 @@ func damageFirstRun(t *testing.T, dir, source string) {
 // into the same damage and stopped again: the store never came back
 // without an operator (found by the chaos suite's corrupt-store).
 func TestDamageFoundAtApplyRejoinsAtTheNextStart(t *testing.T) {
+	t.Parallel()
 	logs := newLogBuffer(t)
 	c := clustertest.New(t, clustertest.Options{
 		Groups: 2,

@@ -328,6 +328,7 @@ func garbleSnapshotMeta(t *testing.T, dir string) {
 // stores serve throughout. Each case killed the whole process (bbolt's
 // SIGBUS on the truncated mapping, raft's "log not found" panic).
 func TestDamagedFileOfAStoppedStore(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		file   string // named by the damage message
@@ -433,6 +434,7 @@ func publishMore(t *testing.T, c *clustertest.Cluster, victim *storegroup.Store,
 // case killed the whole process: a SIGBUS in a client's read, in raft's FSM
 // goroutine, in raft's own goroutines writing the log.
 func TestFaultWhileRunningStopsOnlyThatStore(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		leader  bool   // the victim leads group 1 (else a follower)

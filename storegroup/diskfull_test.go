@@ -19,6 +19,7 @@ import (
 // and the store, skips nothing and damages nothing; once there is room
 // again it starts, catches up, and holds what its group holds.
 func TestDiskFullStoreStopsAndRecovers(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs as the full disk")
 	}

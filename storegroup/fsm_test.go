@@ -19,6 +19,7 @@ import (
 // Restore returns an error: a failed restore or a panic during a batch stops
 // the store instead, and nothing is applied after it.
 func TestFSMFailuresStopTheStoreNotTheProcess(t *testing.T) {
+	t.Parallel()
 	publish := repository.EncodePublish(repository.Publish{Source: "a", FirstSeq: 1, Payloads: [][]byte{[]byte("x")}})
 	cases := []struct {
 		name string

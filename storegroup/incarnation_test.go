@@ -9,6 +9,7 @@ import (
 // Who may take a source over from its holder: the holder's own later
 // incarnation at once, anyone once the holder went silent, nobody else.
 func TestClaimIncarnations(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	const timeout = 30 * time.Second
 	tests := []struct {

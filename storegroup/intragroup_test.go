@@ -114,6 +114,7 @@ func follower(c *clustertest.Cluster) storegroup.Member {
 // is back, the held answer goes out. Before the intragroup behaviours the
 // Ack came at the commit.
 func TestIntragroupAllWithAMemberDown(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -150,6 +151,7 @@ func TestIntragroupAllWithAMemberDown(t *testing.T) {
 // stops answering stops counting: the answer waits at most until the
 // leader sees it is down, then goes out with the others' copies.
 func TestIntragroupAllActiveWithAMemberDown(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -200,6 +202,7 @@ func (sc *slowConn) Write(b []byte) (int, error) {
 // answer back under all-active and all: when the Ack comes, the slow
 // member's log has the entry. Under quorum the Ack does not wait for it.
 func TestIntragroupWithASlowMember(t *testing.T) {
+	t.Parallel()
 	links := &slowLinks{delay: 400 * time.Millisecond}
 	links.slow.Store("")
 	c := clustertest.Start(t, 1, links.tune)
@@ -239,6 +242,7 @@ func TestIntragroupWithASlowMember(t *testing.T) {
 // and the messages are stable through group 2 under intergroup any; once
 // the member is back group 1 confirms them too.
 func TestIntragroupAllAndIntergroupAny(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -290,6 +294,7 @@ func TestIntragroupAllAndIntergroupAny(t *testing.T) {
 // wait as it says; a publisher may ask for a stricter one, never a weaker
 // one, and a name the store does not know is refused.
 func TestIntragroupFloorFromTheDeployment(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.Intragroup = quorum.IntragroupAll })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 // Rewrite the expected outputs with
 // `go test ./storegroup -run LeadershipScenarios -rewrite`.
 func TestLeadershipScenarios(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	datadriven.RunTest(t, "../testdata/leadership/move.txt", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "decide" {

@@ -12,6 +12,7 @@ import (
 // caught up, stays there, moves away only when it fails, and comes back
 // once it has been caught up for the settle time again.
 func TestLeadershipMovesToThePreferredHost(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		cfg.PreferredHost, cfg.PreferredMembers = "B", []string{"G1S3"}
 		cfg.LeaderSettle, cfg.LeaderMinInterval = 500*time.Millisecond, time.Second
@@ -46,6 +47,7 @@ func TestLeadershipMovesToThePreferredHost(t *testing.T) {
 // so it is led from there from its first election: with placement off
 // (no transfer can put it there), the preferred member leads.
 func TestNewGroupStartsOnThePreferredHost(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		cfg.PreferredHost, cfg.PreferredMembers = "B", []string{"G1S2", "G1S3"}
 		cfg.LeaderSettle = 0

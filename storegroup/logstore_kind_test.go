@@ -20,6 +20,7 @@ import (
 // at start, so that raft's next append, after the snapshot, is not refused
 // as a gap; a log that reaches the snapshot is left alone.
 func TestDropLogBehindSnapshot(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		last     uint64 // entries 1..last in the log
@@ -84,6 +85,7 @@ func TestDropLogBehindSnapshot(t *testing.T) {
 // sealed writer's buffer) and goes on serving and taking entries across
 // many rotations, compaction included.
 func TestWALReopensAfterRotation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	l := &walLog{dir: filepath.Join(dir, walDir), logger: hclog.NewNullLogger(), segmentSize: 64 << 10}
 	if err := os.MkdirAll(l.dir, 0o750); err != nil {
@@ -128,6 +130,7 @@ func TestWALReopensAfterRotation(t *testing.T) {
 // are still in its tail segment: a leader whose log retention compacted
 // sends a member far behind a snapshot, not the released entries.
 func TestWALHeadCutIsNotFound(t *testing.T) {
+	t.Parallel()
 	raw, err := openWALLog(t.TempDir(), hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +170,7 @@ func TestWALHeadCutIsNotFound(t *testing.T) {
 // answered "sealed segment has no index block" once reopened (chaos seed
 // 1201, schedule 27; fixed in raft-wal v0.4.1).
 func TestWALReadsAfterTailCutAndRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	raw, err := openWALLog(dir, hclog.NewNullLogger())
 	if err != nil {

@@ -83,6 +83,7 @@ func onItsOwnGoroutine(fn func() error) (returned bool, err error) {
 // and ends raft's goroutine instead of returning an entry that cannot be
 // read, a fault, or a term that cannot be saved; the store hears of it.
 func TestRaftLogStoreNeverHandsRaftAFatalError(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		lock       lockStub

@@ -18,6 +18,7 @@ import (
 // A store whose data directory holds raft.db keeps raft-boltdb whatever
 // the setting, and keeps its messages; a new store takes the setting.
 func TestStoreKeepsItsLogStore(t *testing.T) {
+	t.Parallel()
 	kind := storegroup.LogStoreBoltDB
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) { cfg.LogStore = kind }})
 	publishEntries(t, c, "old", 300, 100, 10)
@@ -54,6 +55,7 @@ func TestStoreKeepsItsLogStore(t *testing.T) {
 // Every message stays readable from every member, one restarted among
 // them (its references point into its own log).
 func TestRetentionHoldsTheLog(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		smallSnapshots(cfg)
 		cfg.RetentionMaxBytes = 0
@@ -140,6 +142,7 @@ func walSegments(t *testing.T, dir string) []string {
 // an entry its repository refers to, is detected when the store reads it:
 // Read never returns it, and a client fetching it gets no damaged payload.
 func TestBitFlippedInTheLogIsNotServed(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	publishEntries(t, c, "flip", 200, 100, 10)
 	leader := c.WaitLeader(1, 10*time.Second)
@@ -184,6 +187,7 @@ func TestBitFlippedInTheLogIsNotServed(t *testing.T) {
 // lost. If its repository had already indexed entries of the lost tail,
 // the refs check finds it and the store rejoins empty.
 func TestTornTailIsCut(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	publishEntries(t, c, "torn", 400, 100, 10)
 	leader := c.WaitLeader(1, 10*time.Second)
@@ -216,6 +220,7 @@ func TestTornTailIsCut(t *testing.T) {
 
 // A data directory holding both raft logs is refused, not guessed at.
 func TestTwoLogStoresAreRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	publishEntries(t, c, "two", 50, 10, 10)
 	leader := c.WaitLeader(1, 10*time.Second)

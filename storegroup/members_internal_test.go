@@ -31,6 +31,7 @@ func bookFor(t *testing.T) *memberBook {
 // where the file says; the log's record of an accepted move, or a later
 // one, ends the acceptance.
 func TestMemberBookPrecedence(t *testing.T) {
+	t.Parallel()
 	b := bookFor(t)
 	g12 := Member{Name: "G1S2", RaftAddr: "10.0.0.4:14012", ClientAddr: "10.0.0.4:15012"}
 	g12b := Member{Name: "G1S2", RaftAddr: "10.0.0.5:14012", ClientAddr: "10.0.0.5:15012"}
@@ -100,6 +101,7 @@ func TestMemberBookPrecedence(t *testing.T) {
 // accepted-only one unless a recorded one is known, never what is merely
 // the other store's file, nor names that are not of that group.
 func TestMemberBookLearnsOtherGroups(t *testing.T) {
+	t.Parallel()
 	b := bookFor(t)
 	g21 := func(host string) (string, string) { return host + ":14021", host + ":15021" }
 	addr := func() Member {

@@ -14,6 +14,7 @@ import (
 // gone too, it goes on receiving from the new host A, whose addresses it
 // learnt from the group while it followed.
 func TestReceiverFollowsAReplacedHost(t *testing.T) {
+	t.Parallel()
 	c, _ := replaceHostA(t)
 	var old [][]string // the deployment file the receiver was given: host A's old addresses
 	for g := 1; g <= 2; g++ {

@@ -141,6 +141,7 @@ func replaceHostA(t *testing.T) (*clustertest.Cluster, map[string]storegroup.Mem
 // name the new addresses, and with host B gone the new host A carries
 // group 1 on its own.
 func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
+	t.Parallel()
 	c, moved := replaceHostA(t)
 	// A follower on host B redirects clients to the leader where it
 	// listens now.
@@ -179,6 +180,7 @@ func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
 // now (a member that comes back empty is told again), B's stores take
 // their turns to catch up, and every store holds every message.
 func TestEmptyHostRejoinsAReplacedHost(t *testing.T) {
+	t.Parallel()
 	c, _ := replaceHostA(t)
 	hostB := []string{"G1S3", "G2S2", "G2S3"}
 	for _, name := range hostB {
@@ -275,6 +277,7 @@ func (mv *mover) challenge(req *wire.MemberMove) *wire.MemberChallenge {
 // it was, and the member keeps getting its group's writes. A deployment
 // without a member secret takes no moves at all.
 func TestStrangerCannotMoveAMember(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret})
 	victim := c.Members(1)[1] // G1S2
 	// Where the stranger wants the member's traffic: its own listener on
@@ -367,6 +370,7 @@ func TestStrangerCannotMoveAMember(t *testing.T) {
 // stops, the same request is accepted and the new one catches up: there
 // are never two live incarnations of one store.
 func TestLiveStoreCannotBeReplaced(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret})
 	publishRange(t, c, "alive", 300, 30)
 	name := "G1S2"
@@ -426,6 +430,7 @@ func freeLoopback(t *testing.T) string {
 // it for votes there, and B's vote gate refuses every one: C is never
 // elected. When A returns it is, and nothing acknowledged is lost.
 func TestReplacedStoreNeverVotesBeforeItCaughtUp(t *testing.T) {
+	t.Parallel()
 	logs := &syncLog{}
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	a := c.WaitLeader(1, 10*time.Second).Name()

@@ -54,6 +54,7 @@ func value(m *dto.Metric) float64 {
 
 // The metrics a store exports move as it works.
 func TestMetricsMove(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	reg := prometheus.NewRegistry()

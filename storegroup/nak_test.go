@@ -47,6 +47,7 @@ func groupTrimmed(t *testing.T, c *clustertest.Cluster, group int, source string
 // held numbers were Naked (a publisher whose Ack was lost on the way could
 // confirm them nowhere once every group had released them).
 func TestStoreNaksWhatRetentionReleased(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		keepFive(cfg)
 		cfg.RepairInterval = 0
@@ -167,6 +168,7 @@ func (g *gate) serve() {
 // released gaps group 2 Naked what it released, and the publisher
 // reported 15 messages lost in group 2.
 func TestPublisherResendOfReleasedMessagesIsAcknowledged(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) {
 		if cfg.Group == 2 {
 			keepFive(cfg)

@@ -54,6 +54,7 @@ func partitionSend(t *testing.T, p *publisher.Publisher, from, to uint64) {
 // member holds the same state. Fails if Partition leaves raft's links up
 // (no new leader, or the old one keeps leading).
 func TestPartitionLeaderFromFollowers(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	old := c.WaitLeader(1, 30*time.Second)
 	followers := otherMembers(c, 1, old.Name())
@@ -128,6 +129,7 @@ func TestPartitionLeaderFromFollowers(t *testing.T) {
 // EnsureSame compared nothing, or if Isolate left open connections up (the
 // leader would go on replicating to the store).
 func TestPartitionEnsureSameReportsAnIsolatedStore(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	leader := c.WaitLeader(1, 30*time.Second)
 	p := partitionPublisher(t, c, "s")

@@ -62,6 +62,7 @@ func heldPayloads(t *testing.T, c *clustertest.Cluster, source string, high uint
 // code before this rule, the stranger's Publish was stored and the owner's
 // next message counted as a conflict.
 func TestPublishWithoutRegistrationIsRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -145,6 +146,7 @@ func TestPublishWithoutRegistrationIsRefused(t *testing.T) {
 // publisher resumed at 0). The next publisher resumes where the source
 // stood.
 func TestPublishAboveTheCeilingIsRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -213,6 +215,7 @@ func TestPublishAboveTheCeilingIsRefused(t *testing.T) {
 // The wire's ceiling and the repository's are one number: a store that
 // accepted what its repository refuses would acknowledge nothing it stored.
 func TestCeilingsAgree(t *testing.T) {
+	t.Parallel()
 	if wire.MaxSeq != repository.MaxSeq {
 		t.Fatalf("wire.MaxSeq = %d, repository.MaxSeq = %d", uint64(wire.MaxSeq), uint64(repository.MaxSeq))
 	}

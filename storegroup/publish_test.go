@@ -15,6 +15,7 @@ import (
 // frames together; a frame that does not continue the one before (a gap)
 // keeps its place. Every member ends with the same messages.
 func TestPipelinedSmallFramesShareEntries(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	cl := dial(t, clientAddr(c, leader.Name()))

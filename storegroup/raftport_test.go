@@ -58,6 +58,7 @@ func readUntilClosed(c net.Conn, limit time.Duration) time.Duration {
 // members authenticated, it waited for the rest forever); the cut is
 // counted.
 func TestRaftPortCutsASlowStranger(t *testing.T) {
+	t.Parallel()
 	sec, _ := memberSecurity(t)
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) { cfg.Security = sec }})
 	target := c.Members(1)[1]
@@ -118,6 +119,7 @@ func (l *raftLogLines) String() string {
 // of the pool for its votes and heartbeats and finds them replaced, with no
 // failed RPC (a lost vote, a failed heartbeat) in raft's log.
 func TestIdleRaftConnectionsAreClosedAndRaftCarriesOn(t *testing.T) {
+	t.Parallel()
 	sec, secret := memberSecurity(t)
 	const idle = 600 * time.Millisecond
 	var logs raftLogLines

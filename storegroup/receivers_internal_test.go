@@ -12,6 +12,7 @@ import (
 // over after the activity timeout or once the holder left; a goodbye frees
 // the name but not the expiry; a leader that was not looking expires no one.
 func TestReceiverSessions(t *testing.T) {
+	t.Parallel()
 	const timeout = 30 * time.Second
 	t0 := time.Unix(1000, 0)
 	k := receiverKey{"s", "app"}
@@ -83,6 +84,7 @@ func TestReceiverSessions(t *testing.T) {
 // What a paced source with active paced receivers releases: what they all
 // consumed, and, when blocking, nothing more whatever the limits say.
 func TestPacedRelease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		mode         repository.Pacing

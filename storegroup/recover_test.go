@@ -38,6 +38,7 @@ func writeRepo(t *testing.T, dir string, index int, id string, applied uint64) {
 // directory's own lock files, moves what the directory held to a new
 // backup, and removes the promoted backup.
 func TestPromoteBackup(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "G1S1")
 	writeRepo(t, dir, 1, "current", 3)
 	moved, err := storegroup.BackupDataDir(dir) // .bak.0001: the state to promote
@@ -77,6 +78,7 @@ func TestPromoteBackup(t *testing.T) {
 // A data directory without state is not backed up before a promotion:
 // there is nothing to keep.
 func TestPromoteBackupIntoEmptyDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "G1S1")
 	writeRepo(t, dir, 2, "g2", 4)
 	backup, err := storegroup.BackupDataDir(dir)
@@ -94,6 +96,7 @@ func TestPromoteBackupIntoEmptyDir(t *testing.T) {
 
 // What cannot be promoted is refused without touching the data directory.
 func TestPromoteBackupRefusals(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "G1S1")
 	writeRepo(t, dir, 2, "g2", 4)
 	backup, err := storegroup.BackupDataDir(dir)
@@ -128,6 +131,7 @@ func TestPromoteBackupRefusals(t *testing.T) {
 // The data directories' locks keep recovery off a running store's files,
 // all or none.
 func TestLockDataDirs(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	a, b := filepath.Join(base, "G1S1"), filepath.Join(base, "G1S2")
 	for _, d := range []string{a, b} {
@@ -152,6 +156,7 @@ func TestLockDataDirs(t *testing.T) {
 
 // Accepting the loss leaves the mark a store reads at its next start.
 func TestAcceptLoss(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := storegroup.AcceptLoss(dir); err != nil {
 		t.Fatal(err)
@@ -167,6 +172,7 @@ func TestAcceptLoss(t *testing.T) {
 // would be the newest, the one an operator takes for the next to promote.
 // Before, they became .bak.0002.
 func TestPromoteBackupOverAnEmptyStoresFiles(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "G1S1")
 	writeRepo(t, dir, 1, "wanted", 7)
 	backup, err := storegroup.BackupDataDir(dir)

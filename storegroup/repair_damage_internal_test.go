@@ -11,6 +11,7 @@ import (
 // proposed; a copy without a checksum (a group older than checksums) is
 // taken as it is, and its run is proposed without checksums.
 func TestRepairProposesIntactCopiesOnly(t *testing.T) {
+	t.Parallel()
 	rp := &repairer{damage: newDamageRepairer(damageDeps{log: slog.New(slog.DiscardHandler)})}
 	good := []byte("good")
 	msgs := []wire.Msg{

@@ -25,6 +25,7 @@ import (
 // next stores its own payloads, not the damaged ones. A frame without
 // checksums (an older publisher) is accepted as before.
 func TestDamagedPublishFrameIsRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	reg := prometheus.NewRegistry()
@@ -143,6 +144,7 @@ func checkIntact(t *testing.T, got map[uint64][]byte, to uint64, except ...uint6
 // repository.Read reports it; TestBitFlippedInTheLeadersFileIsHealed does
 // the same with real bits flipped in the repository file.
 func TestMessageDamagedAtRestInTheLeaderIsServedIntact(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -233,6 +235,7 @@ func TestMessageDamagedAtRestInTheLeaderIsServedIntact(t *testing.T) {
 // in the background: once found, it serves that copy to the members that
 // ask, with its checksum.
 func TestLocalFetchNeverServesDamageAndHealsInTheBackground(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -303,6 +306,7 @@ func flipInFile(t *testing.T, path string, pattern []byte) int {
 // which then leads. It needs the repository to check each message's
 // checksum on read (issue 15's storage engine).
 func TestBitFlippedInTheLeadersFileIsHealed(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -368,6 +372,7 @@ func TestBitFlippedInTheLeadersFileIsHealed(t *testing.T) {
 // leader serves its member's copy), one damaged in every store of the
 // other group is not copied at all, and nothing damaged is ever stored.
 func TestIntergroupRepairNeverCopiesDamage(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastRepair)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -420,6 +425,7 @@ func TestIntergroupRepairNeverCopiesDamage(t *testing.T) {
 // every try, and the member never caught up (found by the chaos suite:
 // corrupt-store, then a wipe, seed 1201 schedule 13).
 func TestDamagedLeaderSendsIntactSnapshot(t *testing.T) {
+	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		smallSnapshots(cfg)
 		cfg.RetentionMaxBytes = 0

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMissingRanges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		ours   *repository.SourceInfo
@@ -45,6 +46,7 @@ func TestMissingRanges(t *testing.T) {
 }
 
 func TestSubtract(t *testing.T) {
+	t.Parallel()
 	got := subtract([]seqRange{{1, 10}, {20, 30}}, []seqRange{{5, 6}, {9, 22}, {30, 40}})
 	want := []seqRange{{1, 4}, {7, 8}, {23, 29}}
 	if !reflect.DeepEqual(got, want) {

@@ -17,6 +17,7 @@ func fastRepair(cfg *storegroup.Config) { cfg.RepairInterval = 200 * time.Millis
 // group 1 regains its quorum its leader copies what it missed from group 2,
 // so every store of both groups holds every message, with no conflicts.
 func TestRepairAfterQuorumLoss(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastRepair)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

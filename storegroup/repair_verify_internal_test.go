@@ -9,6 +9,7 @@ import (
 )
 
 func TestCommonRanges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		ours   repository.SourceInfo
@@ -36,6 +37,7 @@ func TestCommonRanges(t *testing.T) {
 // many small messages are capped by count, large ones by bytes, and a
 // message larger than the whole budget is still compared, one per pass.
 func TestVerifyCount(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		budget        int

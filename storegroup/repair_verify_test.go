@@ -16,6 +16,7 @@ import (
 // neither copy is changed. Repair only copies what a group misses, so
 // before the comparison existed nothing noticed.
 func TestRepairFindsDifferentPayloads(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, fastRepair)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -37,6 +37,7 @@ func TestRetentionReleasesABacklogInOnePass(t *testing.T) {
 // (through each group's log), repair does not copy them back, and a reader
 // is told exactly which range was released.
 func TestRetentionByMessagesIsDeterministic(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) {
 		cfg.RetentionMaxMessages = 100
 		cfg.RetentionInterval = 100 * time.Millisecond
@@ -74,6 +75,7 @@ func TestRetentionByMessagesIsDeterministic(t *testing.T) {
 
 // With an age limit, messages older than it are released.
 func TestRetentionByAge(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		cfg.RetentionMaxAge = 300 * time.Millisecond
 		cfg.RetentionInterval = 100 * time.Millisecond

@@ -110,6 +110,7 @@ func readAndAck(t *testing.T, ctx context.Context, r *receiver.Receiver, to uint
 // receiver has not consumed; as the receiver consumes, the consumed
 // messages are released and the publisher goes on.
 func TestPacedBlockingHoldsThePublisherAtTheLimit(t *testing.T) {
+	t.Parallel()
 	c := pacedCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -165,6 +166,7 @@ func TestPacedBlockingHoldsThePublisherAtTheLimit(t *testing.T) {
 // messages go anyway, even those an active paced receiver has not
 // consumed, and that lagging receiver is told they are lost.
 func TestPacedNonBlockingReleasesAndReportsLoss(t *testing.T) {
+	t.Parallel()
 	c := pacedCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -206,6 +208,7 @@ func TestPacedNonBlockingReleasesAndReportsLoss(t *testing.T) {
 // by the leader after the receiver activity timeout; its hold on the
 // source is released and the held-back publisher goes on.
 func TestPacedSilentReceiverIsExpiredAndReleasesItsHold(t *testing.T) {
+	t.Parallel()
 	c := pacedCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -246,6 +249,7 @@ func TestPacedSilentReceiverIsExpiredAndReleasesItsHold(t *testing.T) {
 
 // A store refuses receiver-paced persistence unless it allows it.
 func TestPacedRefusedWhereNotAllowed(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -270,6 +274,7 @@ func TestPacedRefusedWhereNotAllowed(t *testing.T) {
 // A receiver's state lifetime ends some time after it went silent: the
 // group forgets it, and the name starts again as a new one.
 func TestReceiverStateLifetimeForgets(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(c *storegroup.Config) {
 		c.ReceiverActivityTimeout = time.Second
 		c.ReceiverStateLifetime = 2 * time.Second
@@ -295,6 +300,7 @@ func TestReceiverStateLifetimeForgets(t *testing.T) {
 
 // The receivers' gauges and the held-back counter reach /metrics.
 func TestReceiverMetrics(t *testing.T) {
+	t.Parallel()
 	c := pacedCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

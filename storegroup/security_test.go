@@ -24,6 +24,7 @@ import (
 // without TLS, with a certificate from another CA, or without the token is
 // refused with a clear error, and nothing it sent is stored.
 func TestSecureDeploymentRefusesStrangers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := testpki.New(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600); err != nil {

@@ -15,6 +15,7 @@ import (
 // that token: the client token, no token or a wrong one is refused with an
 // Error naming the operator token, and the store keeps serving.
 func TestShutdownNeedsTheOperatorToken(t *testing.T) {
+	t.Parallel()
 	const clientToken, operatorToken = "client-secret", "operator-secret"
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		cfg.Security.Token, cfg.Security.OperatorToken = clientToken, operatorToken

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckSnapshotSettings(t *testing.T) {
+	t.Parallel()
 	def := storegroup.DefaultConfig()
 	for _, tc := range []struct {
 		threshold uint64

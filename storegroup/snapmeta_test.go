@@ -12,6 +12,7 @@ import (
 // listed or opened, never believed: raft would otherwise set its applied
 // index to a flipped one and skip the entries in between.
 func TestDamagedSnapshotMetaIsFound(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		damage  func(t *testing.T, dir string) // the snapshot's directory

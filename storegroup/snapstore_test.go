@@ -103,6 +103,7 @@ func restoredDigest(t *testing.T, stream []byte) (string, uint64) {
 // a member too far behind), it is a copy of the repository as it is then,
 // standing for the repository's applied index.
 func TestOwnSnapshotRefersToTheRepository(t *testing.T) {
+	t.Parallel()
 	f := newSnapFixture(t)
 	f.publish(1, 100)
 	f.publish(101, 100)
@@ -128,6 +129,7 @@ func TestOwnSnapshotRefersToTheRepository(t *testing.T) {
 // Raft's snapshot index can be ahead of the repository's (a new leader's
 // no-op is never handed to the fsm): the copy then stands for raft's index.
 func TestOpenedReferenceKeepsRaftsLaterIndex(t *testing.T) {
+	t.Parallel()
 	f := newSnapFixture(t)
 	f.publish(1, 10)
 	id := f.persist(f.index+1, &refSnapshot{index: f.repo.AppliedIndex(), term: f.repo.AppliedTerm()})
@@ -142,6 +144,7 @@ func TestOpenedReferenceKeepsRaftsLaterIndex(t *testing.T) {
 // snapshot store returns for it until it is installed restores exactly
 // the state that was sent; once installed it reads as a reference.
 func TestFullSnapshotIsStagedAsReceived(t *testing.T) {
+	t.Parallel()
 	f := newSnapFixture(t)
 	f.publish(1, 10)
 	full, err := f.repo.Snapshot()
@@ -194,6 +197,7 @@ func TestFullSnapshotIsStagedAsReceived(t *testing.T) {
 // A repository behind its own reference snapshot (its file replaced by an
 // older one) is refused, never sent or taken for caught up.
 func TestRepositoryBehindItsReferenceIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newSnapFixture(t)
 	f.publish(1, 10)
 	id := f.persist(5, &refSnapshot{index: 5, term: 2})

@@ -12,6 +12,7 @@ import (
 
 // The wire protocol and the repository agree on the longest source name.
 func TestSourceNameLimitsAgree(t *testing.T) {
+	t.Parallel()
 	if wire.MaxSourceNameLen != repository.MaxSourceNameLen {
 		t.Fatalf("wire.MaxSourceNameLen %d, repository.MaxSourceNameLen %d", wire.MaxSourceNameLen, repository.MaxSourceNameLen)
 	}
@@ -21,6 +22,7 @@ func TestSourceNameLimitsAgree(t *testing.T) {
 // when the name is not printable UTF-8 of at most 255 bytes; nothing
 // reaches the log, and the connection keeps serving.
 func TestStoreRefusesUnprintableSourceNames(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))

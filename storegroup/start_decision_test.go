@@ -30,6 +30,7 @@ import (
 // Rewrite the expected outputs with
 // `go test ./storegroup -run StartDecisionScenarios -rewrite`.
 func TestStartDecisionScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.RunTest(t, "../testdata/bootstrap/decide.txt", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "decide" {
 			d.Fatalf(t, "unknown command %q", d.Cmd)

@@ -14,6 +14,7 @@ import (
 // A store whose repository file is damaged moves its files to a numbered
 // backup (nothing is deleted), rejoins empty and catches up.
 func TestDamagedStoreIsBackedUpAndRejoins(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	publishRange(t, c, "b", 300, 10)
 	victim := c.Members(1)[2].Name
@@ -48,6 +49,7 @@ func TestDamagedStoreIsBackedUpAndRejoins(t *testing.T) {
 // A store whose data directory holds another group's state (a wrong copy
 // or restore) is backed up and rejoins its real group.
 func TestStoreOfAnotherGroupIdentityIsBackedUp(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	other := clustertest.Start(t, 1, nil)
 	publishRange(t, c, "mine", 100, 10)
@@ -81,6 +83,7 @@ func TestStoreOfAnotherGroupIdentityIsBackedUp(t *testing.T) {
 
 // A store stopped gracefully reports a clean last stop; one killed, dirty.
 func TestCleanAndDirtyStops(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	names := c.Members(1)
 	if got := c.Store(names[0].Name).Status().LastStop; got != storegroup.StopNew {

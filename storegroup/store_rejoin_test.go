@@ -39,6 +39,7 @@ func highSeq(t *testing.T, s *storegroup.Store, source string) uint64 {
 // The first member of a group (the one that bootstraps a new group) comes
 // back wiped: it must join and catch up, never bootstrap a second group.
 func TestWipedBootstrapperRejoinsInsteadOfBootstrapping(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	publishRange(t, c, "w", 500, 10)
 	id := c.GroupID(1, 30*time.Second)
@@ -59,6 +60,7 @@ func TestWipedBootstrapperRejoinsInsteadOfBootstrapping(t *testing.T) {
 // Every store of group 1 is wiped while group 2 remembers group 1's
 // identity: group 1 must refuse to start rather than begin again empty.
 func TestWipedGroupIsRefused(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	// Not just the leader's: until it records the identity, group 2 would
 	// "record" an empty one, and group 1 would rightly start again as a new
@@ -102,6 +104,7 @@ func TestWipedGroupIsRefused(t *testing.T) {
 // B must not help C: with A still away, B waits (it cannot tell how far the
 // group had got), and nobody is elected; when A returns, A is.
 func TestEmptyStoreNeverElectsAStaleMember(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	a := c.WaitLeader(1, 10*time.Second).Name()
 	others := otherMembers(c, 1, a)
@@ -142,6 +145,7 @@ func TestEmptyStoreNeverElectsAStaleMember(t *testing.T) {
 // vote for a member that lacks the entries it was catching up to: the
 // rejoin marker keeps its vote gate shut across the restart.
 func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 10*time.Second)
 	a := leader.Name()
@@ -192,6 +196,7 @@ func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
 // (umstored recover --accept-loss marks its stores): the group starts again
 // empty under a new identity, and the other group learns the new identity.
 func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	old := c.GroupID(1, 30*time.Second)
 	c.Eventually(30*time.Second, "group 2 records group 1's identity", func() bool {
@@ -238,6 +243,7 @@ func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
 // the group truncated acknowledged writes (TestEmptyStoreNeverElectsAStale
 // Member caught it under load).
 func TestRestartingMemberReportsItsLogBeforeRaftRuns(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	publishRange(t, c, "pos", 500, 10)
 	m := c.Members(1)[1].Name

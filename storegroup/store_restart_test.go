@@ -94,6 +94,7 @@ func sameDigests(t *testing.T, c *clustertest.Cluster) string {
 // A follower that was down while the leader compacted its log is brought
 // back by InstallSnapshot (FSM.Restore) and ends with the same repository.
 func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, smallSnapshots)
 	leader := c.WaitLeader(1, 30*time.Second)
 	follower := otherMembers(c, 1, leader.Name())[0]
@@ -114,6 +115,7 @@ func TestLaggingFollowerCatchesUpBySnapshot(t *testing.T) {
 // repository as it is when the snapshot is sent (own snapshots only refer
 // to the repository file), then the log after it, and ends equal.
 func TestWipedFollowerCatchesUpFromACompactedLog(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, smallSnapshots)
 	leader := c.WaitLeader(1, 30*time.Second)
 	follower := otherMembers(c, 1, leader.Name())[0]
@@ -144,6 +146,7 @@ func TestWipedFollowerCatchesUpFromACompactedLog(t *testing.T) {
 // Restarting every store after snapshots were taken keeps everything, does
 // not re-apply (NoSnapshotRestoreOnStart), and the group serves on.
 func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, smallSnapshots)
 	publishRange(t, c, "r", 1000, 10)
 	// The publisher's goodbye frees the source through the log, a moment
@@ -185,6 +188,7 @@ func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
 // A store whose repository cannot commit stops itself and never skips the
 // entry: after a restart it replays and matches its group (SPEC §4 rule 6).
 func TestStoreStopsRatherThanDiverge(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	victim := otherMembers(c, 1, leader.Name())[0]

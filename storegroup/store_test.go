@@ -53,6 +53,7 @@ func clientAddr(c *clustertest.Cluster, name string) string {
 }
 
 func TestGroupBootstrapsOnceWithOneIdentity(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	var id string
@@ -79,6 +80,7 @@ func TestGroupBootstrapsOnceWithOneIdentity(t *testing.T) {
 }
 
 func TestPublishAckAndFollowerRedirect(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))
@@ -113,6 +115,7 @@ func TestPublishAckAndFollowerRedirect(t *testing.T) {
 // answer comes once the entry's result is decided, and raft applies only
 // committed entries (SPEC §4 rule 1).
 func TestNoAckWithoutAQuorum(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))
@@ -138,6 +141,7 @@ func TestNoAckWithoutAQuorum(t *testing.T) {
 }
 
 func TestBadInputNeverStopsTheStore(t *testing.T) {
+	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.MaxFrame = 1 << 16 })
 	leader := c.WaitLeader(1, 30*time.Second)
 	addr := clientAddr(c, leader.Name())

@@ -92,6 +92,7 @@ func forgeTrim(trans *raft.NetworkTransport, follower storegroup.Member, st stor
 // follower answers nothing, the group's data is unchanged, and the refusal
 // is counted with its reason.
 func TestStrangerCannotWriteTheRaftLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pki := testpki.New(t, dir)
 	secretFile := filepath.Join(dir, "demo.member-secret")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTopologyPlace(t *testing.T) {
+	t.Parallel()
 	g1 := []Member{{Name: "G1S1", RaftAddr: "a:1", ClientAddr: "a:2"}, {Name: "G1S2", RaftAddr: "a:3", ClientAddr: "a:4"}, {Name: "G1S3", RaftAddr: "b:1", ClientAddr: "b:2"}}
 	g2 := []Member{{Name: "G2S1", RaftAddr: "a:5", ClientAddr: "a:6"}, {Name: "G2S2", RaftAddr: "b:3", ClientAddr: "b:4"}, {Name: "G2S3", RaftAddr: "b:5", ClientAddr: "b:6"}}
 	topo := Topology{{Index: 1, Members: g1}, {Index: 2, Members: g2}}
