@@ -178,7 +178,11 @@ func TestPacedNonBlockingReleasesAndReportsLoss(t *testing.T) {
 	r := pacedReceiver(t, c, "laggard")
 	readAndAck(t, ctx, r, 10)
 	c.Eventually(10*time.Second, "the group records the laggard at 10", func() bool {
-		pos, _, _, _ := c.Leader(1).Repository().Receiver("paced", "laggard")
+		l := c.Leader(1)
+		if l == nil {
+			return false // between leaders
+		}
+		pos, _, _, _ := l.Repository().Receiver("paced", "laggard")
 		return pos.Seq == 10 && pos.Holds()
 	})
 	if err := <-sendInBackground(ctx, p, 390, &sent); err != nil {
@@ -237,7 +241,7 @@ func TestPacedSilentReceiverIsExpiredAndReleasesItsHold(t *testing.T) {
 			t.Errorf("%s records the ghost as %+v (found %v, %v), want expired", mb.Name, pos, found, err)
 		}
 	}
-	if st, _ := c.Leader(1).Repository().Pacing("paced"); st.Holders != 0 {
+	if st, _ := c.WaitLeader(1, 10*time.Second).Repository().Pacing("paced"); st.Holders != 0 {
 		t.Errorf("pacing after the expiry: %+v, want no holder", st)
 	}
 	// Its name is free: another instance registers at once.
@@ -266,7 +270,7 @@ func TestPacedRefusedWhereNotAllowed(t *testing.T) {
 	if !errors.Is(err, publisher.ErrRegistration) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, ok, _ := c.Leader(1).Repository().Source("paced"); ok {
+	if _, ok, _ := c.WaitLeader(1, 10*time.Second).Repository().Source("paced"); ok {
 		t.Fatal("the refused registration created the source")
 	}
 }
@@ -293,7 +297,11 @@ func TestReceiverStateLifetimeForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Eventually(30*time.Second, "the receiver is forgotten", func() bool {
-		_, _, found, err := c.Leader(1).Repository().Receiver("s", "brief")
+		l := c.Leader(1)
+		if l == nil {
+			return false // between leaders
+		}
+		_, _, found, err := l.Repository().Receiver("s", "brief")
 		return err == nil && !found
 	})
 }

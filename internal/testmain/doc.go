@@ -5,5 +5,7 @@
 // a two-core machine. Most tests here spend their time waiting (on raft's
 // timeouts, fsync, a child process's lease) rather than computing, so a
 // package's TestMain calls [Run] to let more of them wait at the same time.
-// A -test.parallel given on the command line still wins.
+// A -test.parallel given on the command line still wins, and a binary built
+// with -race keeps go test's default: the race detector slows every
+// goroutine several times, and raft's heartbeats would miss.
 package testmain

@@ -7,7 +7,8 @@ import (
 )
 
 // Run parses the test flags, sets -test.parallel to parallel unless the
-// command line gave one, and runs the tests. It returns m.Run's code, for
+// command line gave one (or the binary has the race detector, where it
+// keeps go test's default), and runs the tests. It returns m.Run's code, for
 // os.Exit.
 func Run(m *testing.M, parallel int) int {
 	flag.Parse()
@@ -17,7 +18,7 @@ func Run(m *testing.M, parallel int) int {
 			given = true
 		}
 	})
-	if !given {
+	if !given && !raceDetector {
 		if err := flag.Set("test.parallel", strconv.Itoa(parallel)); err != nil {
 			panic(err)
 		}

@@ -3,6 +3,8 @@ package testmain
 import (
 	"flag"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -10,14 +12,18 @@ import (
 func TestMain(m *testing.M) { os.Exit(Run(m, 7)) }
 
 // Without -test.parallel on the command line, Run's value is the one in
-// force.
+// force; under the race detector, go test's default (GOMAXPROCS) is.
 func TestRunSetsParallel(t *testing.T) {
 	for _, a := range os.Args[1:] {
 		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
 			t.Skip("-test.parallel is on the command line")
 		}
 	}
-	if got := flag.Lookup("test.parallel").Value.String(); got != "7" {
-		t.Errorf("test.parallel = %s, want 7", got)
+	want := "7"
+	if raceDetector {
+		want = strconv.Itoa(runtime.GOMAXPROCS(0))
+	}
+	if got := flag.Lookup("test.parallel").Value.String(); got != want {
+		t.Errorf("test.parallel = %s, want %s (race detector: %v)", got, want, raceDetector)
 	}
 }
