@@ -36,7 +36,6 @@ func dialFrom(t *testing.T, ip, addr string) (*wire.Conn, error) {
 // counted in /metrics; a freed slot is taken again; the group's other
 // stores are not affected.
 func TestClientConnectionLimits(t *testing.T) {
-	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		cfg.ClientLimits.MaxConns = 6
 		cfg.ClientLimits.MaxConnsPerAddr = 4
@@ -132,7 +131,6 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duratio
 // bound, and one that starts a frame must finish it within the frame bound:
 // a client sending a byte a second is cut.
 func TestIdleAndSlowClientsAreCut(t *testing.T) {
-	t.Parallel()
 	const idle, frame = 2 * time.Second, 3 * time.Second
 	c := clustertest.Start(t, 1, limitsTune(idle, frame))
 	leader := c.WaitLeader(1, 30*time.Second)
@@ -186,7 +184,6 @@ func TestIdleAndSlowClientsAreCut(t *testing.T) {
 // pushes; the receiver says nothing), a pooled request connection (closed
 // when idle, reopened on the next call without the caller noticing).
 func TestLegitimateClientsOutliveTheTimeBounds(t *testing.T) {
-	t.Parallel()
 	const idle = 1 * time.Second
 	c := clustertest.Start(t, 1, limitsTune(idle, 2*time.Second))
 	leader := c.WaitLeader(1, 30*time.Second)
@@ -263,7 +260,6 @@ func TestLegitimateClientsOutliveTheTimeBounds(t *testing.T) {
 // is acknowledged and fetched back whole, even by a Fetch whose byte
 // budget is smaller than it.
 func TestStoreRefusesPayloadsItCouldNotServeBack(t *testing.T) {
-	t.Parallel()
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))
@@ -296,7 +292,6 @@ func TestStoreRefusesPayloadsItCouldNotServeBack(t *testing.T) {
 // Fetch or a subscription's Deliver must not claim the range past the small
 // one (that hid held messages: "held by no reachable store group").
 func TestRepliesCutByTheByteBudgetClaimOnlyWhatTheyHold(t *testing.T) {
-	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
 	addr := clientAddr(c, leader.Name())
