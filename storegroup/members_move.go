@@ -34,7 +34,7 @@ import (
 //
 // It then routes to the new addresses at once (its address book, members_book.go)
 // and, when it leads, records them through the log (MemberAddress) and in
-// raft's configuration (members_leader.go). A member that does not lead
+// raft's configuration (members_duties.go). A member that does not lead
 // keeps the move in memory until the log records it: in a group without a
 // quorum there is no leader, and the member with state must reach the
 // moved member's new incarnation to be elected by its vote.

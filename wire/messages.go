@@ -129,7 +129,7 @@ type Registered struct {
 // Checksums, when present, holds the CRC32C (Checksum) of each payload, in
 // the same order; a store refuses the whole frame, storing nothing, when
 // one does not match (CodeChecksum). It is empty in frames of publishers
-// older than checksums, and then not sent (trailing.go).
+// older than checksums, and then not sent (evolve.go).
 type Publish struct {
 	_msgpack  struct{} `msgpack:",as_array"`
 	ReqID     uint64
@@ -330,7 +330,7 @@ type Consumed struct {
 // when Token is that token; one without accepts it from a client that
 // presented the deployment's client token or, with no token at all, from
 // loopback. Token was added after ReqID, so an older client's Shutdown
-// decodes with Token empty (trailing.go).
+// decodes with Token empty (evolve.go).
 type Shutdown struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
