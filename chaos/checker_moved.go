@@ -9,7 +9,7 @@ import (
 // checkMoved is the rule of replaced hosts ("moved"): once the deployment
 // was restored after the last replacement, every store's view of its
 // group is where its members listen. The product promises it
-// (ARCHITECTURE.md, "A host replaced at another address"): a moved store
+// (docs/design.md, "A host replaced at another address"): a moved store
 // tells its group, the group's leader records the new addresses in its
 // log, and every member, whatever file its host runs with, reaches the
 // moved store there; the records travel in snapshot streams, so a member
