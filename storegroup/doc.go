@@ -27,8 +27,11 @@
 // Bootstrap is guarded (SPEC §4 rule 3): a store with any local state never
 // bootstraps; an empty store asks every other member of its group what it
 // holds (Probe) and the group is bootstrapped only when every member answers
-// empty and none knows the group's identity, and then only by the first
-// member in the deployment's order (start_decision.go). A group's identity
+// empty and none knows the group's identity (no store of another group
+// remembers it either), and then only by one member: the first, in the
+// deployment's order, on the group's preferred host, so that the group's
+// first leader is where leader placement wants it (start_decision.go,
+// bootstrapper). A group's identity
 // is created by its first leader and replicated through the log.
 //
 // Clients are bounded (clientserver.Limits, ClientLimits here):
