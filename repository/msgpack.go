@@ -36,7 +36,19 @@ const (
 	mpMap32   = 0xdf
 )
 
-func sizeArrayLen(n int) int {
+// sizeArrayLen and appendArrayLen encode an array header of n elements;
+// sizeMapLen and appendMapLen a map header of n key-value pairs. Both
+// headers have the same three sizes.
+func sizeArrayLen(n int) int { return sizeHeader(n) }
+
+func appendArrayLen(b []byte, n int) []byte { return appendHeader(b, n, 0x90, mpArray16, mpArray32) }
+
+func sizeMapLen(n int) int { return sizeHeader(n) }
+
+func appendMapLen(b []byte, n int) []byte { return appendHeader(b, n, 0x80, mpMap16, mpMap32) }
+
+// sizeHeader is the size of an array or map header of n.
+func sizeHeader(n int) int {
 	switch {
 	case n < 16:
 		return 1
@@ -47,37 +59,16 @@ func sizeArrayLen(n int) int {
 	}
 }
 
-func appendArrayLen(b []byte, n int) []byte {
+// appendHeader appends an array or map header of n: fix (the fix format's
+// high bits) for n < 16, else the 16- or 32-bit format.
+func appendHeader(b []byte, n int, fix, f16, f32 byte) []byte {
 	switch {
 	case n < 16:
-		return append(b, 0x90|byte(n))
+		return append(b, fix|byte(n))
 	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, mpArray16), uint16(n))
+		return binary.BigEndian.AppendUint16(append(b, f16), uint16(n))
 	default:
-		return binary.BigEndian.AppendUint32(append(b, mpArray32), uint32(n))
-	}
-}
-
-// sizeMapLen and appendMapLen encode a map header of n key-value pairs.
-func sizeMapLen(n int) int {
-	switch {
-	case n < 16:
-		return 1
-	case n <= math.MaxUint16:
-		return 3
-	default:
-		return 5
-	}
-}
-
-func appendMapLen(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x80|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, mpMap16), uint16(n))
-	default:
-		return binary.BigEndian.AppendUint32(append(b, mpMap32), uint32(n))
+		return binary.BigEndian.AppendUint32(append(b, f32), uint32(n))
 	}
 }
 
