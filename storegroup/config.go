@@ -192,13 +192,13 @@ type Config struct {
 	// (stability.intragroup): which members must hold a message before the
 	// leader acknowledges it. A publisher may ask for a stricter one for its
 	// source (RegisterSource), never a weaker one. Default quorum, the
-	// group's raft commit (intragroup.go).
+	// group's raft commit (clientserver's intragroup.go).
 	Intragroup quorum.Intragroup
 	// MaxFrame bounds incoming client frames (bytes).
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per
 	// remote address, how long one may stay idle, how long a frame may
-	// take (client_limits.go). Zero fields take the defaults.
+	// take (clientserver's limits.go). Zero fields take the defaults.
 	ClientLimits ClientLimits
 	// RaftHandshakeTimeout bounds how long a connection to the raft port
 	// may take to prove membership (TLS and the member handshake); a peer

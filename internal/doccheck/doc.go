@@ -1,5 +1,6 @@
-// Package doccheck holds one test: every repository path the project's
-// Markdown documents name exists. A doc that names a file which was moved
-// or renamed misleads the next reader more than one that names nothing, so
+// Package doccheck holds two tests: every repository path the project's
+// Markdown documents name exists, and every Go file name a comment names is
+// the name of a tracked file. A doc that names a file which was moved or
+// renamed misleads the next reader more than one that names nothing, so
 // `go test ./...` (and so CI) fails on it.
 package doccheck
