@@ -6,6 +6,8 @@
 // timeouts, fsync, a child process's lease) rather than computing, so a
 // package's TestMain calls [Run] to let more of them wait at the same time.
 // A -test.parallel given on the command line still wins, and a binary built
-// with -race keeps go test's default: the race detector slows every
-// goroutine several times, and raft's heartbeats would miss.
+// with -race runs its tests one at a time: the race detector slows every
+// goroutine several times, and with two packages' clusters at once raft's
+// leaders already lose their quorum (storegroup's and publisher's race runs
+// did with two tests each at a time).
 package testmain

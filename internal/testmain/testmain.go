@@ -7,8 +7,8 @@ import (
 )
 
 // Run parses the test flags, sets -test.parallel to parallel unless the
-// command line gave one (or the binary has the race detector, where it
-// keeps go test's default), and runs the tests. It returns m.Run's code, for
+// command line gave one, and runs the tests. A binary built with -race
+// runs them one at a time, as it did before this package. It returns m.Run's code, for
 // os.Exit.
 func Run(m *testing.M, parallel int) int {
 	flag.Parse()
@@ -18,7 +18,10 @@ func Run(m *testing.M, parallel int) int {
 			given = true
 		}
 	})
-	if !given && !raceDetector {
+	if raceDetector {
+		parallel = 1
+	}
+	if !given {
 		if err := flag.Set("test.parallel", strconv.Itoa(parallel)); err != nil {
 			panic(err)
 		}

@@ -3,8 +3,6 @@ package testmain
 import (
 	"flag"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,7 +10,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(Run(m, 7)) }
 
 // Without -test.parallel on the command line, Run's value is the one in
-// force; under the race detector, go test's default (GOMAXPROCS) is.
+// force; under the race detector, 1 is.
 func TestRunSetsParallel(t *testing.T) {
 	for _, a := range os.Args[1:] {
 		if strings.HasPrefix(strings.TrimLeft(a, "-"), "test.parallel") {
@@ -21,7 +19,7 @@ func TestRunSetsParallel(t *testing.T) {
 	}
 	want := "7"
 	if raceDetector {
-		want = strconv.Itoa(runtime.GOMAXPROCS(0))
+		want = "1"
 	}
 	if got := flag.Lookup("test.parallel").Value.String(); got != want {
 		t.Errorf("test.parallel = %s, want %s (race detector: %v)", got, want, raceDetector)
