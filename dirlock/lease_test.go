@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 	"umstore/internal/wallclock"
 )
 
@@ -33,6 +34,7 @@ func leaseOpts(t *testing.T, id string) Options {
 // A standby takes over a lease after its holder is killed, once the lease
 // has expired and not before.
 func TestLeaseTakeoverAfterExpiry(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	dir := t.TempDir()
 	h := startChild(t, dir, "H", childOpts{mode: ModeLease})
@@ -360,6 +362,7 @@ func TestLeaseDeadHolderOnThisHost(t *testing.T) {
 // as the holder: the holder counts on its boot clock and the standby on
 // the storage's (wallclock is this process's clock, which a step moves).
 func TestLeaseClockStep(t *testing.T) {
+	testmain.Slow(t)
 	t.Cleanup(func() { wallclock.Set(0) })
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -388,6 +391,7 @@ func TestLeaseClockStep(t *testing.T) {
 // and tried again; storage that stays that slow makes Acquire fail, with
 // the lease left released for the next process.
 func TestLeaseSlowClaimIsRetried(t *testing.T) {
+	testmain.Slow(t)
 	for _, tc := range []struct {
 		name    string
 		slow    int // claims made slow before writes are fast again

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"umstore/internal/testmain"
 	"umstore/placement"
 	"umstore/wire"
 )
@@ -18,6 +19,7 @@ import (
 // becomes stable, under any group 2 makes it stable, and quorum does not
 // notice the missing store.
 func TestUMPubIntragroupAll(t *testing.T) {
+	testmain.Slow(t)
 	bin := binaries(t)
 	data := t.TempDir()
 	startDev(t, bin, data)

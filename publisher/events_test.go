@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/wire"
 )
@@ -281,6 +282,7 @@ func fakeNakStore(t *testing.T, lost wire.Range) string {
 // RegID takes the source at once (a restarted publisher resumes), while
 // one with another RegID finds it busy.
 func TestStaticRegIDIsTheSameRegistration(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	first := newPublisher(t, c, "regid", func(cfg *publisher.Config) { cfg.RegID = 1000 })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/wire"
@@ -18,6 +19,7 @@ import (
 // payload of exactly wire.MaxPayload, even right behind a small one, is
 // stable and reads back whole.
 func TestSendRefusesPayloadsTooLargeToServeBack(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	// A store answers a connection's frames in order, so a Ping sent behind

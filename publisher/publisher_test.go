@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/quorum"
 	"umstore/receiver"
@@ -193,6 +194,7 @@ func TestRestartedPublisherResumes(t *testing.T) {
 // With one whole group down, intergroup any keeps publishing; all refuses
 // to call anything stable.
 func TestIntergroupBehaviourWithAGroupDown(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	for _, m := range c.Members(2) {

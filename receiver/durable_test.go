@@ -9,6 +9,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
+	"umstore/internal/testmain"
 	"umstore/receiver"
 	"umstore/storegroup"
 	"umstore/wire"
@@ -75,6 +76,7 @@ func registerAt(t *testing.T, ctx context.Context, cfg receiver.Config, consensu
 // higher; with group 2 reduced to one store (no leader, no majority),
 // majority ignores that store and highest trusts it.
 func TestDurableResumeAcrossGroups(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -301,6 +303,7 @@ func TestDurableFollowContinues(t *testing.T) {
 // registered, so Close registers again and records it. Before, Close gave
 // up on that group, which kept an older position.
 func TestDurableCloseAfterTheGroupLostTheRegistration(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, fastReceivers)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/receiver"
 )
 
@@ -14,6 +15,7 @@ import (
 // round of attempts: there is no other group to read from. Before, it
 // failed at once with "no store group reachable".
 func TestOneGroupReaderWaitsForAnElection(t *testing.T) {
+	testmain.Slow(t)
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/storegroup"
@@ -303,6 +304,7 @@ func TestFollowReportsRangeNoGroupHolds(t *testing.T) {
 // by the fault-injection suite: a follower skipped an acknowledged message
 // while its only group was paused.)
 func TestFollowWaitsForAnUnreachableGroupThatHoldsTheMessage(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.RepairInterval = 0 })
 	for _, m := range c.Members(2) {

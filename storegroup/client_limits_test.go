@@ -14,6 +14,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/storegroup"
@@ -131,6 +132,7 @@ func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duratio
 // bound, and one that starts a frame must finish it within the frame bound:
 // a client sending a byte a second is cut.
 func TestIdleAndSlowClientsAreCut(t *testing.T) {
+	testmain.Slow(t)
 	const idle, frame = 2 * time.Second, 3 * time.Second
 	c := clustertest.Start(t, 1, limitsTune(idle, frame))
 	leader := c.WaitLeader(1, 30*time.Second)
@@ -184,6 +186,7 @@ func TestIdleAndSlowClientsAreCut(t *testing.T) {
 // pushes; the receiver says nothing), a pooled request connection (closed
 // when idle, reopened on the next call without the caller noticing).
 func TestLegitimateClientsOutliveTheTimeBounds(t *testing.T) {
+	testmain.Slow(t)
 	const idle = 1 * time.Second
 	c := clustertest.Start(t, 1, limitsTune(idle, 2*time.Second))
 	leader := c.WaitLeader(1, 30*time.Second)
@@ -260,6 +263,7 @@ func TestLegitimateClientsOutliveTheTimeBounds(t *testing.T) {
 // is acknowledged and fetched back whole, even by a Fetch whose byte
 // budget is smaller than it.
 func TestStoreRefusesPayloadsItCouldNotServeBack(t *testing.T) {
+	testmain.Slow(t)
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	leader := c.WaitLeader(1, 30*time.Second)
 	lc := dial(t, clientAddr(c, leader.Name()))

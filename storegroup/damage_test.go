@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/storegroup"
@@ -328,6 +329,7 @@ func garbleSnapshotMeta(t *testing.T, dir string) {
 // stores serve throughout. Each case killed the whole process (bbolt's
 // SIGBUS on the truncated mapping, raft's "log not found" panic).
 func TestDamagedFileOfAStoppedStore(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	cases := []struct {
 		name   string
@@ -434,6 +436,7 @@ func publishMore(t *testing.T, c *clustertest.Cluster, victim *storegroup.Store,
 // case killed the whole process: a SIGBUS in a client's read, in raft's FSM
 // goroutine, in raft's own goroutines writing the log.
 func TestFaultWhileRunningStopsOnlyThatStore(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	cases := []struct {
 		name    string

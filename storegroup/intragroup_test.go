@@ -12,6 +12,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/quorum"
 	"umstore/storegroup"
@@ -114,6 +115,7 @@ func follower(c *clustertest.Cluster) storegroup.Member {
 // is back, the held answer goes out. Before the intragroup behaviours the
 // Ack came at the commit.
 func TestIntragroupAllWithAMemberDown(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -202,6 +204,7 @@ func (sc *slowConn) Write(b []byte) (int, error) {
 // answer back under all-active and all: when the Ack comes, the slow
 // member's log has the entry. Under quorum the Ack does not wait for it.
 func TestIntragroupWithASlowMember(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	links := &slowLinks{delay: 400 * time.Millisecond}
 	links.slow.Store("")
@@ -242,6 +245,7 @@ func TestIntragroupWithASlowMember(t *testing.T) {
 // and the messages are stable through group 2 under intergroup any; once
 // the member is back group 1 confirms them too.
 func TestIntragroupAllAndIntergroupAny(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

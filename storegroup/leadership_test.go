@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/storegroup"
 )
 
@@ -12,6 +13,7 @@ import (
 // caught up, stays there, moves away only when it fails, and comes back
 // once it has been caught up for the settle time again.
 func TestLeadershipMovesToThePreferredHost(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) {
 		cfg.PreferredHost, cfg.PreferredMembers = "B", []string{"G1S3"}

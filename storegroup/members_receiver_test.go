@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"umstore/internal/testmain"
 	"umstore/receiver"
 )
 
@@ -14,6 +15,7 @@ import (
 // gone too, it goes on receiving from the new host A, whose addresses it
 // learnt from the group while it followed.
 func TestReceiverFollowsAReplacedHost(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c, _ := replaceHostA(t)
 	var old [][]string // the deployment file the receiver was given: host A's old addresses

@@ -15,6 +15,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/internal/memberauth"
+	"umstore/internal/testmain"
 	"umstore/storegroup"
 	"umstore/wire"
 )
@@ -180,6 +181,7 @@ func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
 // now (a member that comes back empty is told again), B's stores take
 // their turns to catch up, and every store holds every message.
 func TestEmptyHostRejoinsAReplacedHost(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c, _ := replaceHostA(t)
 	hostB := []string{"G1S3", "G2S2", "G2S3"}
@@ -370,6 +372,7 @@ func TestStrangerCannotMoveAMember(t *testing.T) {
 // stops, the same request is accepted and the new one catches up: there
 // are never two live incarnations of one store.
 func TestLiveStoreCannotBeReplaced(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret})
 	publishRange(t, c, "alive", 300, 30)
@@ -430,6 +433,7 @@ func freeLoopback(t *testing.T) string {
 // it for votes there, and B's vote gate refuses every one: C is never
 // elected. When A returns it is, and nothing acknowledged is lost.
 func TestReplacedStoreNeverVotesBeforeItCaughtUp(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	logs := &syncLog{}
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -16,6 +16,7 @@ import (
 	"umstore/internal/cli"
 	"umstore/internal/clustertest"
 	"umstore/internal/memberauth"
+	"umstore/internal/testmain"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -58,6 +59,7 @@ func readUntilClosed(c net.Conn, limit time.Duration) time.Duration {
 // members authenticated, it waited for the rest forever); the cut is
 // counted.
 func TestRaftPortCutsASlowStranger(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	sec, _ := memberSecurity(t)
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: func(cfg *storegroup.Config) { cfg.Security = sec }})

@@ -12,6 +12,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
+	"umstore/internal/testmain"
 	"umstore/publisher"
 	"umstore/receiver"
 	"umstore/storegroup"
@@ -253,6 +254,7 @@ func TestPacedSilentReceiverIsExpiredAndReleasesItsHold(t *testing.T) {
 
 // A store refuses receiver-paced persistence unless it allows it.
 func TestPacedRefusedWhereNotAllowed(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -278,6 +280,7 @@ func TestPacedRefusedWhereNotAllowed(t *testing.T) {
 // A receiver's state lifetime ends some time after it went silent: the
 // group forgets it, and the name starts again as a new one.
 func TestReceiverStateLifetimeForgets(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, func(c *storegroup.Config) {
 		c.ReceiverActivityTimeout = time.Second

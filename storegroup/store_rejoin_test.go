@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/testmain"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -104,6 +105,7 @@ func TestWipedGroupIsRefused(t *testing.T) {
 // B must not help C: with A still away, B waits (it cannot tell how far the
 // group had got), and nobody is elected; when A returns, A is.
 func TestEmptyStoreNeverElectsAStaleMember(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	a := c.WaitLeader(1, 10*time.Second).Name()
@@ -145,6 +147,7 @@ func TestEmptyStoreNeverElectsAStaleMember(t *testing.T) {
 // vote for a member that lacks the entries it was catching up to: the
 // rejoin marker keeps its vote gate shut across the restart.
 func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 10*time.Second)
@@ -196,6 +199,7 @@ func TestInterruptedCatchUpKeepsTheVoteGateShut(t *testing.T) {
 // (umstored recover --accept-loss marks its stores): the group starts again
 // empty under a new identity, and the other group learns the new identity.
 func TestAcceptLossStartsTheGroupAgain(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	old := c.GroupID(1, 30*time.Second)

@@ -17,6 +17,7 @@ import (
 	"umstore/internal/cli"
 	"umstore/internal/clustertest"
 	"umstore/internal/memberauth"
+	"umstore/internal/testmain"
 	"umstore/internal/testpki"
 	"umstore/placement"
 	"umstore/publisher"
@@ -92,6 +93,7 @@ func forgeTrim(trans *raft.NetworkTransport, follower storegroup.Member, st stor
 // follower answers nothing, the group's data is unchanged, and the refusal
 // is counted with its reason.
 func TestStrangerCannotWriteTheRaftLog(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	dir := t.TempDir()
 	pki := testpki.New(t, dir)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"umstore/internal/testmain"
 	"umstore/internal/testports"
 	"umstore/placement"
 	"umstore/repository"
@@ -48,6 +49,7 @@ func TestCheckDevDeployment(t *testing.T) {
 // ports, must not be refused because of it. Before, it was ("created with
 // --base-port N").
 func TestFailedDevDoesNotBlockTheRetry(t *testing.T) {
+	testmain.Slow(t)
 	defer func(d time.Duration) { devLeaderWait = d }(devLeaderWait)
 	devLeaderWait = 5 * time.Second // the run fails either way; the test is about what it leaves
 	dir := t.TempDir()
