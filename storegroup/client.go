@@ -43,6 +43,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		Limits:          cfg.ClientLimits,
 		Log:             s.log,
 		Metrics:         s.metrics.client,
+		Stages:          s.metrics.stages,
 		Repo:            s.repo,
 		Proposer:        s.proposer,
 		Read:            s.repair.damage.read, // repair_damage.go: damaged messages are never served

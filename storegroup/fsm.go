@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"umstore/repository"
+	"umstore/storegroup/stagetime"
 )
 
 // fsm adapts a repository to raft's BatchingFSM. Raft calls ApplyBatch,
@@ -83,11 +84,15 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 	}
 	var results []repository.Result
 	if err == nil {
-		var decided func([]repository.Result)
-		if f.decided != nil {
-			decided = func(results []repository.Result) { f.decided(logs, results) }
+		var decidedAt time.Time
+		decided := func(results []repository.Result) {
+			decidedAt = f.stages().Since(stagetime.Decide, start)
+			if f.decided != nil {
+				f.decided(logs, results)
+			}
 		}
 		results, err = f.repo.ApplyDecided(entries, decided)
+		f.stages().Since(stagetime.RepoCommit, decidedAt)
 	}
 	if err != nil {
 		return f.fail(logs, err)
@@ -107,6 +112,15 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 		f.onApplied()
 	}
 	return out
+}
+
+// stages returns the store's stage timer, nil (timing nothing) without
+// metrics.
+func (f *fsm) stages() *stagetime.Timer {
+	if f.metrics == nil {
+		return nil
+	}
+	return f.metrics.stages
 }
 
 // fail records that the batch could not be applied, stops the store, and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
@@ -12,6 +13,7 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/boltfile"
 	"umstore/repository"
+	"umstore/storegroup/stagetime"
 )
 
 // guardedLogStore is raft's log and stable store, checking the data
@@ -41,7 +43,8 @@ type guardedLogStore struct {
 	// retained, if set, is the repository's LowestLogRef: compaction never
 	// deletes that entry or a later one.
 	retained func() (uint64, bool)
-	applied  func() uint64 // the repository's applied index, with retained
+	applied  func() uint64    // the repository's applied index, with retained
+	stages   *stagetime.Timer // times each write (stagetime.LogWrite); nil times nothing
 
 	// written counts the entries and bytes stored, for the log compactor
 	// (compactor.go).
@@ -106,6 +109,7 @@ func (g *guardedLogStore) GetLog(index uint64, l *raft.Log) error {
 
 // StoreLog implements raft.LogStore.
 func (g *guardedLogStore) StoreLog(l *raft.Log) error {
+	defer g.stages.Since(stagetime.LogWrite, time.Now())
 	err := g.write("write the raft log", func() error { return g.log.StoreLog(l) })
 	if err == nil {
 		g.written.add(l)
@@ -115,6 +119,7 @@ func (g *guardedLogStore) StoreLog(l *raft.Log) error {
 
 // StoreLogs implements raft.LogStore.
 func (g *guardedLogStore) StoreLogs(logs []*raft.Log) error {
+	defer g.stages.Since(stagetime.LogWrite, time.Now())
 	err := g.write("write the raft log", func() error { return g.log.StoreLogs(logs) })
 	if err == nil {
 		for _, l := range logs {

@@ -9,6 +9,7 @@ import (
 
 	"umstore/storegroup/clientserver"
 	"umstore/storegroup/raftport"
+	"umstore/storegroup/stagetime"
 )
 
 // storeMetrics holds what a store counts as it works; the rest of its
@@ -22,6 +23,7 @@ type storeMetrics struct {
 	duplicates   atomic.Uint64
 	conflicts    atomic.Uint64
 	client       *clientserver.Metrics               // the client server's (connections, refused frames)
+	stages       *stagetime.Timer                    // where a Publish's time goes (package stagetime)
 	refusedPeers [raftport.NumRefusals]atomic.Uint64 // raft connections, by raftport.Refusal
 	leaderMoves  atomic.Uint64                       // leadership handed to the preferred host (leadership.go)
 	mismatches   atomic.Uint64                       // sequence numbers another group holds otherwise (repair_verify.go)
@@ -31,6 +33,7 @@ func newStoreMetrics(name string, group int) *storeMetrics {
 	labels := prometheus.Labels{"store": name, "group": strconv.Itoa(group)}
 	return &storeMetrics{
 		client: clientserver.NewMetrics(labels),
+		stages: stagetime.New(labels),
 		applyEntries: prometheus.NewHistogram(prometheus.HistogramOpts{
 			ConstLabels: labels,
 			Name:        "umstore_apply_batch_entries",
@@ -141,6 +144,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range []prometheus.Histogram{m.applyEntries, m.applySeconds, m.snapshotSecs, m.client.MergedFrames} {
 		h.Collect(ch)
 	}
+	m.stages.Collector().Collect(ch)
 }
 
 // collectClient adds the client server's counters (clientserver.Metrics):

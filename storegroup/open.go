@@ -60,8 +60,8 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
 	s.members = newMemberWatch()
-	s.proposer = proposal.New(s.raftNode, cfg.ApplyTimeout)
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
+	s.proposer = proposal.New(s.raftNode, cfg.ApplyTimeout, s.metrics.stages)
 	if err := s.open(ctx); err != nil {
 		s.abandon()
 		return nil, err
@@ -172,6 +172,7 @@ func (s *Store) openFiles() error {
 			s.fail(fmt.Errorf("store %s cannot write its raft log in %s: %w; it stopped without skipping anything: fix the cause and start it again, it catches up", s.cfg.Name, dir, err))
 		},
 		onUnreadable: func(err error) { s.fileFailed(raftPath, err, true) },
+		stages:       s.metrics.stages,
 	}
 	// Over raft-wal the repository is an index over the log: each payload
 	// is written once, in the log, which keeps what retention keeps.

@@ -91,7 +91,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 		switch m := m.(type) {
 		case *wire.Publish:
 			var ok bool
-			if next, ok = cs.publish(connCtx, m, frames, conn, slots, replies); !ok {
+			if next, ok = cs.publish(connCtx, m, f.at, frames, conn, slots, replies); !ok {
 				return
 			}
 		case *wire.Shutdown:
@@ -136,6 +136,7 @@ func (cs *Server) badFrame(nc net.Conn, err error, replies chan<- reply) (closin
 type frame struct {
 	m   wire.Message
 	err error
+	at  time.Time // when it was read (stagetime.Queued and Total start here)
 }
 
 // readFrames decodes frames from rd until a fatal error, which it delivers
@@ -145,7 +146,7 @@ func readFrames(ctx context.Context, rd *frameReader, out chan<- frame) {
 	for {
 		m, err := rd.read()
 		select {
-		case out <- frame{m: m, err: err}:
+		case out <- frame{m: m, err: err, at: time.Now()}:
 		case <-ctx.Done():
 			return
 		}

@@ -9,6 +9,7 @@ import (
 
 	"umstore/repository"
 	"umstore/storegroup/proposal"
+	"umstore/storegroup/stagetime"
 	"umstore/wire"
 )
 
@@ -25,6 +26,7 @@ type Deps struct {
 
 	Log      *slog.Logger
 	Metrics  *Metrics
+	Stages   *stagetime.Timer   // times queued, answer and total of each Publish; nil times nothing
 	Repo     *repository.Repo   // read only: every write is a proposal
 	Proposer *proposal.Proposer // every write goes through it
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"umstore/repository"
+	"umstore/storegroup/stagetime"
 	"umstore/wire"
 )
 
@@ -64,10 +65,12 @@ const (
 	maxMergedBytes    = 512 << 10
 )
 
-// publish handles the Publish frame p and the frames gather adds to it. It
-// returns the frame gather read but could not add, to be handled next, and
-// false if the connection is closing.
-func (cs *Server) publish(ctx context.Context, p *wire.Publish, queued <-chan frame, conn *connState, slots window, replies chan<- reply) (next *frame, ok bool) {
+// publish handles the Publish frame p, read at read, and the frames gather
+// adds to it. It returns the frame gather read but could not add, to be
+// handled next, and false if the connection is closing. (The stages of
+// frames merged into p's entry are timed from p's read: they were read
+// later, so their queued and total times are overstated, never hidden.)
+func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, queued <-chan frame, conn *connState, slots window, replies chan<- reply) (next *frame, ok bool) {
 	if err := checkPayloads(p); err != nil {
 		cs.Metrics.refused(refusedTooLarge)
 		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}}
@@ -112,10 +115,11 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, queued <-chan fr
 		return next, true
 	}
 	cs.Metrics.MergedFrames.Observe(float64(len(batch)))
+	cs.Stages.Since(stagetime.Queued, read)
 	f := cs.Proposer.ProposeDecided(cs.encodePublish(batch, conn))
 	hold := cs.holdFor(ctx, conn, p.Source)
 	for i, p := range batch {
-		r := reply{req: p, future: f, hold: hold}
+		r := reply{req: p, future: f, hold: hold, read: read}
 		if i == len(batch)-1 {
 			r.release = slots.release // the proposal's slot, freed once it is answered
 		}

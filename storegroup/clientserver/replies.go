@@ -2,10 +2,12 @@ package clientserver
 
 import (
 	"errors"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"umstore/repository"
+	"umstore/storegroup/stagetime"
 	"umstore/wire"
 )
 
@@ -24,6 +26,9 @@ type reply struct {
 	// intragroup names the intragroup behaviour a registration gets, for
 	// its Registered answer.
 	intragroup string
+	// read, for a Publish, is when its frame was read: the answer's
+	// stagetime.Total starts there.
+	read time.Time
 }
 
 // writeReplies answers in request order. On a write error it closes the
@@ -34,6 +39,7 @@ type reply struct {
 func (cs *Server) writeReplies(c *wire.Conn, replies <-chan reply) {
 	broken := false
 	var waited raft.ApplyFuture // the last proposal waited for
+	var decided time.Time       // when its answer came (stagetime.Answer starts there)
 	for r := range replies {
 		if broken {
 			if r.release != nil {
@@ -52,6 +58,7 @@ func (cs *Server) writeReplies(c *wire.Conn, replies <-chan reply) {
 			}
 			waited = r.future
 			msg = cs.applied(r.req, r.future)
+			decided = time.Now()
 			if r.hold != nil {
 				var ok bool
 				if msg, ok = cs.awaitMembers(c, r.hold, r.future, msg); !ok {
@@ -78,6 +85,10 @@ func (cs *Server) writeReplies(c *wire.Conn, replies <-chan reply) {
 		err := c.Write(msg)
 		if err == nil && (len(replies) == 0 || c.Buffered() > 256<<10) {
 			err = c.Flush()
+		}
+		if !r.read.IsZero() && err == nil {
+			written := cs.Stages.Since(stagetime.Answer, decided)
+			cs.Stages.Observe(stagetime.Total, written.Sub(r.read))
 		}
 		if err != nil {
 			broken = true

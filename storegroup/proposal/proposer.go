@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"umstore/repository"
+	"umstore/storegroup/stagetime"
 )
 
 // Proposer is the one place a store proposes raft entries. Client requests
@@ -34,9 +35,13 @@ type Proposer struct {
 }
 
 // New returns the proposer of the raft node node returns (nil until it
-// runs); timeout is how long a proposal may wait to enter the log.
-func New(node func() *raft.Raft, timeout time.Duration) *Proposer {
-	return &Proposer{node: node, timeout: timeout, pending: newProposals()}
+// runs); timeout is how long a proposal may wait to enter the log. stages,
+// if not nil, times the raft_queue and commit stages of the ProposeDecided
+// entries.
+func New(node func() *raft.Raft, timeout time.Duration, stages *stagetime.Timer) *Proposer {
+	ps := newProposals()
+	ps.stages = stages
+	return &Proposer{node: node, timeout: timeout, pending: ps}
 }
 
 // Propose hands cmd to raft. Its future resolves once the entry is applied
@@ -126,6 +131,8 @@ type proposals struct {
 	waiting map[uint64]*proposal
 
 	early atomic.Uint64 // proposals answered by decided, before the commit
+
+	stages *stagetime.Timer // raft_queue and commit, of the entries decided
 }
 
 func newProposals() *proposals {
@@ -137,7 +144,7 @@ func newProposals() *proposals {
 // register adds a waiting proposal and returns its counter and the token
 // its entry carries.
 func (ps *proposals) register() (uint64, []byte, *proposal) {
-	p := &proposal{done: make(chan struct{})}
+	p := &proposal{done: make(chan struct{}), proposed: time.Now()}
 	ps.mu.Lock()
 	ps.next++
 	n := ps.next
@@ -153,9 +160,18 @@ func (ps *proposals) register() (uint64, []byte, *proposal) {
 // log, as the FSM's batch gives them). It runs inside the FSM's write
 // transaction: it only looks up tokens and closes channels.
 func (ps *proposals) decided(logs []*raft.Log, results []repository.Result) {
+	now := time.Now()
 	for i, l := range logs {
-		if n, ok := ps.token(l.Extensions); ok && ps.finish(n, l.Index, &results[i], nil) {
+		n, ok := ps.token(l.Extensions)
+		if !ok {
+			continue
+		}
+		if p := ps.finish(n, l.Index, &results[i], nil); p != nil {
 			ps.early.Add(1)
+			if !l.AppendedAt.IsZero() {
+				ps.stages.Observe(stagetime.RaftQueue, l.AppendedAt.Sub(p.proposed))
+				ps.stages.Observe(stagetime.Commit, now.Sub(l.AppendedAt))
+			}
 		}
 	}
 }
@@ -169,18 +185,19 @@ func (ps *proposals) token(ext []byte) (uint64, bool) {
 }
 
 // finish answers proposal n, if it is still waiting: the first answer
-// wins. It reports whether this one did.
-func (ps *proposals) finish(n, index uint64, resp any, err error) bool {
+// wins. It returns the proposal this answer finished, nil if another
+// answer came first.
+func (ps *proposals) finish(n, index uint64, resp any, err error) *proposal {
 	ps.mu.Lock()
 	p, ok := ps.waiting[n]
 	delete(ps.waiting, n)
 	ps.mu.Unlock()
 	if !ok {
-		return false
+		return nil
 	}
 	p.index, p.resp, p.err = index, resp, err
 	close(p.done)
-	return true
+	return p
 }
 
 // abandon answers every waiting proposal with err: the store is stopping
@@ -198,10 +215,11 @@ func (ps *proposals) abandon(err error) {
 
 // proposal is the answer to one proposed entry.
 type proposal struct {
-	done  chan struct{}
-	index uint64
-	resp  any
-	err   error
+	done     chan struct{}
+	proposed time.Time // when ProposeDecided was called
+	index    uint64
+	resp     any
+	err      error
 }
 
 var _ raft.ApplyFuture = (*proposal)(nil)

@@ -54,7 +54,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	n, token, early := ps.register()
 	res := []repository.Result{{Index: 3}}
 	ps.decided([]*raft.Log{{Index: 3, Extensions: token}}, res)
-	if ps.finish(n, 3, errors.New("late"), nil) {
+	if ps.finish(n, 3, errors.New("late"), nil) != nil {
 		t.Fatal("raft's answer replaced an early one")
 	}
 	if early.Response() != &res[0] {
@@ -62,7 +62,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	}
 
 	n, token, failed := ps.register()
-	if !ps.finish(n, 0, nil, raft.ErrLeadershipLost) {
+	if ps.finish(n, 0, nil, raft.ErrLeadershipLost) == nil {
 		t.Fatal("raft's error did not answer a waiting proposal")
 	}
 	ps.decided([]*raft.Log{{Index: 4, Extensions: token}}, []repository.Result{{Index: 4}})
@@ -77,7 +77,7 @@ func TestFirstAnswerWins(t *testing.T) {
 // Before raft runs, a proposal is refused as if this store did not lead,
 // and nothing waits for an early answer that can never come.
 func TestProposeBeforeRaftRuns(t *testing.T) {
-	p := New(func() *raft.Raft { return nil }, time.Second)
+	p := New(func() *raft.Raft { return nil }, time.Second, nil)
 	for name, f := range map[string]raft.ApplyFuture{"Propose": p.Propose(nil), "ProposeDecided": p.ProposeDecided(nil)} {
 		if err := f.Error(); !errors.Is(err, raft.ErrNotLeader) {
 			t.Errorf("%s before raft runs: %v, want raft.ErrNotLeader", name, err)
