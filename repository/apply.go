@@ -156,6 +156,20 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 	if r.db == nil {
 		return nil, ErrClosed
 	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	results, err := r.applyPending(entries, decided)
+	if err != nil {
+		return nil, err
+	}
+	return results, r.commitLocked()
+}
+
+// applyPending applies entries into the open write transaction (opening one
+// if none is), and leaves it open: ApplyDecided and ApplyDeferred decide
+// when it commits. On an error the transaction is rolled back whole, with
+// every batch it held (pending.go). The caller holds r.mu shared and r.wmu.
+func (r *Repo) applyPending(entries []Entry, decided func([]Result)) ([]Result, error) {
 	results := make([]Result, len(entries))
 	for i := range entries {
 		results[i].Index = entries[i].Index
@@ -170,18 +184,17 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 		return results, nil
 	}
 
-	var (
-		lastIndex, lastTerm uint64
-		group               *groupInfo
-		low                 uint64
-		healed              []damagedKey
-	)
-	err := r.update("apply entries", func(tx *bolt.Tx) error {
-		a := newApplier(tx)
+	var healed []damagedKey
+	err := r.guard("apply entries", func() error {
+		p, err := r.pendingTx()
+		if err != nil {
+			return err
+		}
+		a := newApplier(p.tx)
 		a.repo, a.logRuns = r, r.entries != nil
 		defer func() { healed = a.healed }()
 		applied, _ := readApplied(a.meta)
-		lastIndex = applied
+		lastIndex, lastTerm := applied, uint64(0)
 		for i := range entries {
 			e := &entries[i]
 			res := &results[i]
@@ -207,31 +220,22 @@ func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, 
 		if err := a.meta.Put(keyAppliedTerm, u64(lastTerm)); err != nil {
 			return err
 		}
-		group = a.group
-		low = lowestLogRef(a.meta)
+		p.add(lastIndex, lastTerm, a.group, lowestLogRef(a.meta), len(entries))
 		if decided != nil {
 			decided(results)
 		}
 		return nil
 	})
 	if err != nil {
+		r.rollbackLocked()
 		var unknown *unknownCommandError
 		if errors.As(err, &unknown) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("apply entries %d..%d to %s: %w", entries[0].Index, entries[len(entries)-1].Index, r.path, err)
 	}
-	if group != nil {
-		r.group.Store(group)
-	}
-	if len(healed) > 0 {
-		r.clearDamaged(healed)
-		r.healed.Add(uint64(len(healed)))
-	}
-	if lastIndex > r.applied.Load() {
-		r.setLowRef(low)
-		r.appliedTerm.Store(lastTerm)
-		r.applied.Store(lastIndex)
+	if r.pend != nil {
+		r.pend.healed = append(r.pend.healed, healed...)
 	}
 	return results, nil
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"umstore/internal/boltfile"
 )
 
@@ -32,37 +30,6 @@ func (r *Repo) guard(op string, fn func() error) error {
 		err = fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	return err
-}
-
-// update runs fn in a write transaction under guard, and commits it if fn
-// returns nil.
-//
-// It is bbolt's DB.Update but for the roll back after a panic: Update's
-// rebuilds the free list by reading every page (the file is opened with
-// NoFreelistSync), which on a file cut short faults again inside the
-// deferred call and leaves bbolt's write lock held, so that Close waits
-// forever. Tx.Rollback only releases the transaction; the in-memory free
-// list it may leave behind does not matter, as the file is not used again
-// after a fault.
-func (r *Repo) update(op string, fn func(tx *bolt.Tx) error) error {
-	return r.guard(op, func() error {
-		tx, err := r.db.Begin(true)
-		if err != nil {
-			return err
-		}
-		done := false
-		defer func() {
-			if !done {
-				_ = tx.Rollback()
-			}
-		}()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		err = tx.Commit() // on an error it has rolled back itself
-		done = true
-		return err
-	})
 }
 
 // Fault returns the error that made the repository unusable (a fault or

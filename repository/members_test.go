@@ -167,7 +167,7 @@ func TestSnapshotStreamMemberRecords(t *testing.T) {
 
 	// A record apply would have refused, written into the file directly.
 	bad := openApplied(t, InitGroup{GroupID: "g", Index: 2, UnixNano: 1}, rec)
-	err := bad.update("damage a member record", func(tx *bolt.Tx) error {
+	err := bad.db.Update(func(tx *bolt.Tx) error {
 		v, err := msgpack.Marshal(&memberRecord{Raft: "", Client: rec.ClientAddr, Since: 5})
 		if err != nil {
 			return err

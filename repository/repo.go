@@ -192,6 +192,15 @@ type Repo struct {
 	mu sync.RWMutex
 	db *bolt.DB
 
+	// wmu serialises the write transaction: applying into it and
+	// committing it (pending.go). pend is the transaction still open, with
+	// the batches applied to it; nil when everything applied is committed.
+	wmu  sync.Mutex
+	pend *pending
+	// commitErr is the error of a commit that failed: the repository
+	// applies nothing after it.
+	commitErr error
+
 	// Caches of durable values, updated only after a commit (or after
 	// opening a file), so they never run ahead of the file.
 	applied     atomic.Uint64
@@ -400,8 +409,14 @@ func (r *Repo) Close() error {
 	if r.db == nil {
 		return ErrClosed
 	}
+	r.wmu.Lock()
+	cerr := r.commitLocked() // what was applied is kept, not replayed
+	r.wmu.Unlock()
 	err := r.db.Close()
 	r.db = nil
+	if err == nil {
+		err = cerr
+	}
 	return err
 }
 

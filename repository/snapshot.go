@@ -235,6 +235,9 @@ func (r *Repo) Restore(rd io.Reader) error {
 	if r.db == nil {
 		return ErrClosed
 	}
+	r.wmu.Lock()
+	r.rollbackLocked() // batches not committed yet: the snapshot replaces them
+	r.wmu.Unlock()
 	if err := r.db.Close(); err != nil {
 		r.db = nil
 		return fmt.Errorf("restore %s: close current file: %w", r.path, err)

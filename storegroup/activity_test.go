@@ -10,6 +10,7 @@ import (
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
 	"umstore/publisher"
+	"umstore/repository"
 	"umstore/storegroup"
 	"umstore/wire"
 )
@@ -128,7 +129,13 @@ func TestReplacedPublishersLateMessagesAreRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no longer holds the source") {
 		t.Fatalf("the replaced publisher's late message: %v, want a refusal", err)
 	}
-	msgs, _ := c.WaitLeader(1, 10*time.Second).Repository().Read("taken", 1, 10, 0, 0)
+	// Reads see the publishes once the repository commits them, a few
+	// milliseconds after the answer (Config.RepositoryCommitInterval).
+	var msgs []repository.Message
+	c.Eventually(5*time.Second, "the new publisher's message is read back", func() bool {
+		msgs, _ = c.WaitLeader(1, 10*time.Second).Repository().Read("taken", 1, 10, 0, 0)
+		return len(msgs) >= 2
+	})
 	if len(msgs) != 2 || string(msgs[1].Payload) != "new 2" {
 		t.Fatalf("held %d messages (%v); want old 1, new 2 and nothing from the replaced publisher after", len(msgs), msgs)
 	}

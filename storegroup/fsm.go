@@ -46,8 +46,18 @@ type fsm struct {
 	// store rejoins, instead of replaying into the same damage forever.
 	onRepoDamaged func(error)
 
+	// commitEvery is Config.RepositoryCommitInterval: how long batches of
+	// publishes may stay applied but uncommitted (fsm_commit.go).
+	commitEvery time.Duration
+
 	mu     sync.Mutex
 	failed error
+	// pendingBytes are the command bytes applied but not committed;
+	// idleCommit, when set, commits them once no batch came for
+	// commitEvery (fsm_commit.go).
+	pendingBytes int
+	idleCommit   *time.Timer
+	idleArmed    bool
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
@@ -84,15 +94,13 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 	}
 	var results []repository.Result
 	if err == nil {
-		var decidedAt time.Time
 		decided := func(results []repository.Result) {
-			decidedAt = f.stages().Since(stagetime.Decide, start)
+			f.stages().Since(stagetime.Decide, start)
 			if f.decided != nil {
 				f.decided(logs, results)
 			}
 		}
-		results, err = f.repo.ApplyDecided(entries, decided)
-		f.stages().Since(stagetime.RepoCommit, decidedAt)
+		results, err = f.apply(logs, entries, decided)
 	}
 	if err != nil {
 		return f.fail(logs, err)
@@ -107,9 +115,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 	}
 	if f.metrics != nil {
 		f.metrics.observeApply(len(entries), time.Since(start))
-	}
-	if f.onApplied != nil {
-		f.onApplied()
 	}
 	return out
 }
@@ -169,6 +174,11 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if failed != nil {
 		// A snapshot now would claim an index the repository never reached.
 		return nil, failed
+	}
+	// The snapshot refers to the repository file, and raft may drop the
+	// log up to it: what is applied must be durable first.
+	if err := f.flush(); err != nil {
+		return nil, err
 	}
 	return &refSnapshot{index: f.repo.AppliedIndex(), term: f.repo.AppliedTerm(), metrics: f.metrics}, nil
 }

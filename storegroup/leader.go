@@ -36,7 +36,9 @@ func (s *Store) watchLeadership() {
 		if !isLeader {
 			s.leaderReady.Store(false)
 		} else if !s.leaderReady.Load() {
-			if err := r.Barrier(s.cfg.ApplyTimeout).Error(); err == nil {
+			// The barrier waits for every earlier entry to be applied; the
+			// commit makes them what the repository reads (fsm_commit.go).
+			if err := r.Barrier(s.cfg.ApplyTimeout).Error(); err == nil && s.fsm.flush() == nil {
 				s.sessions.reset(s.recordedOwners(), time.Now())
 				s.receivers.reset(s.recordedReceivers(), time.Now())
 				s.leaderReady.Store(true)

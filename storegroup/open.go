@@ -193,7 +193,7 @@ func (s *Store) openFiles() error {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, metrics: s.metrics, lock: s.lock,
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, metrics: s.metrics, lock: s.lock,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
@@ -374,7 +374,7 @@ func (s *Store) wireHelpers() error {
 		allowPaced:  cfg.AllowReceiverPacedPersistence,
 	})
 	s.receivers = newReceiverSessions()
-	s.pacer = clientserver.NewPacer(s.repo, s.retain.releaseConsumed, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
+	s.pacer = clientserver.NewPacer(s.repo, s.flushRepository, s.retain.releaseConsumed, s.log, cfg.RetentionMaxBytes, cfg.RetentionMaxMessages)
 	client, err := s.newClient() // client.go
 	if err != nil {
 		return err

@@ -60,10 +60,10 @@ func (s *Store) stop(transfer bool) error {
 				s.log.Warn("client connections still waiting after the store failed; stopping the store without them", "waited", raftShutdownAfterFault)
 			}
 		}
-		applied := s.repo.AppliedIndex()
 		if err := s.closeStorage(); err != nil && !errors.Is(err, repository.ErrClosed) {
 			s.closeErr = errors.Join(s.closeErr, err)
 		}
+		applied := s.repo.AppliedIndex() // closing committed what was pending
 		if transfer && s.closeErr == nil && s.failed.Load() == nil {
 			if err := writeClean(s.cfg.DataDir, applied); err != nil {
 				s.closeErr = errors.Join(s.closeErr, fmt.Errorf("mark the store stopped cleanly: %w", err))

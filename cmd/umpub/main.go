@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"umstore/internal/cli"
+	"umstore/internal/pace"
 	"umstore/internal/version"
 	"umstore/publisher"
 	"umstore/quorum"
@@ -151,15 +152,7 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 		if interval == 0 {
 			return nil
 		}
-		due := start.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-			}
-		}
-		return nil
+		return pace.Until(ctx, start.Add(time.Duration(i)*interval))
 	}
 	if o.stdin {
 		sc := bufio.NewScanner(stdin)

@@ -25,6 +25,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
+		cs.settled(ctx)
 		return reply{msg: cs.rangeDigest(m)}
 	case *wire.Probe:
 		return reply{msg: cs.probe(m)}
@@ -45,6 +46,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 		if rep, ok := cs.notLeader(m.ReqID); !ok {
 			return rep
 		}
+		cs.settled(ctx)
 		return reply{msg: cs.sources(m)}
 	case *wire.Consumed:
 		if err := checkSource(m.Source); err != nil {

@@ -3,6 +3,7 @@ package clientserver
 import (
 	"context"
 	"errors"
+	"time"
 
 	"umstore/repository"
 	"umstore/wire"
@@ -18,6 +19,10 @@ const maxDigestCount = 65536
 // this store looks for its own in the background.
 func (cs *Server) fetch(ctx context.Context, m *wire.Fetch) wire.Message {
 	info, ok, err := cs.Repo.Source(m.Source)
+	if err == nil && !m.Local && (!ok || m.To > info.HighSeq) && cs.settled(ctx) {
+		// A read past what is committed: see what the leader applied too.
+		info, ok, err = cs.Repo.Source(m.Source)
+	}
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
 	}
@@ -113,4 +118,35 @@ func (cs *Server) rangeDigest(m *wire.RangeDigest) wire.Message {
 	}
 	rep.Known, rep.Through, rep.Count, rep.Sum = true, sum.Through, sum.Count, sum.Sum[:]
 	return rep
+}
+
+// settledWait bounds settled's wait: the store commits within its
+// repository commit interval (milliseconds) unless it is stopping.
+const settledWait = time.Second
+
+// settled waits until what the leader applied before now is what its
+// reads see. A store may leave publishes applied but uncommitted for a few
+// milliseconds (repository.ApplyDeferred, storegroup's fsm_commit.go); a
+// Fetch, Sources or RangeDigest answered from before them would say that
+// messages the group has acknowledged are not held. The reader waits for
+// the next commit instead of forcing one: a client asking in a loop costs
+// itself the wait, not the store a commit per request. (A Fetch waits only
+// when it reads past the committed highest: a receiver catching up on what
+// is committed is not slowed down.) It reports whether it waited.
+func (cs *Server) settled(ctx context.Context) bool {
+	if cs.NextApplied == nil || cs.Repo == nil {
+		return false
+	}
+	next := cs.NextApplied()
+	if n, _ := cs.Repo.Pending(); n == 0 {
+		return false
+	}
+	t := time.NewTimer(settledWait)
+	defer t.Stop()
+	select {
+	case <-next:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return true
 }

@@ -32,6 +32,7 @@ import (
 // reading the repository per frame would cost every source, paced or not.
 type Pacer struct {
 	repo                  *repository.Repo
+	commit                func() error                              // commits what the repository applied (its pending batches) before a count is read
 	releaseConsumed       func(source string, consumed uint64) bool // retention's release of what every paced receiver consumed
 	log                   *slog.Logger
 	maxBytes, maxMessages uint64
@@ -54,8 +55,13 @@ const pacingCacheAge = time.Second
 // and maxMessages (0: none); releaseConsumed is retention's release of what
 // every active paced receiver of a source consumed, reporting whether it
 // released anything.
-func NewPacer(repo *repository.Repo, releaseConsumed func(source string, consumed uint64) bool, log *slog.Logger, maxBytes, maxMessages uint64) *Pacer {
-	return &Pacer{repo: repo, releaseConsumed: releaseConsumed, log: log, maxBytes: maxBytes, maxMessages: maxMessages, modes: map[string]pacingEntry{}}
+//
+// commit makes what the repository applied visible to reads: a store may
+// leave batches of publishes uncommitted for a few milliseconds
+// (repository.ApplyDeferred), and a count that missed them would let the
+// publisher past the limit by as many.
+func NewPacer(repo *repository.Repo, commit func() error, releaseConsumed func(source string, consumed uint64) bool, log *slog.Logger, maxBytes, maxMessages uint64) *Pacer {
+	return &Pacer{repo: repo, commit: commit, releaseConsumed: releaseConsumed, log: log, maxBytes: maxBytes, maxMessages: maxMessages, modes: map[string]pacingEntry{}}
 }
 
 // Held counts the publishers held back, each once per hold, for
@@ -93,6 +99,9 @@ func (p *Pacer) set(source string, mode repository.Pacing) {
 // released; why says so for the publisher.
 func (p *Pacer) full(source string) (bool, string) {
 	over := func() bool {
+		if p.commit != nil && p.commit() != nil {
+			return false // the store is stopping
+		}
 		info, ok, err := p.repo.Source(source)
 		return err == nil && ok && ((p.maxBytes > 0 && info.Bytes >= p.maxBytes) || (p.maxMessages > 0 && info.Count >= p.maxMessages))
 	}
