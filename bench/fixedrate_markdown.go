@@ -81,7 +81,7 @@ func msCell(us float64) string {
 }
 
 // stageLegend says what the stage table's columns time.
-const stageLegend = `Stages (umstored's umstore_publish_stage_seconds, package storegroup/stagetime), per message on the group leaders: **queued** read from the connection until proposed; **raft_queue** proposed until appended to the leader's log; **commit** appended until the FSM decided (leader's log write, replication, follower's write, commit); **answer** decided until the answer is written; **total** read until answered. Per batch on every store: **log_write** one write of raft entries, fsync included; **decide** an FSM batch's start until decided; **repo_commit** decided until the repository committed. Each run's own observations (a scrape of /metrics before and after it), all stores that observed the stage summed; quantiles interpolated inside the histogram's buckets (25 µs × 2^k), as Prometheus' histogram_quantile does; medians over the runs.
+const stageLegend = `Stages (umstored's umstore_publish_stage_seconds, package storegroup/stagetime), per Publish entry on the group leaders (frames the client server merged into one entry count once, timed from the first's read): **queued** read from the connection until proposed; **raft_queue** proposed until appended to the leader's log; **commit** appended until the FSM decided (leader's log write, replication, follower's write, commit); **answer** decided until the answer is written; **total** read until answered. Per batch on every store: **log_write** one write of raft entries, fsync included; **decide** an FSM batch's start until decided; **repo_commit** decided until the repository committed. Each run's own observations (a scrape of /metrics before and after it), all stores that observed the stage summed; quantiles interpolated inside the histogram's buckets (25 µs × 2^k), as Prometheus' histogram_quantile does; medians over the runs. Entries: the run's leader entries timed (total's observations), both groups together.
 `
 
 // printStages writes the table of where umstore's time goes: a row per
@@ -93,13 +93,14 @@ func printStages(w io.Writer, r *results) {
 	fmt.Fprintln(w, "### Where the time goes (umstore, stage medians)")
 	fmt.Fprintln(w)
 	fmt.Fprint(w, stageLegend+"\n")
-	head := []string{"offered msgs/s", "size", "runs"}
+	head := []string{"offered msgs/s", "size", "runs", "entries"}
 	for _, s := range stageOrder {
 		head = append(head, s+" p50 / p99 ms")
 	}
-	fmt.Fprintf(w, "| %s |\n|---:|---:|---:|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(stageOrder)))
+	fmt.Fprintf(w, "| %s |\n|---:|---:|---:|---:|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(stageOrder)))
 	for _, x := range r.Stages {
-		cells := []string{fmt.Sprintf("%.0f", x.Rate), sizeName(x.Size), fmt.Sprint(x.Runs)}
+		total, _ := x.stage("total")
+		cells := []string{fmt.Sprintf("%.0f", x.Rate), sizeName(x.Size), fmt.Sprint(x.Runs), fmt.Sprintf("%.0f", total.Count)}
 		for _, name := range stageOrder {
 			s, ok := x.stage(name)
 			if !ok {

@@ -150,6 +150,9 @@ func (t *throughputRig) runOne(ctx context.Context, system string, l load, runNo
 	if l.rate > 0 {
 		what = fmt.Sprintf("rate %.0f", l.rate)
 	}
+	if l.sources > 1 {
+		what += fmt.Sprintf(" K=%d", l.sources)
+	}
 	t.logf("run %d %-22s %5d B %-10s %8.0f msgs/s %7.2f MB/s  p50 %6.1f ms  p99 %7.1f ms  disk %5.2f× payload (%4.2f per store)  CPU %5.2f s (%5.1f s per M msgs) %s",
 		runNo, system, l.size, what, r.MsgsPerS, r.MBPerS, float64(r.LatencyUS.P50)/1e3, float64(r.LatencyUS.P99)/1e3,
 		r.writePerPayload(), r.writePerPayloadPerStore(), r.CPUSeconds+r.ClientCPUSeconds, r.cpuPerMillion(), r.Error)
