@@ -118,7 +118,7 @@ func printHalfLoad(w io.Writer, r *results) {
 			ratioCell(x.Ratio, x.System == sysUM), ratioCell(x.Ratio1G, isUmstore(x.System)), strings.Join(per, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Disk bytes ÷ payload and CPU s: as in the throughput table.")
+	fmt.Fprintln(w, "Disk bytes ÷ payload and CPU s: as in the throughput table. Latency on both sides from when each message was due at the offered rate, not from its send (see the fixed-rate table).")
 	fmt.Fprintln(w)
 }
 
