@@ -83,3 +83,53 @@ func TestParseLoads(t *testing.T) {
 		}
 	}
 }
+
+func TestNeeds(t *testing.T) {
+	all := []string{sysUM, sysUM1, sysJSSync, sysJSDefault}
+	for _, tc := range []struct {
+		name string
+		c    config
+		want []string // the systems started
+	}{
+		{"throughput: every system", config{Systems: all, Throughput: true}, all},
+		{"fixed rates: all but one group", config{Systems: all, Rates: []float64{1000}}, []string{sysUM, sysJSSync, sysJSDefault}},
+		{"sources: umstore", config{Systems: all, SourcesList: []int{1}}, []string{sysUM}},
+		{"only what --systems has", config{Systems: []string{sysJSSync}, SourcesList: []int{1}}, nil},
+	} {
+		var got []string
+		for _, s := range all {
+			if tc.c.needs(s) {
+				got = append(got, s)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: started %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSummarizeStages(t *testing.T) {
+	runs := []stageRun{
+		{Rate: 1000, Size: 64, Run: 1, Stages: []stageStat{{"commit", 100, 300, 900}, {"total", 100, 400, 1000}}},
+		{Rate: 1000, Size: 64, Run: 2, Stages: []stageStat{{"commit", 120, 500, 1100}}},
+		{Rate: 1000, Size: 64, Run: 3, Stages: []stageStat{{"commit", 110, 400, 2000}, {"total", 110, 600, 3000}}},
+	}
+	rows := summarizeStages(runs, []float64{1000, 5000}, []int{64})
+	if len(rows) != 1 || rows[0].Runs != 3 {
+		t.Fatalf("rows %+v, want one of 3 runs", rows)
+	}
+	for _, tc := range []struct {
+		stage    string
+		want     stageStat
+		observed bool
+	}{
+		{"commit", stageStat{"commit", 110, 400, 1100}, true},
+		{"total", stageStat{"total", 105, 500, 2000}, true}, // median of the two runs that observed it
+		{"queued", stageStat{}, false},
+	} {
+		got, ok := rows[0].stage(tc.stage)
+		if ok != tc.observed || got != tc.want {
+			t.Errorf("%s: %+v (%v), want %+v (%v)", tc.stage, got, ok, tc.want, tc.observed)
+		}
+	}
+}
