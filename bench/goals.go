@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// goal is one row of issue 15's goal table with this run's figure.
+// goal is one row of the goal table (issues 15 and 26) with this run's figure.
 type goal struct {
 	Figure   string `json:"figure"`
 	Goal     string `json:"goal"`
@@ -33,6 +34,8 @@ func computeGoals(r *results) []goal {
 	g = append(g, soakGoal(r))
 	g = append(g, memoryGoal(r))
 	g = append(g, cpuGoals(r)...)
+	g = append(g, fixedRateGoals(r)...)
+	g = append(g, sourcesGoals(r)...)
 	return g
 }
 
@@ -191,4 +194,61 @@ func cpuGoals(r *results) []goal {
 		}
 	}
 	return g
+}
+
+// fixedRateGoals are issue 26's latency goals at fixed rates, 1 KiB:
+// umstored dev's own at 1,000 msgs/s, and umstore against JetStream R3
+// sync_always at 1,000 and 10,000 msgs/s.
+func fixedRateGoals(r *results) []goal {
+	figure, target := "1 KiB at 1,000 msgs/s, umstored dev", "p50 <= 1 ms, p99 <= 5 ms"
+	var g []goal
+	if um := find(findFixed(r.FixedRate, 1000, 1024).Systems, 1024, sysUM); len(um.Runs) == 0 {
+		g = append(g, notMeasured(figure, target, "--rates with 1000, --sizes with 1024, --systems with umstore"))
+	} else {
+		g = append(g, goal{figure, target, fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", um.P50US/1e3, um.P99US/1e3), metText(um.P50US <= 1e3 && um.P99US <= 5e3)})
+	}
+	for _, rate := range []float64{1000, 10000} {
+		figure := fmt.Sprintf("1 KiB at %s msgs/s: umstore's p50 and p99 vs JetStream R3 `sync_always`", thousands(rate))
+		target := "at most half of JetStream's (ratio <= 0.5)"
+		f := findFixed(r.FixedRate, rate, 1024)
+		um, js := find(f.Systems, 1024, sysUM), find(f.Systems, 1024, sysJSSync)
+		if len(um.Runs) == 0 || len(js.Runs) == 0 || f.P50Ratio == 0 || f.P99Ratio == 0 {
+			g = append(g, notMeasured(figure, target, fmt.Sprintf("--rates with %.0f, --sizes with 1024, --systems with umstore and js-sync", rate)))
+			continue
+		}
+		m := fmt.Sprintf("p50 %.2f× (%.2f vs %.2f ms), p99 %.2f× (%.2f vs %.2f ms)", f.P50Ratio, um.P50US/1e3, js.P50US/1e3, f.P99Ratio, um.P99US/1e3, js.P99US/1e3)
+		g = append(g, goal{figure, target, m, metText(f.P50Ratio <= 0.5 && f.P99Ratio <= 0.5)})
+	}
+	return g
+}
+
+// sourcesGoals are issue 26's goals for many sources: umstore's
+// throughput with K sources over its throughput with one.
+func sourcesGoals(r *results) []goal {
+	var g []goal
+	for _, x := range []struct {
+		k   int
+		min float64
+	}{{1000, 0.8}, {10000, 0.5}} {
+		figure, target := fmt.Sprintf("throughput with K=%s sources ÷ K=1, umstored dev", thousands(float64(x.k))), fmt.Sprintf(">= %.1f", x.min)
+		row, one := findSources(r.Sources, x.k), findSources(r.Sources, 1)
+		switch {
+		case row.Refused != "":
+			g = append(g, goal{figure, target, "not measured: umpub refuses --sources " + strconv.Itoa(x.k) + " (" + row.Refused + ")", "n/a"})
+		case row.MsgsPerS == 0 || one.MsgsPerS == 0:
+			g = append(g, notMeasured(figure, target, fmt.Sprintf("--sources-list with 1 and %d", x.k)))
+		default:
+			g = append(g, goal{figure, target, fmt.Sprintf("%.2f (%.0f vs %.0f msgs/s)", row.OverOne, row.MsgsPerS, one.MsgsPerS), metText(row.OverOne >= x.min)})
+		}
+	}
+	return g
+}
+
+// thousands writes a whole number with commas: 10000 -> "10,000".
+func thousands(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -142,7 +142,7 @@ type jsResult struct {
 
 // jsPub is one asynchronous publisher (its own connection) of a run.
 type jsPub struct {
-	sentAt  []time.Time // by message index, written before the publish
+	sentAt  []time.Time // by message index, written before the publish: what its latency is timed from (see publishJS)
 	lat     []time.Duration
 	lastAck time.Time
 	errs    atomic.Int64
@@ -316,9 +316,16 @@ func (res *jsResult) tally(pubs []*jsPub, errs []error, l load, per int) error {
 
 // publishJS sends count messages (random payloads, or dots, after each
 // one's index; see jsPayload) asynchronously (paced at l.rate/l.sources
-// per second if l.rate > 0, as umpub paces), then waits for every ack. A
-// message's send time is taken before PublishMsgAsync, which blocks while
-// the window is full, as umpub takes it before Send.
+// per second if l.rate > 0, as umpub paces), then waits for every ack.
+//
+// What a message's latency (its ack's arrival minus p.sentAt) is timed
+// from, the same as umpub's recorder on the umstore side: flat out, from
+// just before PublishMsgAsync, which blocks while the window is full, as
+// umpub times from just before Send; at a fixed rate, from when the
+// message was due, start + i*interval, as umpub at --rate times from its
+// due time: a publisher held back by a full window, or paced late, is
+// charged for the wait, and a system that falls behind its rate shows it
+// (no coordinated omission).
 func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, pub int, subject string, l load, count int) error {
 	var interval time.Duration
 	if l.rate > 0 {
@@ -340,7 +347,11 @@ func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, pub int, s
 			}
 		}
 		m := &nats.Msg{Subject: subject, Data: jsPayload(filler, l.size, uint64(i))}
-		p.sentAt[i] = time.Now()
+		if interval > 0 {
+			p.sentAt[i] = start.Add(time.Duration(i) * interval)
+		} else {
+			p.sentAt[i] = time.Now()
+		}
 		for {
 			_, err := js.PublishMsgAsync(m)
 			if err == nil {

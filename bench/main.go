@@ -10,9 +10,18 @@
 // maximum load, catch-up of a wiped store against the disk measured in the
 // same run, resident memory after retaining 1 GB per group, CPU profiles of
 // umstored, and a soak with retention cycling. Last, a table of the goals of
-// issue 15 with the figures of this run.
+// issues 15 and 26 with the figures of this run.
 //
-//	cd bench && go run . [--runs 3] [--count N] [--sizes 64,1024] [--catchup] [--memory] [--soak 30m] [--json]
+// Issue 26 adds two optional tables. --rates 1000,10000,50000 measures
+// latency at fixed offered rates (msgs/s in total; --rate-seconds of
+// messages per run): umstore (umstored dev) beside JetStream, both timed
+// from when each message was due, so that falling behind the rate counts
+// (coordinated omission), with a breakdown of umstore's time by stage read
+// from umstored's /metrics (umstore_publish_stage_seconds, before and after
+// each run). --sources-list 1,100,1000 measures umstore's throughput with K
+// sources (umpub --sources K, --sources-count messages in all per run).
+//
+//	cd bench && go run . [--runs 3] [--count N] [--sizes 64,1024] [--rates 1000,10000,50000] [--sources-list 1,100,1000] [--catchup] [--memory] [--soak 30m] [--json]
 //
 // It is its own module so nats-server stays out of umstore's go.mod; it
 // uses umstore only through its binaries and their flags.
@@ -39,7 +48,7 @@ func main() {
 
 func run() int {
 	var c config
-	var sizes, systemList, layouts string
+	var sizes, systemList, layouts, rates, sourcesList string
 	var soak, soakInterval time.Duration
 	flag.IntVar(&c.Runs, "runs", 3, "repetitions of each (size, system); the table reports medians")
 	flag.IntVar(&c.Count, "count", 200000, "messages per run, in total over all publishers")
@@ -48,8 +57,13 @@ func run() int {
 	flag.IntVar(&c.Flight, "flight", 4096, "window of unacknowledged messages per publisher: umpub --flight-size and JetStream's async max pending")
 	flag.StringVar(&c.Payload, "payload", payloadRandom, "payloads: random (fresh random bytes for every message, both systems: nothing to compress) or text (umpub's \"SOURCE #SEQ ....\" and dots for JetStream, as in earlier reference runs)")
 	flag.StringVar(&systemList, "systems", "umstore,umstore-1g,js-sync,js-default", "systems to compare, comma-separated: umstore (umstored dev, two groups of three), umstore-1g (three umstored run hosts, one group of three), js-sync, js-default")
-	flag.BoolVar(&c.Throughput, "throughput", true, "run the throughput comparison (--throughput=false: only --catchup, --memory and/or --soak)")
+	flag.BoolVar(&c.Throughput, "throughput", true, "run the throughput comparison (--throughput=false: only --rates, --sources-list, --catchup, --memory and/or --soak)")
 	flag.BoolVar(&c.HalfLoad, "half-load", true, "also measure latency at half of umstore's median maximum rate, with every system at the same rate")
+	flag.StringVar(&rates, "rates", "", "also measure latency at these fixed offered rates, msgs/s in total, comma-separated (issue 26's: 1000,10000,50000; empty: not measured): umstore (with its stage breakdown) and JetStream at every size, timed from when each message was due; umstore 1 group is left out")
+	flag.Float64Var(&c.RateSeconds, "rate-seconds", 5, "length of each --rates run in seconds of messages at its rate (count = rate × this, at least 1000)")
+	flag.StringVar(&sourcesList, "sources-list", "", "also measure umstore's throughput with K sources for each K of this comma-separated list (e.g. 1,100,1000; empty: not measured): umpub --sources K, flat out; a K umpub refuses becomes a note")
+	flag.IntVar(&c.SourcesCount, "sources-count", 200000, "messages per --sources-list run, in total over the K sources")
+	flag.IntVar(&c.SourcesSize, "sources-size", 64, "message size of the --sources-list runs")
 	flag.BoolVar(&c.Catchup, "catchup", false, "also measure catch-up of a wiped store (umstored run hosts on 127.0.0.2-4) against the disk's sequential bandwidth measured just before")
 	flag.IntVar(&c.CatchupMB, "catchup-mb", 1024, "MiB of 1 KiB messages to publish before wiping a host")
 	flag.StringVar(&layouts, "catchup-layouts", "1x3,2x3", "layouts for --catchup, comma-separated: 1x3 (one group on three hosts; one follower's host, one store, wiped: the goal's figure), 2x3 (two groups on two hosts; host A, three stores, wiped)")
@@ -72,6 +86,10 @@ func run() int {
 	flag.StringVar(&c.JSONOut, "json-out", "", "also write the results as JSON to `FILE`")
 	flag.Parse()
 	if msg := c.parse(sizes, systemList, layouts, soak, soakInterval); msg != "" {
+		fmt.Fprintln(os.Stderr, "bench:", msg)
+		return 2
+	}
+	if msg := c.parseLoads(rates, sourcesList); msg != "" {
 		fmt.Fprintln(os.Stderr, "bench:", msg)
 		return 2
 	}
@@ -236,7 +254,7 @@ func bench(ctx context.Context, c config, work string, logf func(string, ...any)
 		return res, fmt.Errorf("--payload random with --sources %d needs umpub --payload random, which this umpub lacks (use --sources 1, or --payload text)", c.Sources)
 	}
 
-	if c.Throughput {
+	if c.Throughput || len(c.Rates) > 0 || len(c.SourcesList) > 0 {
 		if err := throughputPhase(ctx, c, bins, work, res, logf); err != nil {
 			return res, err
 		}

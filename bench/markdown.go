@@ -29,6 +29,9 @@ func printMarkdown(w io.Writer, r *results) {
 	fmt.Fprintf(w, "umstore: every `umstored dev` and `umstored run`%s, fsync before ack, driven by `umpub`. **umstore** is `umstored dev` (2 groups × 3 stores in one process, intergroup any); **umstore 1 group** is %s, three `umstored run` processes. JetStream: 3 embedded servers in one process, R3 file stream, publishing to the stream leader with async publish.\n\n", extra, oneGroup.What)
 	printThroughput(w, r)
 	printHalfLoad(w, r)
+	printFixedRate(w, r)
+	printStages(w, r)
+	printSources(w, r)
 	for _, cu := range r.Catchup {
 		printCatchup(w, cu)
 	}
@@ -38,7 +41,7 @@ func printMarkdown(w io.Writer, r *results) {
 		fmt.Fprintf(w, "### CPU profile of %s at %s (`%s`)\n\n```\n%s```\n\n", p.System, sizeName(p.Size), p.File, p.Top)
 	}
 	if len(r.Goals) > 0 {
-		fmt.Fprintln(w, "### Goals (issue 15) in this run")
+		fmt.Fprintln(w, "### Goals (issues 15 and 26) in this run")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| figure | goal | measured | met? |")
 		fmt.Fprintln(w, "|---|---|---|---|")
@@ -51,9 +54,17 @@ func printMarkdown(w io.Writer, r *results) {
 		fmt.Fprintf(w, "Note: %s\n\n", n)
 	}
 	var failed []string
-	for _, x := range append(append([]runResult{}, r.Runs...), r.HalfRuns...) {
+	all := append(append(append(append([]runResult{}, r.Runs...), r.HalfRuns...), r.FixedRuns...), r.SourcesRuns...)
+	for _, x := range all {
 		if x.Error != "" {
-			failed = append(failed, fmt.Sprintf("run %d %s %d B: %s", x.Run, x.System, x.Size, x.Error))
+			what := ""
+			switch {
+			case x.Sources > 0:
+				what = fmt.Sprintf(" K=%d", x.Sources)
+			case x.Rate > 0:
+				what = fmt.Sprintf(" at %.0f msgs/s", x.Rate)
+			}
+			failed = append(failed, fmt.Sprintf("run %d %s %d B%s: %s", x.Run, x.System, x.Size, what, x.Error))
 		}
 	}
 	if len(failed) > 0 {
@@ -107,7 +118,7 @@ func printHalfLoad(w io.Writer, r *results) {
 			ratioCell(x.Ratio, x.System == sysUM), ratioCell(x.Ratio1G, isUmstore(x.System)), strings.Join(per, ", "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Disk bytes ÷ payload and CPU s: as in the throughput table.")
+	fmt.Fprintln(w, "Disk bytes ÷ payload and CPU s: as in the throughput table. Latency on both sides from when each message was due at the offered rate, not from its send (see the fixed-rate table).")
 	fmt.Fprintln(w)
 }
 

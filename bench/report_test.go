@@ -104,7 +104,7 @@ func TestGoals(t *testing.T) {
 	r.LoadAvg = []string{"0 0 0"}
 	r.Goals = computeGoals(r)
 	printMarkdown(&buf, r)
-	if !strings.Contains(buf.String(), "### Goals (issue 15) in this run") || !strings.Contains(buf.String(), "| 1 KiB | umstore 1 group | 3 |") {
+	if !strings.Contains(buf.String(), "### Goals (issues 15 and 26) in this run") || !strings.Contains(buf.String(), "| 1 KiB | umstore 1 group | 3 |") {
 		t.Errorf("Markdown lacks the goals or the one-group row:\n%s", buf.String())
 	}
 }

@@ -30,11 +30,20 @@ type config struct {
 	SoakRate        float64 `json:"soak_rate,omitempty"`
 	SoakRetentionMB int     `json:"soak_retention_mib,omitempty"`
 	SoakStoreArgs   string  `json:"soak_store_args,omitempty"`
-	Repo            string  `json:"-"`
-	Dir             string  `json:"-"`
-	Keep            bool    `json:"-"`
-	JSON            bool    `json:"-"`
-	JSONOut         string  `json:"-"`
+	// Rates are the offered rates (msgs/s in total) of the fixed-rate
+	// table (none: no table); each run is RateSeconds of messages.
+	Rates       []float64 `json:"rates,omitempty"`
+	RateSeconds float64   `json:"rate_seconds,omitempty"`
+	// SourcesList are the Ks of the sources table (none: no table), each
+	// run SourcesCount messages in all of SourcesSize bytes.
+	SourcesList  []int  `json:"sources_list,omitempty"`
+	SourcesCount int    `json:"sources_count,omitempty"`
+	SourcesSize  int    `json:"sources_size,omitempty"`
+	Repo         string `json:"-"`
+	Dir          string `json:"-"`
+	Keep         bool   `json:"-"`
+	JSON         bool   `json:"-"`
+	JSONOut      string `json:"-"`
 }
 
 // System names in the results.
@@ -66,7 +75,8 @@ type runResult struct {
 	System    string  `json:"system"`
 	Size      int     `json:"size"`
 	Run       int     `json:"run"`
-	Rate      float64 `json:"rate,omitempty"` // offered msgs/s (half-load runs)
+	Rate      float64 `json:"rate,omitempty"`    // offered msgs/s (half-load and fixed-rate runs)
+	Sources   int     `json:"sources,omitempty"` // K of a sources-table run
 	Messages  int     `json:"messages"`
 	MsgsPerS  float64 `json:"msgs_per_s"`
 	MBPerS    float64 `json:"mb_per_s"`
@@ -171,6 +181,12 @@ type results struct {
 	Throughput   []row            `json:"throughput"`
 	HalfRuns     []runResult      `json:"half_load_runs,omitempty"`
 	HalfLoad     []row            `json:"half_load,omitempty"`
+	FixedRuns    []runResult      `json:"fixed_rate_runs,omitempty"`
+	FixedRate    []fixedRow       `json:"fixed_rate,omitempty"`
+	StageRuns    []stageRun       `json:"stage_runs,omitempty"`
+	Stages       []stageRow       `json:"stages,omitempty"`
+	SourcesRuns  []runResult      `json:"sources_runs,omitempty"`
+	Sources      []sourcesRow     `json:"sources,omitempty"`
 	Catchup      []*catchupResult `json:"catchup,omitempty"`
 	Memory       *memoryResult    `json:"memory,omitempty"`
 	Soak         *soakResult      `json:"soak,omitempty"`

@@ -11,33 +11,39 @@ import (
 	"time"
 )
 
-// throughputPhase runs the alternating throughput runs, the half-load runs
-// and the CPU profiles against the systems of c.Systems, all started at
-// once: umstored dev, three umstored run hosts (one group), and two
-// JetStream clusters.
+// throughputPhase runs the alternating throughput runs, the half-load runs,
+// the fixed-rate runs, the sources table and the CPU profiles against the
+// systems they need (c.needs), all started at once: umstored dev, three
+// umstored run hosts (one group), and two JetStream clusters.
 func throughputPhase(ctx context.Context, c config, bins umBins, work string, res *results, logf func(string, ...any)) error {
-	logf("starting %s (work dir %s)", strings.Join(c.Systems, ", "), work)
+	var started []string
+	for _, s := range c.Systems {
+		if c.needs(s) {
+			started = append(started, s)
+		}
+	}
+	logf("starting %s (work dir %s)", strings.Join(started, ", "), work)
 	rig := &throughputRig{bins: bins, logf: logf}
 	var err error
-	if c.has(sysUM) {
+	if c.needs(sysUM) {
 		if rig.dev, err = startUmDev(ctx, bins, filepath.Join(work, "umstore-dev"), filepath.Join(work, "umstored-dev.log"), bins.storeArgs()); err != nil {
 			return err
 		}
 		defer rig.dev.p.stop(30 * time.Second)
 	}
-	if c.has(sysUM1) {
+	if c.needs(sysUM1) {
 		if rig.one, err = startHosts(ctx, bins, filepath.Join(work, "umstore-1g"), oneGroup, bins.storeArgs()); err != nil {
 			return err
 		}
 		defer rig.one.stop()
 	}
-	if c.has(sysJSSync) {
+	if c.needs(sysJSSync) {
 		if rig.jsSync, err = startJSCluster(ctx, "jssync", filepath.Join(work, "js-sync"), true); err != nil {
 			return err
 		}
 		defer rig.jsSync.shutdown()
 	}
-	if c.has(sysJSDefault) {
+	if c.needs(sysJSDefault) {
 		if rig.jsDef, err = startJSCluster(ctx, "jsdefault", filepath.Join(work, "js-default"), false); err != nil {
 			return err
 		}
@@ -45,15 +51,27 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 	}
 	rig.umpubLog = filepath.Join(work, "umpub.log")
 
-	if err := rig.throughputRuns(ctx, c, res); err != nil {
-		return err
+	if c.Throughput {
+		if err := rig.throughputRuns(ctx, c, res); err != nil {
+			return err
+		}
 	}
 	if c.HalfLoad {
 		if err := rig.halfLoadRuns(ctx, c, res); err != nil {
 			return err
 		}
 	}
-	if c.CPUProfile != "" {
+	if len(c.Rates) > 0 {
+		if err := rig.fixedRateRuns(ctx, c, res); err != nil {
+			return err
+		}
+	}
+	if len(c.SourcesList) > 0 {
+		if err := rig.sourcesRuns(ctx, c, res); err != nil {
+			return err
+		}
+	}
+	if c.CPUProfile != "" && c.Throughput {
 		rig.profileRuns(ctx, c, res)
 	}
 	rig.stop()
@@ -62,6 +80,21 @@ func throughputPhase(ctx context.Context, c config, bins umBins, work string, re
 		_ = os.RemoveAll(filepath.Join(work, d))
 	}
 	return nil
+}
+
+// needs reports whether a run of c uses system: every system of
+// --systems for the throughput runs, all but umstore 1 group for the
+// fixed-rate runs, umstore for the sources table.
+func (c config) needs(system string) bool {
+	switch {
+	case !c.has(system):
+		return false
+	case c.Throughput:
+		return true
+	case len(c.Rates) > 0 && system != sysUM1:
+		return true
+	}
+	return len(c.SourcesList) > 0 && system == sysUM
 }
 
 // throughputRig is the systems of the throughput phase, all running at
@@ -116,6 +149,9 @@ func (t *throughputRig) runOne(ctx context.Context, system string, l load, runNo
 	what := "max"
 	if l.rate > 0 {
 		what = fmt.Sprintf("rate %.0f", l.rate)
+	}
+	if l.sources > 1 {
+		what += fmt.Sprintf(" K=%d", l.sources)
 	}
 	t.logf("run %d %-22s %5d B %-10s %8.0f msgs/s %7.2f MB/s  p50 %6.1f ms  p99 %7.1f ms  disk %5.2f× payload (%4.2f per store)  CPU %5.2f s (%5.1f s per M msgs) %s",
 		runNo, system, l.size, what, r.MsgsPerS, r.MBPerS, float64(r.LatencyUS.P50)/1e3, float64(r.LatencyUS.P99)/1e3,
