@@ -338,12 +338,8 @@ func publishJS(ctx context.Context, js jetstream.JetStream, p *jsPub, pub int, s
 	start := time.Now()
 	for i := 0; i < count; i++ {
 		if interval > 0 {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(d):
-				}
+			if err := paceUntil(ctx, start.Add(time.Duration(i)*interval)); err != nil {
+				return err
 			}
 		}
 		m := &nats.Msg{Subject: subject, Data: jsPayload(filler, l.size, uint64(i))}
