@@ -16,7 +16,9 @@
 // applies the committed entries of a whole raft batch in one bbolt
 // transaction; and the client server answers Ack as soon as the leader's FSM
 // has decided the entry's result, inside that transaction, before the
-// repository commits and fsyncs. That is safe because the entry is committed
+// repository commits and fsyncs (a batch of publishes leaves the
+// transaction open for the next ones, committed together within
+// RepositoryCommitInterval: fsm_commit.go). That is safe because the entry is committed
 // by then and apply is deterministic: a store whose commit fails stops, and
 // replays the entry when it starts again. Under intragroup all-active or all
 // the Ack waits, after that, until the members the behaviour names hold the
