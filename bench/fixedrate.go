@@ -17,16 +17,8 @@ import (
 // stores' stage histograms (stages.go).
 
 // fixedRateSystems are the systems of c that the fixed-rate table compares:
-// umstore (umstored dev) and JetStream; umstore 1 group is left out.
-func fixedRateSystems(c config) []string {
-	var s []string
-	for _, sys := range c.Systems {
-		if sys != sysUM1 {
-			s = append(s, sys)
-		}
-	}
-	return s
-}
+// all of them (umstore 1 group too: three servers, as JetStream R3 has).
+func fixedRateSystems(c config) []string { return c.Systems }
 
 // fixedRateCount is the messages of one run at rate: seconds of them, at
 // least 1000 and at least one per source.

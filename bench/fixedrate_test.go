@@ -92,7 +92,7 @@ func TestNeeds(t *testing.T) {
 		want []string // the systems started
 	}{
 		{"throughput: every system", config{Systems: all, Throughput: true}, all},
-		{"fixed rates: all but one group", config{Systems: all, Rates: []float64{1000}}, []string{sysUM, sysJSSync, sysJSDefault}},
+		{"fixed rates: every system", config{Systems: all, Rates: []float64{1000}}, all},
 		{"sources: umstore", config{Systems: all, SourcesList: []int{1}}, []string{sysUM}},
 		{"only what --systems has", config{Systems: []string{sysJSSync}, SourcesList: []int{1}}, nil},
 	} {

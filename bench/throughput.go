@@ -91,7 +91,7 @@ func (c config) needs(system string) bool {
 		return false
 	case c.Throughput:
 		return true
-	case len(c.Rates) > 0 && system != sysUM1:
+	case len(c.Rates) > 0:
 		return true
 	}
 	return len(c.SourcesList) > 0 && system == sysUM

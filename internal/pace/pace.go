@@ -10,7 +10,12 @@
 // latency goal of 1 ms. Until sleeps the last stretch with the operating
 // system's nanosleep instead (0.1 ms late at the median there), on a
 // thread of its own, and the rest with a timer, so that a long wait still
-// ends when the context does.
+// ends when the context does. A wait shorter than early is not slept at
+// all: at ten thousand messages a second and more, a system call per
+// message took CPU from the stores on a two-core machine (p50 at 50,000
+// msgs/s of 1 KiB 22 ms instead of 17), so such a message goes out up to
+// early before it is due (and, timed from its due time, reads at most that
+// much short).
 //
 // Files: pace.go, sleep_unix.go, sleep_other.go.
 package pace
@@ -25,7 +30,11 @@ import (
 // soon after.
 const precise = 2 * time.Millisecond
 
-// Until returns when due has come, or ctx's error if it ends first.
+// early is the shortest wait Until sleeps.
+const early = 100 * time.Microsecond
+
+// Until returns when due has come (or is less than early away), or ctx's
+// error if it ends first.
 func Until(ctx context.Context, due time.Time) error {
 	if d := time.Until(due) - precise; d > 0 {
 		t := time.NewTimer(d)
@@ -39,7 +48,7 @@ func Until(ctx context.Context, due time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d := time.Until(due); d > 0 {
+	if d := time.Until(due); d >= early {
 		sleep(d)
 	}
 	return nil
