@@ -150,19 +150,17 @@ func (r *Repo) Apply(entries []Entry) ([]Result, error) {
 // for the repository's own fsync. decided is not called when nothing new is
 // applied or when applying fails; it runs inside the write transaction, so
 // it must be quick, and must not change results.
-func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) ([]Result, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.db == nil {
-		return nil, ErrClosed
-	}
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	results, err := r.applyPending(entries, decided)
+func (r *Repo) ApplyDecided(entries []Entry, decided func([]Result)) (results []Result, err error) {
+	err = r.writing(func() error {
+		if results, err = r.applyPending(entries, decided); err != nil {
+			return err
+		}
+		return r.commitLocked()
+	})
 	if err != nil {
 		return nil, err
 	}
-	return results, r.commitLocked()
+	return results, nil
 }
 
 // applyPending applies entries into the open write transaction (opening one

@@ -76,20 +76,21 @@ func (r *Repo) pendingTx() (*pending, error) {
 // and decided in the open write transaction, which stays open for the
 // batches after it until Commit (or ApplyDecided, Close, Restore) commits
 // them all at once. Reads do not see it until then.
-func (r *Repo) ApplyDeferred(entries []Entry, decided func([]Result)) ([]Result, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.db == nil {
-		return nil, ErrClosed
-	}
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	return r.applyPending(entries, decided)
+func (r *Repo) ApplyDeferred(entries []Entry, decided func([]Result)) (results []Result, err error) {
+	err = r.writing(func() error {
+		results, err = r.applyPending(entries, decided)
+		return err
+	})
+	return results, err
 }
 
 // Commit commits the batches ApplyDeferred left open, if any, and makes
 // them visible to reads.
-func (r *Repo) Commit() error {
+func (r *Repo) Commit() error { return r.writing(r.commitLocked) }
+
+// writing runs fn with the file open (r.mu shared: Close and Restore wait)
+// and the write transaction to itself (r.wmu), or returns ErrClosed.
+func (r *Repo) writing(fn func() error) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.db == nil {
@@ -97,7 +98,7 @@ func (r *Repo) Commit() error {
 	}
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	return r.commitLocked()
+	return fn()
 }
 
 // Pending returns how many raft entries are applied but not committed, and
