@@ -52,9 +52,16 @@ type fsm struct {
 
 	mu     sync.Mutex
 	failed error
+
+	// commitMu orders every change to what the repository holds applied
+	// but uncommitted with the bookkeeping of it: a batch applied, a
+	// commit, the idle timer (fsm_commit.go). Without it a commit could
+	// stop the timer a batch applied meanwhile had just armed, and leave
+	// that batch uncommitted until the next one came.
+	commitMu sync.Mutex
 	// pendingBytes are the command bytes applied but not committed;
-	// idleCommit, when set, commits them once no batch came for
-	// commitEvery (fsm_commit.go).
+	// idleCommit, when armed, commits them once no batch came for
+	// commitEvery. Both under commitMu.
 	pendingBytes int
 	idleCommit   *time.Timer
 	idleArmed    bool
@@ -215,5 +222,8 @@ func (f *fsm) Restore(rc io.ReadCloser) (err error) {
 		}
 		err = nil
 	}()
+	f.commitMu.Lock()
+	defer f.commitMu.Unlock()
+	f.pendingBytes = 0 // Restore drops what was uncommitted
 	return f.repo.Restore(rc)
 }

@@ -36,6 +36,8 @@ const maxPendingBytes = 8 << 20
 // apply applies a batch (entries are logs as the repository takes them)
 // and commits it now or later, as above.
 func (f *fsm) apply(logs []*raft.Log, entries []repository.Entry, decided func([]repository.Result)) ([]repository.Result, error) {
+	f.commitMu.Lock()
+	defer f.commitMu.Unlock()
 	size, deferrable := 0, f.commitEvery > 0
 	for _, l := range logs {
 		size += len(l.Data)
@@ -55,10 +57,8 @@ func (f *fsm) apply(logs []*raft.Log, entries []repository.Entry, decided func([
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
 	f.pendingBytes += size
 	due := f.pendingBytes >= maxPendingBytes
-	f.mu.Unlock()
 	if _, since := f.repo.Pending(); !due && !since.IsZero() && time.Since(since) < f.commitEvery {
 		f.armIdleCommit()
 		return results, nil
@@ -66,7 +66,8 @@ func (f *fsm) apply(logs []*raft.Log, entries []repository.Entry, decided func([
 	return results, f.commit()
 }
 
-// commit commits what the repository holds uncommitted, if anything.
+// commit commits what the repository holds uncommitted, if anything. The
+// caller holds f.commitMu.
 func (f *fsm) commit() error {
 	start := time.Now()
 	if err := f.repo.Commit(); err != nil {
@@ -76,26 +77,25 @@ func (f *fsm) commit() error {
 	return nil
 }
 
-// committed records a commit that began at start: readers are woken.
+// committed records a commit that began at start: nothing is left
+// uncommitted, so the idle timer is stopped, and readers are woken. The
+// caller holds f.commitMu.
 func (f *fsm) committed(start time.Time) {
 	f.stages().Since(stagetime.RepoCommit, start)
-	f.mu.Lock()
 	f.pendingBytes = 0
 	if f.idleArmed {
 		f.idleCommit.Stop()
 		f.idleArmed = false
 	}
-	f.mu.Unlock()
 	if f.onApplied != nil {
 		f.onApplied()
 	}
 }
 
 // armIdleCommit makes sure the timer that commits a quiet repository runs:
-// commitEvery after the first batch it waits for, not the last.
+// commitEvery after the first batch it waits for, not the last. The caller
+// holds f.commitMu.
 func (f *fsm) armIdleCommit() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	switch {
 	case f.idleArmed:
 	case f.idleCommit == nil:
@@ -115,16 +115,23 @@ func (f *fsm) commitIdle() {
 			f.failCommit(fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 		}
 	}()
-	f.mu.Lock()
+	f.commitMu.Lock()
+	defer f.commitMu.Unlock()
 	f.idleArmed = false
-	f.mu.Unlock()
-	_ = f.flush()
+	_ = f.flushLocked()
 }
 
 // flush commits what the repository holds uncommitted, for those who must
 // read it next: the idle timer, a snapshot, a new leader, the pacing of a
 // publisher. A commit that fails stops the store, as a failed batch does.
 func (f *fsm) flush() error {
+	f.commitMu.Lock()
+	defer f.commitMu.Unlock()
+	return f.flushLocked()
+}
+
+// flushLocked is flush for a caller that holds f.commitMu.
+func (f *fsm) flushLocked() error {
 	f.mu.Lock()
 	failed := f.failed
 	f.mu.Unlock()

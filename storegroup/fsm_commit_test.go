@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -79,5 +80,41 @@ func TestFSMDefersOnlyPublishCommits(t *testing.T) {
 	apply(publish(5, 4))
 	if repo.AppliedIndex() != 5 {
 		t.Fatalf("applied %d without an interval, want 5", repo.AppliedIndex())
+	}
+}
+
+// No batch waits for the next one to be committed: when batches come just
+// as the idle timer commits the ones before them, each is still committed
+// within a bound of being applied. (A commit once stopped the timer a batch
+// applied during that commit had armed: the batch stayed uncommitted, and
+// unseen by readers, until another came.)
+func TestFSMIdleCommitCoversBatchesAppliedDuringACommit(t *testing.T) {
+	t.Parallel()
+	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	every := time.Millisecond
+	f := &fsm{store: "G1S1", repo: repo, commitEvery: every}
+	rng := rand.New(rand.NewPCG(1, 2))
+	index := uint64(0)
+	for round := 0; round < 300; round++ {
+		for k := 0; k < 2; k++ {
+			index++
+			l := &raft.Log{Index: index, Type: raft.LogCommand, Data: repository.EncodePublish(repository.Publish{Source: "a", FirstSeq: index, Payloads: [][]byte{[]byte("x")}})}
+			if err, ok := f.ApplyBatch([]*raft.Log{l})[0].(error); ok {
+				t.Fatal(err)
+			}
+			// About when the idle timer fires for the first batch.
+			time.Sleep(every/2 + time.Duration(rng.Int64N(int64(every))))
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for repo.AppliedIndex() != index {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: batch %d applied but not committed after 2s (committed through %d)", round, index, repo.AppliedIndex())
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
 	}
 }

@@ -25,10 +25,22 @@ func otherMembers(c *clustertest.Cluster, group int, not string) []string {
 	return out
 }
 
+// highSeq is the highest sequence number of source that s's repository
+// holds, once what s applied is committed: a leader answers a publish
+// before its repository commits it (fsm_commit.go), so a test that reads
+// the leader's repository just after publishing waits for that commit,
+// or it would take an older figure for what the group holds. The wait is
+// bounded: under steady publishing the figure is read as it is.
 func highSeq(t *testing.T, s *storegroup.Store, source string) uint64 {
 	t.Helper()
 	if s == nil {
 		return 0
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		// Pending waits for a commit under way.
+		if n, _ := s.Repository().Pending(); n == 0 {
+			break
+		}
 	}
 	info, ok, err := s.Repository().Source(source)
 	if err != nil || !ok {
