@@ -19,11 +19,7 @@ import (
 // log the replay would need.
 func TestFSMDefersOnlyPublishCommits(t *testing.T) {
 	t.Parallel()
-	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
+	repo := openScratchRepo(t)
 	var woken atomic.Int32
 	var decided atomic.Int32
 	f := &fsm{store: "G1S1", repo: repo, commitEvery: 200 * time.Millisecond,
@@ -90,11 +86,7 @@ func TestFSMDefersOnlyPublishCommits(t *testing.T) {
 // unseen by readers, until another came.)
 func TestFSMIdleCommitCoversBatchesAppliedDuringACommit(t *testing.T) {
 	t.Parallel()
-	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
+	repo := openScratchRepo(t)
 	every := time.Millisecond
 	f := &fsm{store: "G1S1", repo: repo, commitEvery: every}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -117,4 +109,16 @@ func TestFSMIdleCommitCoversBatchesAppliedDuringACommit(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
+}
+
+// openScratchRepo opens a repository without fsync in a temporary
+// directory, closed when the test ends.
+func openScratchRepo(t *testing.T) *repository.Repo {
+	t.Helper()
+	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	return repo
 }
