@@ -166,7 +166,7 @@ func TestRunAppliesTheReceiverFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	flags := defaultStoreFlags()
 	flags.bind(fs, true)
-	if err := fs.Parse([]string{"--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m"}); err != nil {
+	if err := fs.Parse([]string{"--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m", "--repository-commit-interval", "40ms"}); err != nil {
 		t.Fatal(err)
 	}
 	p := placement.DefaultPolicy()
@@ -175,7 +175,7 @@ func TestRunAppliesTheReceiverFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := flags.config(policy)
-	if !cfg.AllowReceiverPacedPersistence || cfg.ReceiverActivityTimeout != 7*time.Second || cfg.ReceiverStateLifetime != time.Minute {
+	if !cfg.AllowReceiverPacedPersistence || cfg.ReceiverActivityTimeout != 7*time.Second || cfg.ReceiverStateLifetime != time.Minute || cfg.RepositoryCommitInterval != 40*time.Millisecond {
 		t.Fatalf("config %+v", cfg)
 	}
 	if cfg.PolicyDigest != p.Digest() {
@@ -199,6 +199,9 @@ func TestStoreFlagsValidate(t *testing.T) {
 		{[]string{"--receiver-activity-timeout", "0s"}, "--receiver-activity-timeout 0s: must be positive"},
 		{[]string{"--receiver-state-lifetime", "-1m"}, "--receiver-state-lifetime -1m0s: must not be negative"},
 		{[]string{"--receiver-state-lifetime", "0s", "--trailing-logs", "0", "--retention-max-bytes", "0"}, ""},
+		{[]string{"--repository-commit-interval", "-1ms"}, "--repository-commit-interval -1ms: must be 0..1s"},
+		{[]string{"--repository-commit-interval", "2s"}, "--repository-commit-interval 2s: must be 0..1s"},
+		{[]string{"--repository-commit-interval", "0s"}, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)

@@ -43,6 +43,7 @@ func (f *storeFlags) bind(fs *pflag.FlagSet, lock bool) {
 	fs.DurationVar(&s.ReceiverActivityTimeout, "receiver-activity-timeout", s.ReceiverActivityTimeout, "expire a named receiver silent this long: its name may be taken over and it holds no paced source back; its position is kept (UM receiver-activity-timeout)")
 	fs.DurationVar(&s.ReceiverStateLifetime, "receiver-state-lifetime", s.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
 	fs.BoolVar(&s.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", s.AllowReceiverPacedPersistence, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
+	fs.DurationVar(&s.RepositoryCommitInterval, "repository-commit-interval", s.RepositoryCommitInterval, "how long a store may keep applied publishes in one open repository transaction before it commits them (fewer repository fsyncs at a steady rate; acknowledgements never wait for it, readers past the committed messages do; 0: commit every batch; at most 1s)")
 	fs.StringVar(&s.LogStore, "log-store", s.LogStore, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
 }
 
@@ -87,6 +88,9 @@ func (f *storeFlags) Validate() error {
 	}
 	if s.ReceiverActivityTimeout <= 0 {
 		return fmt.Errorf("--receiver-activity-timeout %v: must be positive (%v by default)", s.ReceiverActivityTimeout, storegroup.DefaultConfig().ReceiverActivityTimeout)
+	}
+	if s.RepositoryCommitInterval < 0 || s.RepositoryCommitInterval > time.Second {
+		return fmt.Errorf("--repository-commit-interval %v: must be 0..1s (0 commits every batch; %v by default)", s.RepositoryCommitInterval, storegroup.DefaultConfig().RepositoryCommitInterval)
 	}
 	if s.ReceiverStateLifetime < 0 {
 		return fmt.Errorf("--receiver-state-lifetime %v: must not be negative (0 keeps a receiver's position)", s.ReceiverStateLifetime)

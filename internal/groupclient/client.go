@@ -83,17 +83,22 @@ func (c *Client) Redirected(m *wire.NotLeader) { c.setHint(m.Leader) }
 
 func (c *Client) setHint(addr string) {
 	c.mu.Lock()
+	old := c.hint
 	c.hint = addr
 	c.mu.Unlock()
+	c.shareHint(old, addr)
 }
 
-// order lists the stores to try: the known leader first, then the others in
-// configuration order, then where the group said moved stores listen
+// order lists the stores to try: the known leader first (this client's, or
+// before it knows one, where another client of the process found it: see
+// hints.go), then the others in configuration order, then where the group said moved stores listen
 // (Learn), and last the stores that recently did not answer in time (a
 // paused host's).
 func (c *Client) order() []string {
 	out := []string{}
 	if h := c.Leader(); h != "" {
+		out = append(out, h)
+	} else if h := c.sharedHint(); h != "" {
 		out = append(out, h)
 	}
 	for _, a := range append(slices.Clone(c.Addrs), c.learnedAddrs()...) {

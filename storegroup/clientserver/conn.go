@@ -51,7 +51,7 @@ func (cs *Server) handle(ctx context.Context, nc net.Conn) {
 // serveConn serves a handshaken connection from its first frame on.
 func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, first frame) {
 	c := rd.c
-	replies := make(chan reply, pendingReplies)
+	replies := newReplyQueue(pendingReplies)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -62,7 +62,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 	var subs sync.WaitGroup
 	defer func() {
 		cancel()
-		close(replies)
+		replies.close()
 		<-writerDone // answers owed are flushed first
 		nc.Close()   // unblocks subscriptions stuck writing
 		subs.Wait()
@@ -95,9 +95,9 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 				return
 			}
 		case *wire.Shutdown:
-			replies <- cs.shutdown(m, nc)
+			replies.put(cs.shutdown(m, nc))
 		case *wire.MemberMove:
-			replies <- cs.memberMove(connCtx, m, nc, conn) // ops.go
+			replies.put(cs.memberMove(connCtx, m, nc, conn)) // ops.go
 		case *wire.Subscribe:
 			cs.startSubscription(connCtx, rd, m, &subs, replies)
 		case *wire.KeepAlive:
@@ -105,7 +105,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 		case *wire.RegisterSource:
 			cs.registerSource(connCtx, c, m, conn, &subs, replies)
 		default:
-			replies <- cs.dispatch(connCtx, m, conn)
+			replies.put(cs.dispatch(connCtx, m, conn))
 		}
 	}
 }
@@ -113,10 +113,10 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 // badFrame answers a frame that could not be read, and reports whether
 // the connection must close (the error is fatal: gone, silent, too slow,
 // or a frame too large to skip).
-func (cs *Server) badFrame(nc net.Conn, err error, replies chan<- reply) (closing bool) {
+func (cs *Server) badFrame(nc net.Conn, err error, replies *replyQueue) (closing bool) {
 	if errors.Is(err, wire.ErrFrameTooLarge) {
 		cs.Metrics.refused(refusedTooLarge)
-		replies <- reply{msg: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error() + "; closing the connection"}}
+		replies.put(reply{msg: &wire.Error{Code: wire.CodeTooLarge, Message: err.Error() + "; closing the connection"}})
 	}
 	if wire.IsFatal(err) {
 		cs.closing(nc, err)
@@ -127,7 +127,7 @@ func (cs *Server) badFrame(nc net.Conn, err error, replies chan<- reply) (closin
 		code, reason = wire.CodeUnknown, refusedUnknownType
 	}
 	cs.Metrics.refused(reason)
-	replies <- reply{msg: &wire.Error{Code: code, Message: err.Error()}}
+	replies.put(reply{msg: &wire.Error{Code: code, Message: err.Error()}})
 	return false
 }
 

@@ -129,7 +129,7 @@ const paceNotice = time.Second
 // it waited the paced receivers could consume those messages and retention
 // release them, after which the group could only answer them as lost
 // (a publisher whose Acks were lost with its connection sends them again).
-func (cs *Server) pace(ctx context.Context, source, session string, batch []*wire.Publish, replies chan<- reply) bool {
+func (cs *Server) pace(ctx context.Context, source, session string, batch []*wire.Publish, replies *replyQueue) bool {
 	p := cs.Pacer
 	if p == nil || (p.maxBytes == 0 && p.maxMessages == 0) || p.mode(source, time.Now()) != repository.PacingBlocking {
 		return true
@@ -150,7 +150,7 @@ func (cs *Server) pace(ctx context.Context, source, session string, batch []*wir
 			}
 			noticed = now
 			cs.TouchSource(source, session, now)
-			replies <- reply{msg: &wire.HeldBack{Source: source, Reason: why}}
+			replies.put(reply{msg: &wire.HeldBack{Source: source, Reason: why}})
 		}
 		select {
 		case <-ctx.Done():

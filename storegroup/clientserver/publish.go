@@ -70,33 +70,33 @@ const (
 // handled next, and false if the connection is closing. (The stages of
 // frames merged into p's entry are timed from p's read: they were read
 // later, so their queued and total times are overstated, never hidden.)
-func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, queued <-chan frame, conn *connState, slots window, replies chan<- reply) (next *frame, ok bool) {
+func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, queued <-chan frame, conn *connState, slots window, replies *replyQueue) (next *frame, ok bool) {
 	if err := checkPayloads(p); err != nil {
 		cs.Metrics.refused(refusedTooLarge)
-		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}}
+		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}})
 		return nil, true
 	}
 	if err := checkPublish(p); err != nil {
 		cs.Metrics.refused(refusedInvalid)
-		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
+		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}})
 		return nil, true
 	}
 	if err := p.VerifyChecksums(); err != nil {
 		cs.Metrics.refused(refusedChecksum)
 		cs.damagedFrameLog(p, err)
-		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeChecksum,
-			Message: err.Error() + ": the frame was damaged on its way; nothing of it was stored, send it again"}}
+		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeChecksum,
+			Message: err.Error() + ": the frame was damaged on its way; nothing of it was stored, send it again"}})
 		return nil, true
 	}
 	if _, ok := conn.sessions[p.Source]; !ok {
 		if !cs.IsLeader() {
 			// Only a leader registers; a follower sends the client there.
-			replies <- reply{msg: cs.redirect(p.ReqID)}
+			replies.put(reply{msg: cs.redirect(p.ReqID)})
 			return nil, true
 		}
 		cs.Metrics.refused(refusedNotRegistered)
-		replies <- reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeNotRegistered,
-			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}}
+		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeNotRegistered,
+			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}})
 		return nil, true
 	}
 	if !slots.take(ctx) {
@@ -110,7 +110,7 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 	if !cs.IsLeader() {
 		slots.release() // refused before proposing: nothing in the log
 		for _, p := range batch {
-			replies <- reply{msg: cs.redirect(p.ReqID)}
+			replies.put(reply{msg: cs.redirect(p.ReqID)})
 		}
 		return next, true
 	}
@@ -123,7 +123,7 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 		if i == len(batch)-1 {
 			r.release = slots.release // the proposal's slot, freed once it is answered
 		}
-		replies <- r
+		replies.put(r)
 	}
 	return next, true
 }

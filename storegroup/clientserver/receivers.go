@@ -217,31 +217,31 @@ func parsePacing(s string) (repository.Pacing, error) {
 // Register does, records the pacing through the log (RegisterPaced), and,
 // with Delivery, starts pushing the source's receivers' positions on the
 // connection until it closes.
-func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.RegisterSource, conn *connState, subs *sync.WaitGroup, replies chan<- reply) {
+func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.RegisterSource, conn *connState, subs *sync.WaitGroup, replies *replyQueue) {
 	if err := checkSource(m.Source); err != nil {
-		replies <- badRequest(m.ReqID, err)
+		replies.put(badRequest(m.ReqID, err))
 		return
 	}
 	mode, err := parsePacing(m.Pacing)
 	if err != nil {
-		replies <- badRequest(m.ReqID, err)
+		replies.put(badRequest(m.ReqID, err))
 		return
 	}
 	if mode != repository.PacingNone && !cs.AllowPaced {
-		replies <- badRequest(m.ReqID, fmt.Errorf("store %s does not allow receiver-paced persistence: start umstored with --allow-receiver-paced-persistence (UM repository-allow-receiver-paced-persistence), or publish without it", cs.Name))
+		replies.put(badRequest(m.ReqID, fmt.Errorf("store %s does not allow receiver-paced persistence: start umstored with --allow-receiver-paced-persistence (UM repository-allow-receiver-paced-persistence), or publish without it", cs.Name)))
 		return
 	}
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
-		replies <- rep
+		replies.put(rep)
 		return
 	}
 	intragroup, err := cs.setIntragroup(conn, m.Source, m.Intragroup)
 	if err != nil {
-		replies <- badRequest(m.ReqID, err)
+		replies.put(badRequest(m.ReqID, err))
 		return
 	}
 	if err := cs.ClaimSource(m.Source, m.Session, time.Now(), cs.ActivityTimeout); err != nil {
-		replies <- reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
+		replies.put(reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}})
 		return
 	}
 	conn.sessions[m.Source] = m.Session
@@ -255,7 +255,7 @@ func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.Regi
 		cmd = repository.EncodeRegisterPaced(repository.RegisterPaced{Register: reg, Pacing: mode})
 	}
 	cs.Pacer.set(m.Source, mode)
-	replies <- reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup}
+	replies.put(reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup})
 	if m.Delivery && !conn.delivery[m.Source] {
 		if conn.delivery == nil {
 			conn.delivery = map[string]bool{}

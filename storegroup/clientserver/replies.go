@@ -36,11 +36,15 @@ type reply struct {
 // writer has caught up, and before it waits for a proposal: an answer
 // already written must not wait in the buffer for a later proposal to
 // commit (at a steady rate there is always a later one).
-func (cs *Server) writeReplies(c *wire.Conn, replies <-chan reply) {
+func (cs *Server) writeReplies(c *wire.Conn, replies *replyQueue) {
 	broken := false
 	var waited raft.ApplyFuture // the last proposal waited for
 	var decided time.Time       // when its answer came (stagetime.Answer starts there)
-	for r := range replies {
+	for {
+		r, ok := replies.get()
+		if !ok {
+			return
+		}
 		if broken {
 			if r.release != nil {
 				_ = r.future.Error() // the slot is free once the proposal is decided
@@ -83,7 +87,7 @@ func (cs *Server) writeReplies(c *wire.Conn, replies <-chan reply) {
 			continue
 		}
 		err := c.Write(msg)
-		if err == nil && (len(replies) == 0 || c.Buffered() > 256<<10) {
+		if err == nil && (replies.len() == 0 || c.Buffered() > 256<<10) {
 			err = c.Flush()
 		}
 		if !r.read.IsZero() && err == nil {

@@ -42,10 +42,10 @@ func TestAnswerIsNotHeldBehindALaterProposal(t *testing.T) {
 	server, client := net.Pipe()
 	defer client.Close()
 	cs := &Server{Deps: Deps{Log: slog.New(slog.DiscardHandler)}}
-	replies := make(chan reply, 2)
+	replies := newReplyQueue(2)
 	later := &future{done: make(chan struct{}), resp: publishResult(2, 2)}
-	replies <- reply{req: &wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{{1}}}, future: resolved(publishResult(1, 1))}
-	replies <- reply{req: &wire.Publish{ReqID: 2, Source: "s", FirstSeq: 2, Payloads: [][]byte{{2}}}, future: later}
+	replies.put(reply{req: &wire.Publish{ReqID: 1, Source: "s", FirstSeq: 1, Payloads: [][]byte{{1}}}, future: resolved(publishResult(1, 1))})
+	replies.put(reply{req: &wire.Publish{ReqID: 2, Source: "s", FirstSeq: 2, Payloads: [][]byte{{2}}}, future: later})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -68,7 +68,7 @@ func TestAnswerIsNotHeldBehindALaterProposal(t *testing.T) {
 	if ack, ok := read().(*wire.Ack); !ok || ack.ReqID != 2 {
 		t.Fatalf("second answer %+v, want the Ack of request 2", ack)
 	}
-	close(replies)
+	replies.close()
 	<-done
 }
 

@@ -14,9 +14,9 @@ const subscriptionHeartbeat = time.Second
 
 // startSubscription starts serving the subscription m on rd's connection,
 // or answers why not; the connection waits for it (subs) before it closes.
-func (cs *Server) startSubscription(ctx context.Context, rd *frameReader, m *wire.Subscribe, subs *sync.WaitGroup, replies chan<- reply) {
+func (cs *Server) startSubscription(ctx context.Context, rd *frameReader, m *wire.Subscribe, subs *sync.WaitGroup, replies *replyQueue) {
 	if rep, ok := cs.checkSubscribe(m); !ok {
-		replies <- rep
+		replies.put(rep)
 		return
 	}
 	subs.Add(1)
