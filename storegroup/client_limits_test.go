@@ -343,3 +343,90 @@ func TestRepliesCutByTheByteBudgetClaimOnlyWhatTheyHold(t *testing.T) {
 		}
 	}
 }
+
+// A store bounds the sources and receiver names its clients register: per
+// connection (MaxSourcesPerConn, MaxReceiversPerConn) and, for sources, in
+// all (MaxSources). Up to a limit registrations are recorded as ever; one
+// more is refused with an unavailable Error naming the limit, its value
+// and what to do, and counted in /metrics; registering again what a
+// connection holds is not counted twice; a closed connection gives its
+// places back.
+func TestClientRegistrationLimits(t *testing.T) {
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
+		cfg.ClientLimits.MaxSourcesPerConn = 2
+		cfg.ClientLimits.MaxSources = 3
+		cfg.ClientLimits.MaxReceiversPerConn = 1
+	})
+	leader := c.WaitLeader(1, 30*time.Second)
+	addr := clientAddr(c, leader.Name())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(leader.Collector())
+	refused := func(reason string) float64 {
+		return metricValue(t, reg, "umstore_client_frames_refused_total", map[string]string{"store": leader.Name(), "reason": reason})
+	}
+	registered := func(cl *client, m wire.Message) {
+		t.Helper()
+		if got, ok := cl.call(m).(*wire.Registered); !ok {
+			t.Fatalf("%+v within the limits: got %#v, want Registered", m, got)
+		}
+	}
+	overLimit := func(got wire.Message, mentions ...string) {
+		t.Helper()
+		e, ok := got.(*wire.Error)
+		if !ok || e.Code != wire.CodeUnavailable {
+			t.Fatalf("a registration over a limit: got %#v, want an %s Error", got, wire.CodeUnavailable)
+		}
+		for _, m := range mentions {
+			if !strings.Contains(e.Message, m) {
+				t.Fatalf("the refusal %q does not mention %q", e.Message, m)
+			}
+		}
+	}
+
+	one := dial(t, addr)
+	registered(one, &wire.Register{ReqID: 1, Source: "a", Session: "one"})
+	registered(one, &wire.Register{ReqID: 2, Source: "b", Session: "one"})
+	registered(one, &wire.Register{ReqID: 3, Source: "a", Session: "one"}) // again: counted once
+	overLimit(one.call(&wire.Register{ReqID: 4, Source: "c", Session: "one"}),
+		"this connection already holds 2 sources", "MaxSourcesPerConn", "--max-sources-per-conn", "close sources you no longer use", "open another connection")
+	if ack, ok := one.call(&wire.Publish{ReqID: 5, Source: "a", FirstSeq: 1, Payloads: [][]byte{[]byte("1")}}).(*wire.Ack); !ok || ack.LastSeq != 1 {
+		t.Fatalf("publishing a registered source after a refusal: %#v", ack)
+	}
+
+	two := dial(t, addr)
+	registered(two, &wire.RegisterSource{ReqID: 1, Source: "c", Session: "two"})
+	overLimit(two.call(&wire.Register{ReqID: 2, Source: "d", Session: "two"}),
+		"store "+leader.Name()+" already holds 3 source registrations", "MaxSources", "--max-sources")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	pcfg := publisher.DefaultConfig()
+	pcfg.Source, pcfg.Groups = "e", c.Addrs()
+	// The SDK takes unavailable for a store that may serve later: it
+	// retries until its context ends, and does not yet report the store's
+	// words.
+	if pub, err := publisher.New(ctx, pcfg); !errors.Is(err, publisher.ErrRegistration) {
+		if pub != nil {
+			pub.Close()
+		}
+		t.Fatalf("a publisher of a fourth source over MaxSources 3: %v, want %v", err, publisher.ErrRegistration)
+	}
+	if n := refused("source_limit"); n < 3 {
+		t.Fatalf("refused registrations counted as source_limit: %v, want at least 3", n)
+	}
+
+	one.c.Close() // gives a and b back
+	c.Eventually(10*time.Second, "a closed connection's sources are given back", func() bool {
+		_, ok := two.call(&wire.Register{ReqID: 3, Source: "d", Session: "two"}).(*wire.Registered)
+		return ok
+	})
+
+	rcv := dial(t, addr)
+	if _, ok := rcv.call(&wire.RegisterReceiver{ReqID: 1, Source: "c", Receiver: "r1", Session: "x"}).(*wire.ReceiverRegistered); !ok {
+		t.Fatal("a receiver within MaxReceiversPerConn was refused")
+	}
+	overLimit(rcv.call(&wire.RegisterReceiver{ReqID: 2, Source: "c", Receiver: "r2", Session: "x"}),
+		"this connection already holds 1 receiver names", "MaxReceiversPerConn", "--max-receivers-per-conn")
+	if n := refused("receiver_limit"); n != 1 {
+		t.Fatalf("refused receivers counted as receiver_limit: %v, want 1", n)
+	}
+}

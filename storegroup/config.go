@@ -198,7 +198,8 @@ type Config struct {
 	MaxFrame int
 	// ClientLimits bounds client connections: how many per store and per
 	// remote address, how long one may stay idle, how long a frame may
-	// take (clientserver's limits.go). Zero fields take the defaults.
+	// take, how many sources and receivers they may register
+	// (clientserver's limits.go). Zero fields take the defaults.
 	ClientLimits ClientLimits
 	// RaftHandshakeTimeout bounds how long a connection to the raft port
 	// may take to prove membership (TLS and the member handshake); a peer

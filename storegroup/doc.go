@@ -38,8 +38,8 @@
 //
 // Clients are bounded (clientserver.Limits, ClientLimits here):
 // connections per store, per remote address and per process, how long a
-// connection may be idle or take over one frame, and the largest payload
-// (wire.MaxPayload).
+// connection may be idle or take over one frame, the sources and receivers
+// connections may register, and the largest payload (wire.MaxPayload).
 //
 // DESIGN.md, beside this file, says why the pieces are where they are.
 package storegroup

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"umstore/placement"
+	"umstore/storegroup"
 )
 
 // A host whose address is a name that does not resolve is refused at once,
@@ -183,6 +185,36 @@ func TestRunAppliesTheReceiverFlags(t *testing.T) {
 	}
 }
 
+// The client registration limits are store settings, no part of the
+// policy: run applies them as given, and their defaults are the store's.
+func TestRunAppliesTheClientLimitFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	flags := defaultStoreFlags()
+	flags.bind(fs, true)
+	def := storegroup.DefaultClientLimits()
+	for flag, want := range map[string]int{"max-sources-per-conn": def.MaxSourcesPerConn, "max-sources": def.MaxSources, "max-receivers-per-conn": def.MaxReceiversPerConn} {
+		if got := fs.Lookup(flag).DefValue; got != fmt.Sprint(want) {
+			t.Fatalf("--%s defaults to %s, want the store's %d", flag, got, want)
+		}
+	}
+	if err := fs.Parse([]string{"--max-sources-per-conn", "7", "--max-sources", "9", "--max-receivers-per-conn", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	p := placement.DefaultPolicy()
+	policy, err := overPolicy(fs, p, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := flags.config(policy)
+	if l := cfg.ClientLimits; l.MaxSourcesPerConn != 7 || l.MaxSources != 9 || l.MaxReceiversPerConn != 3 {
+		t.Fatalf("client limits %+v", l)
+	}
+	if cfg.PolicyDigest != p.Digest() {
+		t.Fatal("the client limit flags changed the policy's digest: they are no part of it")
+	}
+}
+
 // The flags' values are checked before any store starts; each refusal
 // names its flag.
 func TestStoreFlagsValidate(t *testing.T) {
@@ -202,6 +234,10 @@ func TestStoreFlagsValidate(t *testing.T) {
 		{[]string{"--repository-commit-interval", "-1ms"}, "--repository-commit-interval -1ms: must be 0..1s"},
 		{[]string{"--repository-commit-interval", "2s"}, "--repository-commit-interval 2s: must be 0..1s"},
 		{[]string{"--repository-commit-interval", "0s"}, ""},
+		{[]string{"--max-sources-per-conn", "-1"}, "--max-sources-per-conn -1: must not be negative"},
+		{[]string{"--max-sources", "-5"}, "--max-sources -5: must not be negative"},
+		{[]string{"--max-receivers-per-conn", "-1"}, "--max-receivers-per-conn -1: must not be negative"},
+		{[]string{"--max-sources-per-conn", "0", "--max-sources", "10", "--max-receivers-per-conn", "3"}, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			fs := pflag.NewFlagSet("run", pflag.ContinueOnError)

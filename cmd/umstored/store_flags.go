@@ -44,6 +44,10 @@ func (f *storeFlags) bind(fs *pflag.FlagSet, lock bool) {
 	fs.DurationVar(&s.ReceiverStateLifetime, "receiver-state-lifetime", s.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
 	fs.BoolVar(&s.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", s.AllowReceiverPacedPersistence, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
 	fs.DurationVar(&s.RepositoryCommitInterval, "repository-commit-interval", s.RepositoryCommitInterval, "how long a store may keep applied publishes in one open repository transaction before it commits them (fewer repository fsyncs at a steady rate; acknowledgements never wait for it, readers past the committed messages do; 0: commit every batch; at most 1s)")
+	l := &s.ClientLimits
+	fs.IntVar(&l.MaxSourcesPerConn, "max-sources-per-conn", l.MaxSourcesPerConn, "sources one client connection may hold registered; one more is refused with an Error naming this limit (a source registered again on the same connection counts once; a publisher's goodbye or closing the connection frees its place)")
+	fs.IntVar(&l.MaxSources, "max-sources", l.MaxSources, "source registrations all client connections of one store may hold together (one per connection and source, freed by the publisher's goodbye or when its connection closes); --max-sources-per-conn is never more than this")
+	fs.IntVar(&l.MaxReceiversPerConn, "max-receivers-per-conn", l.MaxReceiversPerConn, "receiver names one client connection may register, and subscriptions it may run at once (each); one more is refused with an Error naming this limit")
 	fs.StringVar(&s.LogStore, "log-store", s.LogStore, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
 }
 
@@ -94,6 +98,18 @@ func (f *storeFlags) Validate() error {
 	}
 	if s.ReceiverStateLifetime < 0 {
 		return fmt.Errorf("--receiver-state-lifetime %v: must not be negative (0 keeps a receiver's position)", s.ReceiverStateLifetime)
+	}
+	for _, l := range []struct {
+		flag string
+		n    int
+	}{
+		{"max-sources-per-conn", s.ClientLimits.MaxSourcesPerConn},
+		{"max-sources", s.ClientLimits.MaxSources},
+		{"max-receivers-per-conn", s.ClientLimits.MaxReceiversPerConn},
+	} {
+		if l.n < 0 {
+			return fmt.Errorf("--%s %d: must not be negative (0 takes the default)", l.flag, l.n)
+		}
 	}
 	return nil
 }

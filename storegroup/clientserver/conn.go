@@ -61,6 +61,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 	connCtx, cancel := context.WithCancel(ctx)
 	var subs sync.WaitGroup
 	defer func() {
+		cs.registered.give(len(conn.sessions)) // the connection's registrations end with it
 		cancel()
 		replies.close()
 		<-writerDone // answers owed are flushed first
@@ -161,8 +162,14 @@ func readFrames(ctx context.Context, rd *frameReader, out chan<- frame) {
 type connState struct {
 	// sessions maps a source to the session that registered it on this
 	// connection: only then may the connection publish it (publish.go) and
-	// speak for that session (keepAlive).
+	// speak for that session (keepAlive). Each entry counts against
+	// MaxSourcesPerConn and MaxSources (claimSource); a goodbye and the
+	// connection's end give them back.
 	sessions map[string]string
+	// receivers maps a receiver name registered on this connection to the
+	// session that registered it, against MaxReceiversPerConn
+	// (registerReceiver); the receiver's goodbye removes it.
+	receivers map[receiverName]string
 	// delivery: the sources whose receivers' positions are pushed on this
 	// connection (receivers.go).
 	delivery map[string]bool

@@ -63,9 +63,9 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 		}
 		return reply{msg: cs.Members.Members(m.ReqID)}
 	case *wire.RegisterReceiver:
-		return cs.registerReceiver(m)
+		return cs.registerReceiver(m, conn)
 	case *wire.ConsumedAs:
-		return cs.consumedAs(m)
+		return cs.consumedAs(m, conn)
 	case *wire.ReceiverQuery:
 		return cs.receiverQuery(m)
 	default:
@@ -95,9 +95,19 @@ func (cs *Server) redirect(reqID uint64) *wire.NotLeader {
 // says goodbye. Only the connection that registered the source for that
 // session speaks for it: anyone else's keep-alive or goodbye is ignored, so
 // a stranger can neither keep a dead publisher's source held nor free a live
-// one's.
+// one's. A goodbye also ends the registration on this connection, giving
+// its place back (MaxSourcesPerConn, MaxSources): a Publish of the source
+// on it must register again.
 func (cs *Server) keepAlive(m *wire.KeepAlive, conn *connState) {
-	if !cs.IsLeader() || conn.sessions[m.Source] != m.Session || m.Session == "" {
+	if conn.sessions[m.Source] != m.Session || m.Session == "" {
+		return
+	}
+	if m.Leaving {
+		delete(conn.sessions, m.Source)
+		delete(conn.intragroup, m.Source)
+		cs.registered.give(1)
+	}
+	if !cs.IsLeader() {
 		return
 	}
 	if !m.Leaving {
@@ -158,15 +168,39 @@ func (cs *Server) register(m *wire.Register, conn *connState) reply {
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
 	}
-	if err := cs.ClaimSource(m.Source, m.Session, time.Now(), cs.ActivityTimeout); err != nil {
+	if e := cs.claimSource(conn, m.ReqID, m.Source, m.Session); e != nil {
+		return reply{msg: e}
+	}
+	intragroup, _ := cs.setIntragroup(conn, m.Source, "")
+	cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()})
+	return reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup}
+}
+
+// claimSource registers source for session on conn (Register and
+// RegisterSource): within the connection's and the store's limits on
+// sources (a source conn holds already is not counted again), and unless
+// another live session holds it (ClaimSource). It returns the Error to
+// answer, or nil once conn holds the source.
+func (cs *Server) claimSource(conn *connState, reqID uint64, source, session string) *wire.Error {
+	_, held := conn.sessions[source]
+	if !held {
+		if len(conn.sessions) >= cs.Limits.MaxSourcesPerConn {
+			return cs.overLimit(reqID, refusedSourceLimit, cs.connSourcesMessage())
+		}
+		if !cs.registered.take() {
+			return cs.overLimit(reqID, refusedSourceLimit, cs.storeSourcesMessage())
+		}
+	}
+	if err := cs.ClaimSource(source, session, time.Now(), cs.ActivityTimeout); err != nil {
+		if !held {
+			cs.registered.give(1)
+		}
 		code := wire.CodeBusy
 		if errors.Is(err, ErrFenced) {
 			code = wire.CodeFenced
 		}
-		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: code, Message: err.Error()}}
+		return &wire.Error{ReqID: reqID, Code: code, Message: err.Error()}
 	}
-	conn.sessions[m.Source] = m.Session
-	intragroup, _ := cs.setIntragroup(conn, m.Source, "")
-	cmd := repository.EncodeRegister(repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()})
-	return reply{req: m, future: cs.Proposer.Propose(cmd), intragroup: intragroup}
+	conn.sessions[source] = session
+	return nil
 }

@@ -2,7 +2,6 @@ package clientserver
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -15,8 +14,9 @@ import (
 )
 
 // Limits bounds what clients may hold of a store (the store's
-// configuration names it ClientLimits): how many connections, and how long
-// a connection may stay silent or take over one frame. A zero field takes
+// configuration names it ClientLimits): how many connections, how long a
+// connection may stay silent or take over one frame, and how many sources
+// and receivers connections may register. A zero field takes
 // its default (DefaultLimits); storegroup's DESIGN.md says how the defaults
 // were chosen.
 //
@@ -48,6 +48,34 @@ type Limits struct {
 	// 4.5 Mbit/s). A client that trickles a frame is cut, subscriptions
 	// included.
 	FrameTimeout time.Duration
+	// MaxSourcesPerConn bounds the sources one connection may hold
+	// registered (Register or RegisterSource; default 100,000, never more
+	// than MaxSources). UM applications run one connection per process
+	// with many sources on it, so the default is generous; it bounds what
+	// one careless or hostile connection can make the store remember.
+	// Registering a source the connection already holds (again, or for
+	// another session) does not count again; a publisher's goodbye
+	// (KeepAlive Leaving) and closing the connection free its place.
+	MaxSourcesPerConn int
+	// MaxSources bounds the source registrations all of this store's
+	// client connections hold together (default 200,000). What is counted
+	// is the client server's live registrations, one per connection and
+	// source, freed by the publisher's goodbye or when the connection
+	// closes: not the sources the repository records (those stay after
+	// their publishers leave, until retention releases them), and not the
+	// leader's in-memory sessions (those outlive a closed connection until
+	// SourceActivityTimeout). A source registered on two connections (a
+	// publisher that reconnected before the store saw its old connection
+	// close) counts on each.
+	MaxSources int
+	// MaxReceiversPerConn bounds, on one connection, the receiver names
+	// registered (RegisterReceiver: a name counts once whatever its
+	// session; the receiver's goodbye, ConsumedAs Leaving, frees it) and,
+	// separately, the subscriptions running (default 10,000 each). A
+	// receiver name is held by the leader for its whole store, not by the
+	// connection; counting it on the connection that registered it is what
+	// bounds one client.
+	MaxReceiversPerConn int
 }
 
 // Defaults of Limits that do not depend on the process.
@@ -55,6 +83,11 @@ const (
 	defaultMaxConnsPerAddr = 1024
 	defaultIdleTimeout     = 60 * time.Second
 	defaultFrameTimeout    = 30 * time.Second
+	// One UM process per connection with many sources; twice that on a
+	// store; a receiver process subscribes to far fewer.
+	defaultMaxSourcesPerConn   = 100_000
+	defaultMaxSources          = 200_000
+	defaultMaxReceiversPerConn = 10_000
 )
 
 // DefaultLimits returns the default limits for this process (see
@@ -66,13 +99,30 @@ func DefaultLimits() Limits {
 		MaxConnsPerAddr: min(defaultMaxConnsPerAddr, perStore),
 		IdleTimeout:     defaultIdleTimeout,
 		FrameTimeout:    defaultFrameTimeout,
+
+		MaxSourcesPerConn:   defaultMaxSourcesPerConn,
+		MaxSources:          defaultMaxSources,
+		MaxReceiversPerConn: defaultMaxReceiversPerConn,
 	}
 }
 
-// Validate reports a negative limit.
+// Validate reports a negative limit, naming it.
 func (l Limits) Validate() error {
-	if l.MaxConns < 0 || l.MaxConnsPerAddr < 0 || l.IdleTimeout < 0 || l.FrameTimeout < 0 {
-		return errors.New("client limits must not be negative (0 takes the default)")
+	for _, f := range []struct {
+		name     string
+		negative bool
+	}{
+		{"MaxConns", l.MaxConns < 0},
+		{"MaxConnsPerAddr", l.MaxConnsPerAddr < 0},
+		{"IdleTimeout", l.IdleTimeout < 0},
+		{"FrameTimeout", l.FrameTimeout < 0},
+		{"MaxSourcesPerConn", l.MaxSourcesPerConn < 0},
+		{"MaxSources", l.MaxSources < 0},
+		{"MaxReceiversPerConn", l.MaxReceiversPerConn < 0},
+	} {
+		if f.negative {
+			return fmt.Errorf("client limit %s must not be negative (0 takes the default)", f.name)
+		}
 	}
 	return nil
 }
@@ -94,17 +144,28 @@ func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
 	if l.FrameTimeout == 0 {
 		l.FrameTimeout = d.FrameTimeout
 	}
+	if l.MaxSources == 0 {
+		l.MaxSources = d.MaxSources
+	}
+	if l.MaxSourcesPerConn == 0 {
+		l.MaxSourcesPerConn = d.MaxSourcesPerConn
+	}
+	l.MaxSourcesPerConn = min(l.MaxSourcesPerConn, l.MaxSources)
+	if l.MaxReceiversPerConn == 0 {
+		l.MaxReceiversPerConn = d.MaxReceiversPerConn
+	}
 	return l
 }
 
-// connBudget counts client connections against a bound shared by every
-// store of the process.
-type connBudget struct {
+// budget counts against a bound: the client connections of the process
+// (processConnBudget), the source registrations of a store (MaxSources).
+type budget struct {
 	max int
 	n   atomic.Int64
 }
 
-func (b *connBudget) take() bool {
+// take counts one more, or reports that the bound is reached.
+func (b *budget) take() bool {
 	if b.n.Add(1) > int64(b.max) {
 		b.n.Add(-1)
 		return false
@@ -112,32 +173,33 @@ func (b *connBudget) take() bool {
 	return true
 }
 
-func (b *connBudget) give() { b.n.Add(-1) }
+// give gives back n taken.
+func (b *budget) give(n int) { b.n.Add(-int64(n)) }
 
 // processConnBudget is the process's budget of client connections:
 // RLIMIT_NOFILE (which the Go runtime raises to the hard limit at start)
 // less a reserve of a quarter, at least 256.
-var processConnBudget = sync.OnceValue(func() *connBudget {
+var processConnBudget = sync.OnceValue(func() *budget {
 	n := 4096 // if the limit cannot be read
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil {
 		n = int(min(rl.Cur, 1<<24))
 	}
-	return &connBudget{max: max(n-max(256, n/4), 64)}
+	return &budget{max: max(n-max(256, n/4), 64)}
 })
 
 // connCounter counts one store's client connections, in total and per
 // remote address, against its Limits and the process's budget.
 type connCounter struct {
 	limits Limits
-	budget *connBudget
+	budget *budget
 
 	mu      sync.Mutex
 	total   int
 	perAddr map[string]int
 }
 
-func newConnCounter(l Limits, budget *connBudget) *connCounter {
+func newConnCounter(l Limits, budget *budget) *connCounter {
 	return &connCounter{limits: l, budget: budget, perAddr: map[string]int{}}
 }
 
@@ -168,7 +230,7 @@ func (cc *connCounter) release(key string) {
 	if cc.perAddr[key]--; cc.perAddr[key] <= 0 {
 		delete(cc.perAddr, key)
 	}
-	cc.budget.give()
+	cc.budget.give(1)
 }
 
 // addrKey is the remote IP address connections are counted under.
@@ -247,4 +309,38 @@ func (cs *Server) refuse(nc net.Conn, reason int, key string) {
 			}
 		}
 	}()
+}
+
+// overLimit counts and logs (at most once per interval) a registration or
+// subscription refused over a limit, and returns its refusal. It is
+// answered CodeUnavailable, as connections over a limit are: this
+// connection, or this store, cannot take more now; the message names the
+// limit and what to do.
+func (cs *Server) overLimit(reqID uint64, reason int, msg string) *wire.Error {
+	cs.Metrics.refused(reason)
+	if dropped, ok := cs.limitLog.Allow(time.Now()); ok {
+		cs.Log.Warn("refusing a client registration over a limit", "reason", RefusedReasonNames[reason], "message", msg,
+			"refused_since_last_warning", dropped)
+	}
+	return &wire.Error{ReqID: reqID, Code: wire.CodeUnavailable, Message: msg}
+}
+
+func (cs *Server) connSourcesMessage() string {
+	return fmt.Sprintf("this connection already holds %d sources (limit MaxSourcesPerConn of store %s's client limits, umstored --max-sources-per-conn): close sources you no longer use (KeepAlive Leaving) or open another connection",
+		cs.Limits.MaxSourcesPerConn, cs.Name)
+}
+
+func (cs *Server) storeSourcesMessage() string {
+	return fmt.Sprintf("store %s already holds %d source registrations from its clients (limit MaxSources of its client limits, umstored --max-sources): close sources you no longer use (KeepAlive Leaving, or close their connections), retry later, or raise the limit",
+		cs.Name, cs.Limits.MaxSources)
+}
+
+func (cs *Server) connReceiversMessage() string {
+	return fmt.Sprintf("this connection already holds %d receiver names (limit MaxReceiversPerConn of store %s's client limits, umstored --max-receivers-per-conn): close receivers you no longer use (ConsumedAs Leaving) or open another connection",
+		cs.Limits.MaxReceiversPerConn, cs.Name)
+}
+
+func (cs *Server) connSubscriptionsMessage() string {
+	return fmt.Sprintf("this connection already runs %d subscriptions (limit MaxReceiversPerConn of store %s's client limits, umstored --max-receivers-per-conn): subscribe on another connection, or close connections whose subscriptions you no longer need",
+		cs.Limits.MaxReceiversPerConn, cs.Name)
 }

@@ -2,6 +2,7 @@ package clientserver
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,7 +34,7 @@ func TestConnCounterLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			budget := &connBudget{max: tt.budget}
+			budget := &budget{max: tt.budget}
 			cc := newConnCounter(tt.limits, budget)
 			var keys []string
 			for i, s := range tt.steps {
@@ -59,11 +60,21 @@ func TestConnCounterLimits(t *testing.T) {
 }
 
 // Zero limits take the defaults; the idle bound never falls below twice
-// the source-activity timeout; the address bound never exceeds the store's.
+// the source-activity timeout; the address bound never exceeds the store's,
+// nor the sources of one connection the store's.
 func TestClientLimitsDefaults(t *testing.T) {
 	d := DefaultLimits()
 	if d.MaxConns < 1 || d.MaxConns > processConnBudget().max || d.MaxConnsPerAddr > d.MaxConns {
 		t.Fatalf("defaults %+v against a process budget of %d", d, processConnBudget().max)
+	}
+	if d.MaxSourcesPerConn != 100_000 || d.MaxSources != 200_000 || d.MaxReceiversPerConn != 10_000 {
+		t.Fatalf("registration defaults %+v", d)
+	}
+	// with returns the defaults with f applied.
+	with := func(f func(*Limits)) Limits {
+		l := d
+		f(&l)
+		return l
 	}
 	tests := []struct {
 		name     string
@@ -73,9 +84,15 @@ func TestClientLimitsDefaults(t *testing.T) {
 	}{
 		{"all defaults", Limits{}, 30 * time.Second, d},
 		{"a long activity timeout", Limits{IdleTimeout: time.Minute}, 5 * time.Minute,
-			Limits{MaxConns: d.MaxConns, MaxConnsPerAddr: d.MaxConnsPerAddr, IdleTimeout: 10 * time.Minute, FrameTimeout: d.FrameTimeout}},
+			with(func(l *Limits) { l.IdleTimeout = 10 * time.Minute })},
 		{"an address bound above the store's", Limits{MaxConns: 10, MaxConnsPerAddr: 50, IdleTimeout: time.Second, FrameTimeout: time.Second}, 0,
-			Limits{MaxConns: 10, MaxConnsPerAddr: 10, IdleTimeout: time.Second, FrameTimeout: time.Second}},
+			with(func(l *Limits) {
+				l.MaxConns, l.MaxConnsPerAddr, l.IdleTimeout, l.FrameTimeout = 10, 10, time.Second, time.Second
+			})},
+		{"registration limits set", Limits{MaxSourcesPerConn: 7, MaxSources: 9, MaxReceiversPerConn: 3}, 0,
+			with(func(l *Limits) { l.MaxSourcesPerConn, l.MaxSources, l.MaxReceiversPerConn = 7, 9, 3 })},
+		{"sources per connection above the store's", Limits{MaxSources: 50}, 0,
+			with(func(l *Limits) { l.MaxSourcesPerConn, l.MaxSources = 50, 50 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +101,26 @@ func TestClientLimitsDefaults(t *testing.T) {
 			}
 		})
 	}
-	if err := (Limits{IdleTimeout: -time.Second}).Validate(); err == nil {
-		t.Fatal("a negative idle timeout was accepted")
+}
+
+// Validate refuses a negative limit and names it.
+func TestClientLimitsValidate(t *testing.T) {
+	tests := []struct {
+		in   Limits
+		want string // "" accepted
+	}{
+		{Limits{}, ""},
+		{DefaultLimits(), ""},
+		{Limits{IdleTimeout: -time.Second}, "IdleTimeout"},
+		{Limits{MaxConns: -1}, "MaxConns"},
+		{Limits{MaxSourcesPerConn: -1}, "MaxSourcesPerConn"},
+		{Limits{MaxSources: -1}, "MaxSources"},
+		{Limits{MaxReceiversPerConn: -1}, "MaxReceiversPerConn"},
+	}
+	for _, tt := range tests {
+		err := tt.in.Validate()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), "client limit "+tt.want+" must not be negative")) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.in, err, tt.want)
+		}
 	}
 }

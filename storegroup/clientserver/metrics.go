@@ -44,11 +44,13 @@ const (
 	refusedUnauthorized
 	refusedNotRegistered // a Publish on a connection that did not register its source
 	refusedChecksum      // a Publish whose payload does not match its checksum
+	refusedSourceLimit   // a registration over MaxSourcesPerConn or MaxSources (limits.go)
+	refusedReceiverLimit // a receiver or subscription over MaxReceiversPerConn (limits.go)
 	refusedReasons
 )
 
 // RefusedReasonNames label Metrics.RefusedFrames, in order.
-var RefusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum"}
+var RefusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum", "source_limit", "receiver_limit"}
 
 // Reasons a client connection is refused at accept, for
 // umstore_client_connections_refused_total.

@@ -46,19 +46,31 @@ func badRequest(reqID uint64, err error) reply {
 	return reply{msg: &wire.Error{ReqID: reqID, Code: wire.CodeBadRequest, Message: err.Error()}}
 }
 
-// registerReceiver claims the name for the session and records the
-// registration through the log; the answer (receiverRegistered) carries the
-// receiver's position.
-func (cs *Server) registerReceiver(m *wire.RegisterReceiver) reply {
+// receiverName is a receiver's name within its source.
+type receiverName struct{ source, receiver string }
+
+// registerReceiver claims the name for the session, within conn's limit on
+// receivers (a name conn registered already is not counted again), and
+// records the registration through the log; the answer
+// (receiverRegistered) carries the receiver's position.
+func (cs *Server) registerReceiver(m *wire.RegisterReceiver, conn *connState) reply {
 	if err := checkReceiverNames(m.Source, m.Receiver, m.Session); err != nil {
 		return badRequest(m.ReqID, err)
 	}
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
 	}
+	name := receiverName{m.Source, m.Receiver}
+	if _, held := conn.receivers[name]; !held && len(conn.receivers) >= cs.Limits.MaxReceiversPerConn {
+		return reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.connReceiversMessage())}
+	}
 	if err := cs.Receivers.Claim(m.Source, m.Receiver, m.Session, time.Now(), cs.ReceiverTimeout); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
 	}
+	if conn.receivers == nil {
+		conn.receivers = map[receiverName]string{}
+	}
+	conn.receivers[name] = m.Session
 	if _, known, err := cs.Repo.Source(m.Source); err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}}
 	} else if !known {
@@ -85,10 +97,14 @@ func (cs *Server) receiverRegistered(req wire.Message, r *repository.ReceiverRes
 
 // consumedAs takes a receiver's acknowledgement (or keep-alive, or
 // goodbye): from the session holding the name only, proposing a Consumed
-// only when the position moves forward.
-func (cs *Server) consumedAs(m *wire.ConsumedAs) reply {
+// only when the position moves forward. A goodbye from the session that
+// registered the name on conn gives its place back (MaxReceiversPerConn).
+func (cs *Server) consumedAs(m *wire.ConsumedAs, conn *connState) reply {
 	if err := checkReceiverNames(m.Source, m.Receiver, m.Session); err != nil {
 		return badRequest(m.ReqID, err)
+	}
+	if name := (receiverName{m.Source, m.Receiver}); m.Leaving && conn.receivers[name] == m.Session {
+		delete(conn.receivers, name)
 	}
 	if m.Seq > wire.MaxSeq {
 		return badRequest(m.ReqID, fmt.Errorf("position %d is above %d, the highest sequence number a source can have", m.Seq, uint64(wire.MaxSeq)))
@@ -240,11 +256,13 @@ func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.Regi
 		replies.put(badRequest(m.ReqID, err))
 		return
 	}
-	if err := cs.ClaimSource(m.Source, m.Session, time.Now(), cs.ActivityTimeout); err != nil {
-		replies.put(reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}})
+	if e := cs.claimSource(conn, m.ReqID, m.Source, m.Session); e != nil {
+		if _, held := conn.sessions[m.Source]; !held {
+			delete(conn.intragroup, m.Source) // nothing kept of a refused source
+		}
+		replies.put(reply{msg: e})
 		return
 	}
-	conn.sessions[m.Source] = m.Session
 	reg := repository.Register{Source: m.Source, Session: m.Session, UnixNano: wallclock.Now().UnixNano()}
 	cmd := repository.EncodeRegister(reg)
 	current := repository.PacingNone

@@ -36,6 +36,8 @@ type Server struct {
 	slowLog    logevery.Every // connections cut for a slow frame: likewise
 	acceptLog  logevery.Every // failed accepts: likewise
 	damagedLog logevery.Every // Publish frames refused for a checksum: likewise
+	limitLog   logevery.Every // registrations refused over a limit: likewise
+	registered *budget        // source registrations of every connection, against MaxSources
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -68,8 +70,13 @@ func New(addr string, serverTLS *tls.Config, d Deps) (*Server, error) {
 		slowLog:    logevery.Every{Interval: limitLogInterval},
 		acceptLog:  logevery.Every{Interval: limitLogInterval},
 		damagedLog: logevery.Every{Interval: limitLogInterval},
+		limitLog:   logevery.Every{Interval: limitLogInterval},
+		registered: &budget{max: d.Limits.MaxSources},
 	}, nil
 }
+
+// Addr is the address the server listens on.
+func (cs *Server) Addr() net.Addr { return cs.ln.Addr() }
 
 // Serve accepts connections until HangUp; each connection's requests are
 // served until ctx ends or the connection closes. A connection over a

@@ -13,10 +13,16 @@ import (
 const subscriptionHeartbeat = time.Second
 
 // startSubscription starts serving the subscription m on rd's connection,
-// or answers why not; the connection waits for it (subs) before it closes.
+// or answers why not (among the reasons: the connection runs
+// MaxReceiversPerConn subscriptions already); the connection waits for it
+// (subs) before it closes.
 func (cs *Server) startSubscription(ctx context.Context, rd *frameReader, m *wire.Subscribe, subs *sync.WaitGroup, replies *replyQueue) {
 	if rep, ok := cs.checkSubscribe(m); !ok {
 		replies.put(rep)
+		return
+	}
+	if int(rd.subscribed.Load()) >= cs.Limits.MaxReceiversPerConn {
+		replies.put(reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.connSubscriptionsMessage())})
 		return
 	}
 	subs.Add(1)
