@@ -160,27 +160,34 @@ func TestOverPolicy(t *testing.T) {
 	}
 }
 
-// The receiver flags are no part of the policy: run applies them as given
-// (they were parsed and then dropped, so `umstored run
-// --allow-receiver-paced-persistence` refused every paced publisher).
-func TestRunAppliesTheReceiverFlags(t *testing.T) {
+// runConfig parses args as `umstored run`'s store flags and returns the
+// configuration its stores start from under the default policy, and the
+// flag set.
+func runConfig(t *testing.T, args ...string) (storegroup.Config, *pflag.FlagSet) {
+	t.Helper()
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	flags := defaultStoreFlags()
 	flags.bind(fs, true)
-	if err := fs.Parse([]string{"--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m", "--repository-commit-interval", "40ms"}); err != nil {
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	p := placement.DefaultPolicy()
-	policy, err := overPolicy(fs, p, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	policy, err := overPolicy(fs, placement.DefaultPolicy(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := flags.config(policy)
+	return flags.config(policy), fs
+}
+
+// The receiver flags are no part of the policy: run applies them as given
+// (they were parsed and then dropped, so `umstored run
+// --allow-receiver-paced-persistence` refused every paced publisher).
+func TestRunAppliesTheReceiverFlags(t *testing.T) {
+	cfg, _ := runConfig(t, "--allow-receiver-paced-persistence", "--receiver-activity-timeout", "7s", "--receiver-state-lifetime", "1m", "--repository-commit-interval", "40ms")
 	if !cfg.AllowReceiverPacedPersistence || cfg.ReceiverActivityTimeout != 7*time.Second || cfg.ReceiverStateLifetime != time.Minute || cfg.RepositoryCommitInterval != 40*time.Millisecond {
 		t.Fatalf("config %+v", cfg)
 	}
-	if cfg.PolicyDigest != p.Digest() {
+	if cfg.PolicyDigest != placement.DefaultPolicy().Digest() {
 		t.Fatal("the receiver flags changed the policy's digest: they are no part of it")
 	}
 }
@@ -188,29 +195,17 @@ func TestRunAppliesTheReceiverFlags(t *testing.T) {
 // The client registration limits are store settings, no part of the
 // policy: run applies them as given, and their defaults are the store's.
 func TestRunAppliesTheClientLimitFlags(t *testing.T) {
-	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	flags := defaultStoreFlags()
-	flags.bind(fs, true)
+	cfg, fs := runConfig(t, "--max-sources-per-conn", "7", "--max-sources", "9", "--max-receivers-per-conn", "3")
 	def := storegroup.DefaultClientLimits()
 	for flag, want := range map[string]int{"max-sources-per-conn": def.MaxSourcesPerConn, "max-sources": def.MaxSources, "max-receivers-per-conn": def.MaxReceiversPerConn} {
 		if got := fs.Lookup(flag).DefValue; got != fmt.Sprint(want) {
 			t.Fatalf("--%s defaults to %s, want the store's %d", flag, got, want)
 		}
 	}
-	if err := fs.Parse([]string{"--max-sources-per-conn", "7", "--max-sources", "9", "--max-receivers-per-conn", "3"}); err != nil {
-		t.Fatal(err)
-	}
-	p := placement.DefaultPolicy()
-	policy, err := overPolicy(fs, p, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := flags.config(policy)
 	if l := cfg.ClientLimits; l.MaxSourcesPerConn != 7 || l.MaxSources != 9 || l.MaxReceiversPerConn != 3 {
 		t.Fatalf("client limits %+v", l)
 	}
-	if cfg.PolicyDigest != p.Digest() {
+	if cfg.PolicyDigest != placement.DefaultPolicy().Digest() {
 		t.Fatal("the client limit flags changed the policy's digest: they are no part of it")
 	}
 }
