@@ -404,7 +404,7 @@ func rawPublishOverTheLimit(t *testing.T, ctx context.Context, addrs []string) {
 		t.Fatalf("register at group 1's leader: %v", err)
 	}
 	defer conn.Close()
-	_ = conn.NetConn().SetDeadline(time.Now().Add(30 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	call := func(m wire.Message) wire.Message {
 		t.Helper()
 		if err := conn.Send(m); err != nil {

@@ -166,6 +166,10 @@ type Config struct {
 	TLS *tls.Config
 	// Token is presented to the stores when the deployment requires one.
 	Token string
+	// Connections, if set, are shared with the other publishers of the
+	// process given the same (NewConnections): one connection per store
+	// for all of them. Nil gives the publisher connections of its own.
+	Connections *Connections
 	// OnStable, if set, is called with each newly stable range of sequence
 	// numbers, in order, from one goroutine. It must not block for long.
 	OnStable func(first, last uint64)

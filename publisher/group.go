@@ -40,7 +40,7 @@ type group struct {
 	pingSent  time.Time // when the Ping awaiting its Pong was sent; zero when none is
 	noPing    bool      // the store does not know Ping (an older store): none is sent
 	checked   bool      // checkDeployment passed
-	conn      *wire.Conn
+	conn      wire.FrameConn
 	sessions  int // registered connections so far
 
 	wait ackWait // how long the group may stay silent (ackwait.go); the group's goroutine only
@@ -71,7 +71,7 @@ func (g *group) goodbye() {
 	if g.conn == nil {
 		return
 	}
-	_ = g.conn.NetConn().SetWriteDeadline(time.Now().Add(time.Second))
+	_ = g.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_ = g.conn.Send(&wire.KeepAlive{Source: g.p.cfg.Source, Session: g.p.session, Leaving: true})
 }
 
@@ -98,6 +98,9 @@ func (g *group) run() {
 			p.log.Info("the leader that stopped answering leads again: it was slow, not gone; waiting longer for its answers", "group", g.index+1, "ack_timeout", g.wait.current)
 		}
 		err = g.stream(c)
+		if a, ok := c.(abandoner); ok && errors.Is(err, errNotServing) {
+			a.Abandon()
+		}
 		c.Close()
 		p.mu.Lock()
 		p.stats.Connected[g.index] = false
@@ -132,7 +135,7 @@ func (g *group) pause() {
 // connect registers with the group's leader (found and followed by the
 // group client) and returns the registered connection. A leader's "source
 // busy" ends the attempt at once: no other store will say otherwise.
-func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
+func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 	p := g.p
 	if err := g.checkDeployment(); err != nil {
 		return nil, nil, err
@@ -145,11 +148,16 @@ func (g *group) connect() (*wire.Conn, *wire.Registered, error) {
 		}
 		req = rs
 	}
+	done, err := p.cfg.Connections.startRegistering(p.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
 		Timeout:     registerTimeout,
 		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy && e.Code != wire.CodeFenced },
 	})
+	done()
 	if err != nil {
 		var we *wire.Error
 		switch {
@@ -242,11 +250,15 @@ func (g *group) registered(reg *wire.Registered) {
 		return
 	}
 	p.tracker.SetActive(g.index, true)
-	if reg.HighSeq >= p.firstSeq && p.tracker.Confirmed(g.index) < p.firstSeq {
+	if reg.HighSeq >= p.nextSeq && p.tracker.Confirmed(g.index) < p.firstSeq {
 		// This group answered after the resume point was chosen, and holds
-		// sequence numbers at or above it that this session never sent it.
+		// sequence numbers this session has not sent yet: it will send
+		// them again, with other payloads. (Numbers it has sent, from
+		// firstSeq on, the group may hold from another group's repair or an
+		// earlier connection; a payload of another publisher among them is
+		// refused as a conflict on its Ack.)
 		p.stats.LateHigherGroup++
-		p.log.Error("a store group that answered late holds sequence numbers beyond the resume point: they may have been reused", "group", g.index+1, "group_high_seq", reg.HighSeq, "resume_seq", p.firstSeq)
+		p.log.Error("a store group that answered late holds sequence numbers beyond the resume point: they may have been reused", "group", g.index+1, "group_high_seq", reg.HighSeq, "resume_seq", p.firstSeq, "next_seq", p.nextSeq)
 	}
 	p.broadcastLocked()
 }

@@ -1,6 +1,7 @@
 package publisher
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // is silent. It belongs to the group's goroutine.
 type groupStream struct {
 	g       *group
-	c       *wire.Conn
+	c       wire.FrameConn
 	readErr chan error // the reader goroutine's end (readAcks)
 
 	next      uint64 // the next sequence number to send
@@ -41,7 +42,7 @@ type groupStream struct {
 // stream sends the group everything it has not confirmed, then new messages
 // as they come, while a reader goroutine handles acknowledgements. It
 // returns when the connection fails or the publisher closes.
-func (g *group) stream(c *wire.Conn) error {
+func (g *group) stream(c wire.FrameConn) error {
 	p := g.p
 	select {
 	case <-p.decided:
@@ -130,7 +131,7 @@ func (s *groupStream) nextFrame() (first uint64) {
 // the error that ends the stream, nil to go on.
 func (s *groupStream) idle() error {
 	g, c, p := s.g, s.c, s.g.p
-	_ = c.NetConn().SetWriteDeadline(time.Now().Add(s.bound))
+	_ = c.SetWriteDeadline(time.Now().Add(s.bound))
 	if err := c.Flush(); err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func (s *groupStream) send(first uint64) error {
 	}
 	if c.Buffered() > 256<<10 {
 		// A frozen leader stops reading: do not block on it for ever.
-		_ = c.NetConn().SetWriteDeadline(time.Now().Add(s.bound))
+		_ = c.SetWriteDeadline(time.Now().Add(s.bound))
 		if err := c.Flush(); err != nil {
 			return err
 		}
@@ -232,7 +233,7 @@ func (s *groupStream) check() (stalled, ping, awaiting bool) {
 // bound grows for this leader, and the group finds its leader again.
 func (s *groupStream) silent() error {
 	s.g.wait.stalled(s.g.client.Leader())
-	return fmt.Errorf("group %d answered nothing for %v: finding its leader again", s.g.index+1, s.bound)
+	return fmt.Errorf("group %d answered nothing for %v: finding its leader again: %w", s.g.index+1, s.bound, errNotServing)
 }
 
 // probe asks the other members, in the background, whether one of them
@@ -268,8 +269,13 @@ func (s *groupStream) moved(addr string) error {
 	}
 	s.g.wait.leaderGone()
 	s.g.client.Redirected(&wire.NotLeader{Leader: addr})
-	return fmt.Errorf("group %d's leader was silent and %s leads now: reconnecting there", s.g.index+1, addr)
+	return fmt.Errorf("group %d's leader was silent and %s leads now: reconnecting there: %w", s.g.index+1, addr, errNotServing)
 }
+
+// errNotServing ends a stream whose store no longer serves the group: it
+// was silent past the bound, or another store leads. On a shared
+// connection (Connections) the store is given up for every publisher.
+var errNotServing = errors.New("the store does not serve the group now")
 
 // fitsFrame reports whether a payload of n bytes may join a Publish frame
 // that holds count payloads of size bytes: the frame must stay within what
@@ -286,7 +292,7 @@ const perPayloadOverhead = 10
 
 // readAcks handles the group's replies until the connection fails or the
 // store redirects (leadership moved).
-func (g *group) readAcks(c *wire.Conn) error {
+func (g *group) readAcks(c wire.FrameConn) error {
 	defer c.Close()
 	for {
 		m, err := c.Read()
@@ -316,11 +322,11 @@ func (g *group) readAcks(c *wire.Conn) error {
 			g.heard()
 			if !m.Leading {
 				g.client.Redirected(&wire.NotLeader{Leader: m.Leader, LeaderName: m.LeaderName})
-				return fmt.Errorf("the store no longer leads group %d (leader now %q)", g.index+1, m.LeaderName)
+				return fmt.Errorf("the store no longer leads group %d (leader now %q): %w", g.index+1, m.LeaderName, errNotServing)
 			}
 		case *wire.NotLeader:
 			g.client.Redirected(m)
-			return fmt.Errorf("leadership moved to %q", m.LeaderName)
+			return fmt.Errorf("leadership moved to %q: %w", m.LeaderName, errNotServing)
 		case *wire.Error:
 			if m.Code == wire.CodeChecksum {
 				g.damagedFrame(m)

@@ -145,8 +145,14 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	p.stats.Confirmed = make([]uint64, len(cfg.Groups))
 	p.stats.Connected = make([]bool, len(cfg.Groups))
 	d := &wire.Dialer{Client: "publisher " + cfg.Source, LocalIP: cfg.LocalIP, Timeout: dialTimeout, TLS: cfg.TLS, Token: cfg.Token}
+	if cfg.Connections != nil {
+		d.Client = "publishers" // the connection is every source's
+	}
 	for i, addrs := range cfg.Groups {
 		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1), wait: newAckWait(cfg.AckTimeout)}
+		if cfg.Connections != nil {
+			g.client.Pool = cfg.Connections.pool
+		}
 		p.groups = append(p.groups, g)
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); g.run() }()

@@ -260,7 +260,7 @@ func (r *Receiver) subscribeOnce(ctx context.Context, c *groupclient.Client, gi 
 		case *wire.Error:
 			return m
 		}
-		_ = conn.NetConn().SetReadDeadline(time.Now().Add(subscriptionSilence))
+		_ = conn.SetReadDeadline(time.Now().Add(subscriptionSilence))
 		if m, err = conn.Read(); err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // wire level, registered for one source with an intragroup behaviour.
 type intragroupConn struct {
 	t      *testing.T
-	conn   *wire.Conn
+	conn   wire.FrameConn
 	source string
 	reg    *wire.Registered
 	reqID  uint64
@@ -64,9 +64,9 @@ func (ic *intragroupConn) publish(seq uint64) uint64 {
 func (ic *intragroupConn) answer(reqID uint64, timeout time.Duration) wire.Message {
 	ic.t.Helper()
 	deadline := time.Now().Add(timeout)
-	defer ic.conn.NetConn().SetReadDeadline(time.Time{})
+	defer ic.conn.SetReadDeadline(time.Time{})
 	for {
-		_ = ic.conn.NetConn().SetReadDeadline(deadline)
+		_ = ic.conn.SetReadDeadline(deadline)
 		m, err := ic.conn.Read()
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			return nil

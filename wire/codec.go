@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -89,8 +90,14 @@ type Conn struct {
 	maxFrame int
 	rbuf     []byte
 
+	// Writers append to wbuf under wmu; Flush swaps it with out under
+	// fmu and writes out without wmu, so a frame written during a slow
+	// network write waits only for the encoding of others, and joins the
+	// next Flush.
 	wmu  sync.Mutex
-	wbuf bytes.Buffer
+	wbuf *bytes.Buffer
+	fmu  sync.Mutex
+	out  *bytes.Buffer
 }
 
 // NewConn wraps nc. maxFrame <= 0 means DefaultMaxFrame.
@@ -98,7 +105,7 @@ func NewConn(nc net.Conn, maxFrame int) *Conn {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), maxFrame: maxFrame}
+	return &Conn{nc: nc, r: bufio.NewReaderSize(nc, 64<<10), maxFrame: maxFrame, wbuf: new(bytes.Buffer), out: new(bytes.Buffer)}
 }
 
 // NetConn returns the underlying connection (for deadlines and addresses).
@@ -161,7 +168,7 @@ func (c *Conn) readBody(n int) ([]byte, error) {
 func (c *Conn) Write(m Message) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return encodeTo(&c.wbuf, m)
+	return encodeTo(c.wbuf, m)
 }
 
 // Buffered reports how many bytes are waiting for Flush.
@@ -171,32 +178,37 @@ func (c *Conn) Buffered() int {
 	return c.wbuf.Len()
 }
 
-// Flush sends every buffered frame.
+// Flush sends every frame written before it.
 func (c *Conn) Flush() error {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.wbuf.Len() == 0 {
+	c.wbuf, c.out = c.out, c.wbuf
+	c.wmu.Unlock()
+	if c.out.Len() == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.wbuf.Bytes())
-	c.wbuf.Reset()
-	if c.wbuf.Cap() > 4<<20 {
-		c.wbuf = bytes.Buffer{}
+	_, err := c.nc.Write(c.out.Bytes())
+	c.out.Reset()
+	if c.out.Cap() > 4<<20 {
+		c.out = new(bytes.Buffer)
 	}
 	return err
 }
 
 // Send writes m and flushes.
 func (c *Conn) Send(m Message) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := encodeTo(&c.wbuf, m); err != nil {
+	if err := c.Write(m); err != nil {
 		return err
 	}
-	_, err := c.nc.Write(c.wbuf.Bytes())
-	c.wbuf.Reset()
-	return err
+	return c.Flush()
 }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline set the underlying
+// connection's deadlines (FrameConn).
+func (c *Conn) SetDeadline(t time.Time) error      { return c.nc.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error  { return c.nc.SetReadDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.nc.SetWriteDeadline(t) }
 
 // Close closes the connection.
 func (c *Conn) Close() error { return c.nc.Close() }

@@ -96,18 +96,23 @@ func publishAll(ctx context.Context, o options, groups [][]string, behaviour quo
 		}
 	}
 	runs := make([]*sourceRun, len(names))
+	lat := newHistograms()
 	for i, name := range names {
-		runs[i] = &sourceRun{source: name, rec: newRecorder()}
+		runs[i] = &sourceRun{source: name, rec: newRecorder(lat)}
 	}
 	perSource := o
 	perSource.rate = o.rate / float64(len(names))
+	var conns *publisher.Connections
+	if o.connections == "shared" {
+		conns = publisher.NewConnections()
+	}
 	progress := startProgress(stderr, o, runs)
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.publish(ctx, perSource, groups, behaviour, log, stdin)
+			r.publish(ctx, perSource, groups, behaviour, conns, log, stdin)
 		}()
 	}
 	wg.Wait()
@@ -195,13 +200,15 @@ type sourceRun struct {
 	flushErr   error
 }
 
-// publish registers, sends, waits for stability and records the outcome.
-func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, log *slog.Logger, stdin io.Reader) {
+// publish registers, sends, waits for stability and records the outcome;
+// conns, when set, are the connections the run's sources share.
+func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, conns *publisher.Connections, log *slog.Logger, stdin io.Reader) {
 	cfg := publisher.DefaultConfig()
 	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = r.source, groups, behaviour, o.flight, log
 	cfg.OnStable = r.rec.stable
 	cfg.StateFile = o.stateFile
 	cfg.TLS, cfg.Token = o.tls, o.token
+	cfg.Connections = conns
 	cfg.Flight, cfg.FlightSizeBytes, cfg.StabilityLifetime = o.behavior, o.flightBytes, o.lifetime
 	cfg.RegID, cfg.SessionID = o.regID, o.session
 	cfg.OnFlightSize = func(e publisher.FlightEvent) {

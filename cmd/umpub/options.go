@@ -29,6 +29,7 @@ type options struct {
 	security                                 *cli.SecurityFlags
 	stores                                   *cli.StoreFlags
 	count, size, flight, sources             int
+	connections                              string
 	flightBytes                              int64
 	rate                                     float64
 	stdin, json                              bool
@@ -43,6 +44,10 @@ type options struct {
 	session  uint64
 }
 
+// maxSources bounds --sources: a store takes 100,000 sources on one
+// connection (its MaxSourcesPerConn default).
+const maxSources = 100_000
+
 // bindFlags defines umpub's flags, bound into o, on a new flag set that
 // reports to stderr.
 func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
@@ -52,7 +57,8 @@ func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	o.stores = cli.AddStoreFlags(fs)
 	fs.StringVar(&o.source, "source", "", "source name (required)")
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
-	fs.IntVar(&o.sources, "sources", 1, "publish on this many sources at once, NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)")
+	fs.IntVar(&o.sources, "sources", 1, fmt.Sprintf("publish on this many sources at once (1..%d), NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)", maxSources))
+	fs.StringVar(&o.connections, "connections", "shared", "shared: every source's publisher reaches a store over one connection, as the sources of one UM context share its transport; per-source: a connection per source per group (the cost the stores pay for separate processes)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
 	fs.StringVar(&o.payload, "payload", "text", "what generated messages hold after their \"SOURCE #SEQ \" head: text (dots, which compress) or random (random bytes, which do not: for benchmarks)")
 	fs.Float64Var(&o.rate, "rate", 0, "messages per second (0: as fast as stability allows)")
@@ -102,8 +108,10 @@ func (o *options) check() error {
 		return fmt.Errorf("--stability-lifetime must not be negative (0: never), got %v", o.lifetime)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, got %v", o.timeout)
-	case o.sources < 1 || o.sources > 1000:
-		return fmt.Errorf("--sources must be 1..1000, got %d", o.sources)
+	case o.sources < 1 || o.sources > maxSources:
+		return fmt.Errorf("--sources must be 1..%d, got %d", maxSources, o.sources)
+	case o.connections != "shared" && o.connections != "per-source":
+		return fmt.Errorf("--connections %q: want shared or per-source", o.connections)
 	case o.sources > 1 && o.stdin:
 		return errors.New("--sources and --stdin do not go together: standard input is one stream")
 	}

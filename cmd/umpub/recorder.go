@@ -10,8 +10,8 @@ import (
 
 // recorder measures each message's publish-to-stable latency in constant
 // memory: HdrHistogram histograms (a fixed few hundred KB whatever the
-// count) and the send times of the messages in flight only, which the
-// flight size bounds.
+// count, shared by every source of the run: histograms) and the send times
+// of the messages in flight only, which the flight size bounds.
 //
 // At a fixed --rate the latency is also corrected for coordinated
 // omission: a message is timed from when the rate says it was due, not
@@ -31,9 +31,18 @@ type recorder struct {
 	end      time.Time     // last stability report
 	paceFrom time.Time     // when message first was due (with a rate)
 	interval time.Duration // between messages at the fixed rate; 0: flat out
-	raw      *hdrhistogram.Histogram
-	due      *hdrhistogram.Histogram // latency from the due time (= raw when flat out)
+	lat      *histograms
 }
+
+// histograms are what every source of a run records into: two
+// per source would cost 100,000 sources tens of GB.
+type histograms struct {
+	mu  sync.Mutex
+	raw *hdrhistogram.Histogram
+	due *hdrhistogram.Histogram // latency from the due time (= raw when flat out)
+}
+
+func newHistograms() *histograms { return &histograms{raw: newHistogram(), due: newHistogram()} }
 
 // Latencies are recorded in microseconds, from 1µs to an hour, to three
 // significant digits.
@@ -47,7 +56,8 @@ func newHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(histLowest, histHighest, histDigits)
 }
 
-func newRecorder() *recorder { return &recorder{raw: newHistogram(), due: newHistogram()} }
+// newRecorder returns a recorder for one source that records into lat.
+func newRecorder(lat *histograms) *recorder { return &recorder{lat: lat} }
 
 // pace says that message i (from first) of this session is due at
 // from + i*interval.
@@ -99,17 +109,19 @@ func (r *recorder) stableAt(first, last uint64, now time.Time) {
 		return
 	}
 	since := int64(now.Sub(r.start))
+	r.lat.mu.Lock()
+	defer r.lat.mu.Unlock()
 	for seq := max(first, r.stableTo+1, r.first); seq <= last && seq < r.first+r.n; seq++ {
 		i := r.head + int(seq-max(r.stableTo+1, r.first))
 		if i >= len(r.sentAt) {
 			break
 		}
-		record(r.raw, since-r.sentAt[i])
+		record(r.lat.raw, since-r.sentAt[i])
 		if r.interval > 0 {
 			due := r.paceFrom.Add(time.Duration(seq-r.first) * r.interval)
-			record(r.due, int64(now.Sub(due)))
+			record(r.lat.due, int64(now.Sub(due)))
 		} else {
-			record(r.due, since-r.sentAt[i])
+			record(r.lat.due, since-r.sentAt[i])
 		}
 		r.stableN++
 	}
@@ -185,6 +197,7 @@ func mergeRuns(name string, runs []*sourceRun) (summary, error, error) {
 	s := summary{Source: name}
 	var sendErr, flushErr error
 	due, raw := newHistogram(), newHistogram()
+	merged := map[*histograms]bool{}
 	var start, end time.Time
 	var bytes int64
 	for i, run := range runs {
@@ -192,8 +205,13 @@ func mergeRuns(name string, runs []*sourceRun) (summary, error, error) {
 		r.mu.Lock()
 		s.Sent += int(r.n)
 		s.Stable += r.stableN
-		due.Merge(r.due)
-		raw.Merge(r.raw)
+		if !merged[r.lat] {
+			merged[r.lat] = true
+			r.lat.mu.Lock()
+			due.Merge(r.lat.due)
+			raw.Merge(r.lat.raw)
+			r.lat.mu.Unlock()
+		}
 		bytes += r.bytes
 		if r.n > 0 && (start.IsZero() || r.start.Before(start)) {
 			start = r.start

@@ -8,7 +8,7 @@ import (
 // The recorder keeps send times only for messages in flight, however many
 // are sent: a long run does not grow with its count.
 func TestRecorderMemoryIsBoundedByTheFlight(t *testing.T) {
-	r := newRecorder()
+	r := newRecorder(newHistograms())
 	r.first = 1
 	t0 := time.Now()
 	const flight, n = 100, 200000
@@ -36,7 +36,7 @@ func TestRecorderMemoryIsBoundedByTheFlight(t *testing.T) {
 // omission corrected), while the raw latency, from the actual send, does
 // not.
 func TestRecorderCorrectsCoordinatedOmission(t *testing.T) {
-	r := newRecorder()
+	r := newRecorder(newHistograms())
 	r.first = 1
 	t0 := time.Now()
 	r.pace(t0, 10*time.Millisecond) // 100 messages due over the first second
@@ -62,7 +62,7 @@ func TestRecorderCorrectsCoordinatedOmission(t *testing.T) {
 
 // Flat out (no rate) both latencies are the raw one.
 func TestRecorderFlatOut(t *testing.T) {
-	r := newRecorder()
+	r := newRecorder(newHistograms())
 	r.first = 5
 	t0 := time.Now()
 	for seq := uint64(5); seq <= 14; seq++ {

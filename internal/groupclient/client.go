@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"umstore/internal/connmux"
 	"umstore/wire"
 )
 
@@ -30,6 +31,10 @@ type Client struct {
 	Addrs []string
 	// Dialer opens the connections (TLS, token, source address, timeout).
 	Dialer *wire.Dialer
+	// Pool, if set, carries the client's sessions over the process's
+	// shared connections to the stores (internal/connmux) instead of a
+	// connection each.
+	Pool *connmux.Pool
 
 	mu       sync.Mutex
 	hint     string               // where the leader is: the store that last answered as leader, or the one a redirect named
@@ -48,7 +53,7 @@ type Client struct {
 
 // link is an open connection and the store it goes to.
 type link struct {
-	conn *wire.Conn
+	conn wire.FrameConn
 	addr string
 }
 
@@ -57,6 +62,24 @@ func (l *link) close() {
 		l.conn.Close()
 		l.conn = nil
 	}
+}
+
+// dial opens a connection to the store at addr: a lane of the shared
+// connection when the client has a Pool, a connection of its own
+// otherwise.
+func (c *Client) dial(ctx context.Context, addr string) (wire.FrameConn, *wire.Welcome, error) {
+	if c.Pool != nil {
+		l, w, err := c.Pool.Dial(ctx, c.Dialer, addr)
+		if err != nil {
+			return nil, nil, err // not a nil *Lane in a non-nil interface
+		}
+		return l, w, nil
+	}
+	conn, w, err := c.Dialer.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, w, nil
 }
 
 // New returns a client for the group's stores.
@@ -149,7 +172,7 @@ type OpenOptions struct {
 // with the first answer that is not a redirect. The connection has no
 // deadline and belongs to the caller, who closes it. When no store accepts,
 // Open gives up rather than waiting: the caller retries at its own pace.
-func (c *Client) Open(ctx context.Context, req wire.Message, o OpenOptions) (*wire.Conn, wire.Message, error) {
+func (c *Client) Open(ctx context.Context, req wire.Message, o OpenOptions) (wire.FrameConn, wire.Message, error) {
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = CallTimeout
@@ -160,7 +183,7 @@ func (c *Client) Open(ctx context.Context, req wire.Message, o OpenOptions) (*wi
 		l.close()
 		return nil, nil, err
 	}
-	_ = l.conn.NetConn().SetDeadline(time.Time{})
+	_ = l.conn.SetDeadline(time.Time{})
 	return l.conn, m, nil
 }
 
@@ -206,7 +229,7 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 		}
 		if s.numbered {
 			c.reqID++
-			setReqID(req, c.reqID)
+			wire.SetReqID(req, c.reqID)
 		}
 		m, err := exchange(ctx, l.conn, req, s.timeout)
 		if err != nil {
@@ -263,12 +286,12 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 // exchange sends req on conn and reads one answer, within timeout (and
 // ctx's deadline); ctx ending closes the connection, so a cancelled caller
 // never waits for a silent store.
-func exchange(ctx context.Context, conn *wire.Conn, req wire.Message, timeout time.Duration) (wire.Message, error) {
+func exchange(ctx context.Context, conn wire.FrameConn, req wire.Message, timeout time.Duration) (wire.Message, error) {
 	deadline := time.Now().Add(timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
 	}
-	_ = conn.NetConn().SetDeadline(deadline)
+	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	err := conn.Send(req)
 	var m wire.Message

@@ -206,7 +206,7 @@ func TestErrorAnswers(t *testing.T) {
 			var err error
 			var m wire.Message
 			if tt.open {
-				var conn *wire.Conn
+				var conn wire.FrameConn
 				conn, m, err = c.Open(testCtx(t), &wire.Register{ReqID: 1, Source: "s"}, OpenOptions{Reply: wire.TypeRegistered, NextOnError: nextUnlessBusy})
 				if conn != nil {
 					conn.Close()
@@ -302,7 +302,7 @@ func TestCallRedialsABrokenConnection(t *testing.T) {
 	if _, err := c.Sources(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	c.kept.conn.NetConn().Close() // as if the store had gone away and come back
+	c.kept.conn.(*wire.Conn).NetConn().Close() // as if the store had gone away and come back
 	if _, err := c.Sources(testCtx(t)); err != nil {
 		t.Fatalf("call after the connection broke: %v", err)
 	}

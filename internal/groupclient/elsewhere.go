@@ -48,7 +48,7 @@ func (c *Client) LeaderElsewhere(ctx context.Context, silent string, timeout tim
 // leads reports whether the store at addr answers a Ping as the serving
 // leader of the client's deployment group.
 func (c *Client) leads(ctx context.Context, addr string, timeout time.Duration) bool {
-	conn, w, err := c.Dialer.Dial(ctx, addr)
+	conn, w, err := c.dial(ctx, addr)
 	if err != nil {
 		return false
 	}

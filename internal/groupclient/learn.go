@@ -48,7 +48,7 @@ func (c *Client) Learn(ctx context.Context) error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, learnTimeout)
 	defer cancel()
-	conn, _, err := c.Dialer.Dial(ctx, addr)
+	conn, _, err := c.dial(ctx, addr)
 	if err != nil {
 		return fmt.Errorf("group %d: ask %s where the members listen: %w", c.Group, addr, err)
 	}

@@ -52,7 +52,7 @@ func (c *Client) dialRace(ctx context.Context, order []string) (link, int, error
 		pending++
 		waiting[addr] = time.Now()
 		go func() {
-			conn, w, err := c.Dialer.Dial(rctx, addr)
+			conn, w, err := c.dial(rctx, addr)
 			if err == nil && w != nil {
 				if other, ok := c.sameGroup(w.Group); !ok {
 					conn.Close()

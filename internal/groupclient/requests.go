@@ -32,33 +32,3 @@ func (c *Client) Sources(ctx context.Context) (*wire.SourceList, error) {
 	}
 	return r, nil
 }
-
-// setReqID numbers a request that Call sends.
-func setReqID(m wire.Message, id uint64) {
-	switch m := m.(type) {
-	case *wire.Fetch:
-		m.ReqID = id
-	case *wire.Sources:
-		m.ReqID = id
-	case *wire.Register:
-		m.ReqID = id
-	case *wire.Consumed:
-		m.ReqID = id
-	case *wire.Probe:
-		m.ReqID = id
-	case *wire.Publish:
-		m.ReqID = id
-	case *wire.Ping:
-		m.ReqID = id
-	case *wire.RangeDigest:
-		m.ReqID = id
-	case *wire.RegisterReceiver:
-		m.ReqID = id
-	case *wire.ConsumedAs:
-		m.ReqID = id
-	case *wire.ReceiverQuery:
-		m.ReqID = id
-	case *wire.RegisterSource:
-		m.ReqID = id
-	}
-}

@@ -15,7 +15,8 @@ import (
 // of ARCHITECTURE.md's "path of one message"):
 //
 //  1. publish takes a slot of the connection's window (at most
-//     maxProposalsInFlight proposals in the log, window);
+//     maxProposalsInFlight proposals of a source in the log, and bounds
+//     for the connection's sources together: window.go);
 //  2. gather adds the frames that queued meanwhile and continue one another
 //     (same source, next sequence number): they become one raft entry;
 //  3. the batch is encoded as PublishAs, on behalf of the session that
@@ -70,7 +71,7 @@ const (
 // handled next, and false if the connection is closing. (The stages of
 // frames merged into p's entry are timed from p's read: they were read
 // later, so their queued and total times are overstated, never hidden.)
-func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, queued <-chan frame, conn *connState, slots window, replies *replyQueue) (next *frame, ok bool) {
+func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, queued <-chan frame, conn *connState, slots *window, replies *replyQueue) (next *frame, ok bool) {
 	if err := checkPayloads(p); err != nil {
 		cs.Metrics.refused(refusedTooLarge)
 		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeTooLarge, Message: err.Error()}})
@@ -99,16 +100,21 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}})
 		return nil, true
 	}
-	if !slots.take(ctx) {
+	if !slots.take(ctx, p.Source) {
 		return nil, false
 	}
 	batch, next := gather([]*wire.Publish{p}, queued)
+	size := 0
+	for _, b := range batch {
+		size += payloadBytes(b.Payloads)
+	}
+	release := slots.hold(p.Source, size)
 	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], batch, replies) {
-		slots.release()
+		release()
 		return nil, false
 	}
 	if !cs.IsLeader() {
-		slots.release() // refused before proposing: nothing in the log
+		release() // refused before proposing: nothing in the log
 		for _, p := range batch {
 			replies.put(reply{msg: cs.redirect(p.ReqID)})
 		}
@@ -121,43 +127,12 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 	for i, p := range batch {
 		r := reply{req: p, future: f, hold: hold, read: read}
 		if i == len(batch)-1 {
-			r.release = slots.release // the proposal's slot, freed once it is answered
+			r.release = release // the proposal's slot, freed once it is answered
 		}
 		replies.put(r)
 	}
 	return next, true
 }
-
-// Back-pressure. Publish frames of one connection are proposed as they
-// come, but at most maxProposalsInFlight at a time: the connection's window.
-// While the window is full, later frames queue in the connection, and are
-// proposed together once a slot frees (see gather, publish.go). A slot is
-// taken before a frame is proposed and freed once its answer is written, so
-// a client that does not read its answers stops being read from.
-//
-// The bound was chosen by measurement (BENCH.md): with 4 proposals in flight
-// a publisher with a window of 4096 messages of 1 KiB kept only half its
-// window in the log; 16 proposals of at most 512 KiB took 1 KiB messages
-// from 23k to 35k msgs/s.
-const maxProposalsInFlight = 16
-
-// window is one connection's slots for Publish proposals in the log.
-type window chan struct{}
-
-func newWindow() window { return make(window, maxProposalsInFlight) }
-
-// take waits for a free slot, and reports false if ctx ended first.
-func (w window) take(ctx context.Context) bool {
-	select {
-	case w <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// release frees a slot that take took.
-func (w window) release() { <-w }
 
 // gather takes from queued the frames that continue batch's last Publish,
 // without waiting, until a limit or a frame that does not fit. That frame
