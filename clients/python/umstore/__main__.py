@@ -210,7 +210,7 @@ def publish(argv, out, err):
             sent += 1
         ok = pub.flush(max(0.0, deadline - time.monotonic()))
         if ok:
-            pub.wait_all_groups(2.0)
+            pub.wait_all_groups(min(2.0, max(0.0, deadline - time.monotonic())))
         confirmed = pub.confirmed_per_group()
     finally:
         pub.close()
