@@ -8,6 +8,7 @@ import (
 	"umstore/deploystatus"
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/storegroup"
 	"umstore/storehost"
 	"umstore/wire"
 )
@@ -36,12 +37,17 @@ type reporter struct {
 	hosts      storehost.Hosts
 	localHosts []string
 	remote     rounder
+	// local reads this daemon's stores' statuses (hosts.Statuses; a fake
+	// in tests), redact takes the paths out of them (redact.go).
+	local  func() []storegroup.Status
+	redact redactor
 }
 
 // newReporter reports on d for the daemon running hosts: their stores are
 // read directly, every other store of d is probed.
 func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
-	r := &reporter{d: d, analysis: placement.Analyze(d), hosts: hosts, localHosts: hosts.Names()}
+	r := &reporter{d: d, analysis: placement.Analyze(d), hosts: hosts, localHosts: hosts.Names(),
+		local: hosts.Statuses, redact: newRedactor(hosts.Stores())}
 	local := map[string]bool{}
 	for _, s := range hosts.Stores() {
 		local[s.Name()] = true
@@ -56,10 +62,17 @@ func newReporter(d *placement.Deployment, hosts storehost.Hosts) *reporter {
 	return r
 }
 
+// statuses are this daemon's stores' statuses, without paths.
+func (r *reporter) statuses() []storegroup.Status { return r.redact.statuses(r.local()) }
+
 // view is the deployment as seen now.
 func (r *reporter) view() deploystatus.View {
 	remote := r.remote.Round()
-	return deploystatus.Build(r.d, r.analysis, r.localHosts, r.hosts.Statuses(), remote, time.Now())
+	v := deploystatus.Build(r.d, r.analysis, r.localHosts, r.statuses(), remote, time.Now())
+	for i := range v.Stores { // the other hosts' answers too
+		v.Stores[i].Error = r.redact.text(v.Stores[i].Error)
+	}
+	return v
 }
 
 // deployment serves /v1/deployment.

@@ -39,6 +39,13 @@ type Options struct {
 	Clock bool
 	// Log receives a line for every step of the clock.
 	Log *slog.Logger
+	// AllowedHosts are names, beyond the ones always allowed (IP
+	// addresses, localhost, this machine's host name, the deployment's
+	// host addresses), that requests may carry in their Host header
+	// (umstored run --admin-allowed-host): the names of a proxy in front
+	// of the server. "*" allows any. Other requests are refused with 421
+	// (hostcheck.go: DNS rebinding).
+	AllowedHosts []string
 }
 
 // hostStatus is what /v1/status returns.
@@ -104,13 +111,13 @@ func newServer(d *placement.Deployment, hosts storehost.Hosts, opts Options) *Se
 		mux.HandleFunc("GET /debug/clock", clockOffset)
 		mux.HandleFunc("POST /debug/clock", clockStep(opts.Log))
 	}
-	a.Server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	a.Server = &http.Server{Handler: newAllowedHosts(d, opts.AllowedHosts).wrap(mux), ReadHeaderTimeout: 5 * time.Second}
 	return a
 }
 
 func (a *Server) snapshot() hostStatus {
 	st := hostStatus{Deployment: a.d.Name, Time: time.Now().UTC().Format(time.RFC3339), Ready: true}
-	for _, ss := range a.hosts.Statuses() {
+	for _, ss := range a.reporter.statuses() {
 		st.Stores = append(st.Stores, ss)
 		if ss.Leader == "" || ss.Error != "" {
 			st.Ready = false

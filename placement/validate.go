@@ -3,6 +3,7 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"umstore/quorum"
@@ -194,6 +195,22 @@ func (v *validator) security() {
 	}
 	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" {
 		v.add("security", "is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
+	}
+	files := []struct{ key, val string }{
+		{"security.token-file", sec.TokenFile},
+		{"security.member-secret-file", sec.MemberSecretFile},
+		{"security.operator-token-file", sec.OperatorTokenFile},
+	}
+	if t := sec.TLS; t != nil {
+		files = append(files, []struct{ key, val string }{
+			{"security.tls.ca", t.CA}, {"security.tls.cert", t.Cert}, {"security.tls.key", t.Key},
+			{"security.tls.client-cert", t.ClientCert}, {"security.tls.client-key", t.ClientKey},
+		}...)
+	}
+	for _, f := range files {
+		if f.val != "" && !filepath.IsAbs(f.val) && !filepath.IsLocal(f.val) {
+			v.add(f.key, "%q climbs out of the deployment file's directory; a relative path names a file in that directory or below it: move the file there, or give an absolute path if you mean a file elsewhere", f.val)
+		}
 	}
 	if t := sec.TLS; t != nil {
 		for _, f := range []struct{ key, val string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {

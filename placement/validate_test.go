@@ -76,6 +76,14 @@ func TestValidateInCode(t *testing.T) {
 		}, []string{"groups[0].stores[0].raft-port: missing", "groups[0].stores[0].client-port: -1 is not a TCP port"}},
 		{"group index zero", func(d *Deployment) { d.Groups[0].Index = 0 }, []string{"groups[0].index: missing; groups are numbered 1..2"}},
 		{"an operator token alone is a security section", func(d *Deployment) { d.Security = &Security{OperatorTokenFile: "operator.token"} }, nil},
+		{"a token file that climbs out of the deployment's directory", func(d *Deployment) { d.Security = &Security{TokenFile: "../home/x/.ssh/id_rsa"} },
+			[]string{`security.token-file: "../home/x/.ssh/id_rsa" climbs out of the deployment file's directory`}},
+		{"TLS files that climb out", func(d *Deployment) {
+			d.Security = &Security{TLS: &TLS{CA: "ca.pem", Cert: "certs/../../host.pem", Key: "key.pem", ClientCert: "..", ClientKey: "k.pem"}}
+		}, []string{`security.tls.cert: "certs/../../host.pem" climbs out`, `security.tls.client-cert: ".." climbs out`}},
+		{"files below the deployment's directory and absolute ones", func(d *Deployment) {
+			d.Security = &Security{TokenFile: "secrets/token", OperatorTokenFile: "/etc/umstore/operator.token", MemberSecretFile: "a/../demo.member-secret"}
+		}, nil},
 		{"an empty security section", func(d *Deployment) { d.Security = &Security{} },
 			[]string{"security: is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file"}},
 	}

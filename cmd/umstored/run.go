@@ -54,6 +54,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	adminAddr := fs.String("admin-addr", "", "address for /healthz, /readyz, /v1/status and the status page (default: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address (for performance work: whoever reaches the address can read the process's profiles and stacks)")
 	debugClock := fs.Bool("debug-clock", false, "also serve /debug/clock on the admin address, through which a POST offset=DURATION steps this process's wall clock (for fault testing only: the stores write its times into their logs)")
+	allowedHosts := fs.StringSlice("admin-allowed-host", nil, "also answer admin requests whose Host header is this `NAME` (a proxy's name; repeat or separate by commas; \"*\" for any). Always answered: IP addresses, localhost, this machine's host name and the deployment's host addresses; others get 421, against DNS rebinding")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line)")
 	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
@@ -119,7 +120,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	hosts := storehost.Hosts{h}
 	if *adminAddr != "" {
-		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn, Clock: *debugClock, Log: log})
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn, Clock: *debugClock, Log: log, AllowedHosts: *allowedHosts})
 		if err != nil {
 			h.Stop()
 			fmt.Fprintln(stderr, "umstored run:", err)

@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"fmt"
-
-	"umstore/placement"
-)
+import "umstore/placement"
 
 // OperatorToken returns the operators' token: the one in override (a
 // --operator-token-file flag) when given, else the one in d's
@@ -19,9 +15,5 @@ func OperatorToken(d *placement.Deployment, override string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	token, err := readToken(path)
-	if err != nil {
-		return "", fmt.Errorf("operator token (security.operator-token-file or --operator-token-file): %w", err)
-	}
-	return token, nil
+	return readToken(path, "the operator token file (security.operator-token-file or --operator-token-file)")
 }

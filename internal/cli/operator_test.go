@@ -45,7 +45,7 @@ func TestOperatorToken(t *testing.T) {
 		{placement.Dev("127.0.0.1", 14000), "", "", ""},
 		{nil, flag, "from-the-flag", ""},
 		{loaded, empty, "", "is empty"},
-		{loaded, filepath.Join(dir, "missing"), "", "operator token (security.operator-token-file or --operator-token-file)"},
+		{loaded, filepath.Join(dir, "missing"), "", "the operator token file (security.operator-token-file or --operator-token-file)"},
 	} {
 		got, err := OperatorToken(tc.d, tc.override)
 		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {

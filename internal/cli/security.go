@@ -5,12 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"umstore/internal/memberauth"
+	"umstore/internal/securefile"
 	"umstore/placement"
 	"umstore/storegroup"
 )
@@ -61,7 +60,7 @@ func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, stri
 	if f.TokenFile != "" {
 		sec.TokenFile = f.TokenFile
 	}
-	token, err := readToken(sec.TokenFile)
+	token, err := readToken(sec.TokenFile, clientTokenFile)
 	if err != nil {
 		return nil, "", err
 	}
@@ -77,7 +76,7 @@ func ClientSecurity(d *placement.Deployment, f SecurityFlags) (*tls.Config, stri
 		return nil, "", errors.New("the stores require a client certificate (security.tls.client-auth in the deployment): name this client's certificate and key in security.tls.client-cert and client-key, or give --tls-cert and --tls-key; clients do not present the stores' certificate")
 	}
 	if sec.TLS.Cert != "" || sec.TLS.Key != "" {
-		cert, err := tls.LoadX509KeyPair(sec.TLS.Cert, sec.TLS.Key)
+		cert, err := loadKeyPair(sec.TLS.Cert, sec.TLS.Key, "the client certificate (security.tls.client-cert or --tls-cert)", "the client key (security.tls.client-key or --tls-key)")
 		if err != nil {
 			return nil, "", fmt.Errorf("load the client certificate %s / key %s: %w", sec.TLS.Cert, sec.TLS.Key, err)
 		}
@@ -104,7 +103,7 @@ func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
 		}
 		out.MemberSecret = secret
 	}
-	token, err := readToken(d.Resolve(d.Security.TokenFile))
+	token, err := readToken(d.Resolve(d.Security.TokenFile), clientTokenFile)
 	if err != nil {
 		return out, err
 	}
@@ -117,7 +116,7 @@ func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
 	if err != nil {
 		return out, err
 	}
-	cert, err := tls.LoadX509KeyPair(d.Resolve(t.Cert), d.Resolve(t.Key))
+	cert, err := loadKeyPair(d.Resolve(t.Cert), d.Resolve(t.Key), "the store certificate (security.tls.cert)", "the store key (security.tls.key)")
 	if err != nil {
 		return out, fmt.Errorf("load the store certificate %s / key %s (security.tls in the deployment): %w", d.Resolve(t.Cert), d.Resolve(t.Key), err)
 	}
@@ -130,9 +129,9 @@ func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
 }
 
 func loadCA(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	pem, err := securefile.ReadPEM(path, "the CA certificate (security.tls.ca or --tls-ca)")
 	if err != nil {
-		return nil, fmt.Errorf("read the CA certificate (security.tls.ca or --tls-ca): %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
@@ -141,19 +140,30 @@ func loadCA(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func readToken(path string) (string, error) {
+// loadKeyPair reads a certificate and its key through the checks of
+// package securefile (regular files, at most securefile.MaxPEM each).
+func loadKeyPair(certPath, keyPath, certWhat, keyWhat string) (tls.Certificate, error) {
+	certPEM, err := securefile.ReadPEM(certPath, certWhat)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := securefile.ReadPEM(keyPath, keyWhat)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// clientTokenFile names the client token file in errors.
+const clientTokenFile = "the token file (security.token-file or --token-file)"
+
+// readToken reads a token file ("" when path is ""): one line of at
+// most securefile.MaxToken bytes.
+func readToken(path, what string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read the token file (security.token-file or --token-file): %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", errors.New("the token file " + path + " is empty")
-	}
-	return token, nil
+	return securefile.ReadToken(path, what)
 }
 
 // AddSecurityFlags declares the client commands' security flags on fs.

@@ -4,8 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
+
+	"umstore/internal/securefile"
 )
 
 // SecretBytes is the size of a secret NewSecret creates: 256 bits.
@@ -27,17 +28,11 @@ func NewSecret() []byte {
 // oversized or non-hex file, so a typo never runs a deployment with a weak
 // or empty secret.
 func LoadSecret(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	b, err := securefile.Read(path, "the member secret file", maxSecretFile)
 	if err != nil {
-		return nil, fmt.Errorf("read the member secret: %w", err)
+		return nil, fmt.Errorf("%w (it should hold one line of hex; umstored plan writes one)", err)
 	}
-	defer f.Close()
-	buf := make([]byte, maxSecretFile+1)
-	n, _ := f.Read(buf)
-	if n > maxSecretFile {
-		return nil, fmt.Errorf("member secret file %s is larger than %d bytes: it should hold one line of hex (umstored plan writes one)", path, maxSecretFile)
-	}
-	text := strings.TrimSpace(string(buf[:n]))
+	text := strings.TrimSpace(string(b))
 	secret, err := hex.DecodeString(text)
 	if err != nil {
 		return nil, fmt.Errorf("member secret file %s is not one line of hex: %w", path, err)

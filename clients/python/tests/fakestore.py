@@ -21,6 +21,11 @@ class FakeGroup:
         self.silent = False  # acknowledge nothing
         self.hold = 0.0  # seconds each Ack is held back, with HeldBack notices meanwhile
         self.intragroup_supported = True  # False: a store older than Registered.Intragroup
+        # stuck: the group claims messages up to stuck_high but every Fetch
+        # of a range answers at once with nothing and a Through that never
+        # advances (From-1), and every subscription a heartbeat that never
+        # advances either.
+        self.stuck, self.stuck_high = False, 10 ** 12
         self.asked = {}  # source -> the intragroup behaviour RegisterSource asked for
         self.conns = set()
         self.listeners = []
@@ -108,6 +113,10 @@ class FakeGroup:
                         c.write(wire.HeldBack(source=m.source, reason="intragroup all: a store is down"))
                         time.sleep(0.2)
                     c.write(wire.Ack(req_id=m.req_id, source=m.source, first_seq=m.first_seq, last_seq=last, high_seq=high))
+                elif isinstance(m, wire.Fetch) and self.stuck:
+                    rep = wire.FetchReply(req_id=m.req_id, source=m.source, known=True, high_seq=self.stuck_high, low_seq=1,
+                                          through=m.to if m.from_ == m.to == (1 << 64) - 1 else m.from_ - 1)
+                    c.write(rep)
                 elif isinstance(m, wire.Fetch):
                     with self.lock:
                         held = dict(self.msgs.get(m.source, {}))

@@ -42,6 +42,18 @@ class Commands(unittest.TestCase):
         self.assertIn("held by no reachable store group: 2", err)
         self.assertEqual(len(out.strip().split("\n")), 2)
 
+    def test_help(self):
+        # Before, --help printed one line and exited 2.
+        for args in (["--help"], ["-h"], ["help"]):
+            with self.subTest(args=args):
+                code, out, err = self.run_cmd(*args)
+                self.assertEqual(code, 0, err)
+                for want in ("publish", "receive", "--deployment", "--store", "--timeout", "Exit status"):
+                    self.assertIn(want, out)
+        code, out, _ = self.run_cmd("receive", "--help")
+        self.assertEqual(code, 0)
+        self.assertIn("--follow", out)
+
     def test_usage(self):
         for args, want in [
             (("publish", "--source", "s"), "either --deployment"),

@@ -4,6 +4,7 @@ the same subset, JSON, and refusals that name the line."""
 import json
 import os
 import tempfile
+import time
 import unittest
 
 from umstore import deployment
@@ -121,6 +122,45 @@ class Deployments(unittest.TestCase):
         with self.assertRaises(deployment.DeploymentError) as cm:
             deployment.load(p).ssl_context()
         self.assertIn("require a client certificate", str(cm.exception))
+
+
+    def test_security_files_are_checked(self):
+        # The files the client reads for its token and TLS are regular
+        # files within a bound, as umstored's: before, /dev/zero was read
+        # until memory ran out, a FIFO hung the client and a key was sent
+        # as the token.
+        d = os.path.dirname(self.write("x", ""))
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        good = self.write("token", "s3cret\n")
+        key = self.write("id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n")
+        big = self.write("big", "x" * 4097)
+        big_pem = self.write("big.pem", "x" * ((1 << 20) + 1))
+        for name, run, want in [
+            ("a good token", lambda: deployment.read_token(good), None),
+            ("/dev/zero", lambda: deployment.read_token("/dev/zero"), "/dev/zero is a character device, not a regular file"),
+            ("a FIFO", lambda: deployment.read_token(fifo), fifo + " is a FIFO"),
+            ("a directory", lambda: deployment.read_token(d), d + " is a directory"),
+            ("over 4 KiB", lambda: deployment.read_token(big), "larger than 4096 bytes"),
+            ("several lines", lambda: deployment.read_token(key), "holds several lines"),
+            ("a CA of /dev/zero", lambda: deployment.make_ssl_context("/dev/zero"), "CA certificate (security.tls.ca or --tls-ca) /dev/zero is a character device"),
+            ("a CA over 1 MiB", lambda: deployment.make_ssl_context(big_pem), "larger than 1048576 bytes"),
+        ]:
+            with self.subTest(name):
+                start = time.monotonic()
+                if want is None:
+                    self.assertEqual(run(), "s3cret")
+                else:
+                    with self.assertRaises(deployment.DeploymentError) as cm:
+                        run()
+                    self.assertIn(want, str(cm.exception))
+                self.assertLess(time.monotonic() - start, 1.0)
+
+    def test_paths_may_not_climb_out(self):
+        p = self.write("d.yaml", PLANNED.replace("  member-secret-file: d.member-secret\n", "  token-file: ../home/x/.ssh/id_rsa\n"))
+        with self.assertRaises(deployment.DeploymentError) as cm:
+            deployment.load(p).token()
+        self.assertIn("security.token-file '../home/x/.ssh/id_rsa' climbs out of the deployment file's directory", str(cm.exception))
 
 
 if __name__ == "__main__":

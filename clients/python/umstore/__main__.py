@@ -28,8 +28,52 @@ from .group import GroupUnreachable
 from .receiver import MissingError, Receiver, Unreachable
 
 
+HELP = """usage: python3 -m umstore publish|receive --deployment FILE --source NAME [flags]
+
+umstore's Python client, in the manner of umpub and umrcv.
+
+commands:
+  publish   publish generated messages to every store group; prints a
+            summary (--json: one JSON object) and exits 0 only if every
+            message became stable within --timeout
+  receive   print a source's messages in sequence order (--from, --to,
+            --follow, --group; --name for a durable receiver); exits 1
+            naming any range no reachable group holds, or when --timeout
+            passed first
+
+common flags:
+  --deployment FILE    the deployment file (umstored plan or dev wrote it)
+  --store IP:port[:RegID[:GroupIDX]]
+                       a store, as UM's ume_store (repeat; instead of
+                       --deployment)
+  --source NAME        the source
+  --timeout SECONDS    give up after this long (default 60): every dial
+                       and wait together; with receive --follow, what
+                       comes before following
+  --token-file, --tls-ca, --tls-cert, --tls-key
+                       override the deployment's security section
+  --json, --log-level  output
+
+Exit status: 0 done, 1 failed (the reason on stderr), 2 bad usage.
+python3 -m umstore COMMAND --help lists every flag of COMMAND.
+"""
+
+
 class Usage(Exception):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that writes its help to out and its complaints
+    to err (the streams main was given), not to sys.stdout/stderr."""
+
+    def __init__(self, out, err, **kw):
+        super().__init__(**kw)
+        self._out, self._err = out, err
+
+    def _print_message(self, message, file=None):
+        if message:
+            (self._err if file is sys.stderr else self._out).write(message)
 
 
 def _common(p):
@@ -37,7 +81,7 @@ def _common(p):
     p.add_argument("--store", action="append", default=[], metavar="SPEC", help="a store as UM's ume_store, IP:port[:RegID[:GroupIDX]] (repeat; instead of --deployment)")
     p.add_argument("--source", required=True, help="source name")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to give up after (default 60)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to give up after, every dial and wait together (default 60; with receive --follow, what comes before following)")
     p.add_argument("--token-file", metavar="FILE", help="the client token (default: the deployment's security.token-file)")
     p.add_argument("--tls-ca", metavar="FILE", help="verify the stores with this CA (default: the deployment's)")
     p.add_argument("--tls-cert", metavar="FILE", help="this client's certificate (for client-auth)")
@@ -99,7 +143,7 @@ class _Latencies:
 
 
 def publish(argv, out, err):
-    p = argparse.ArgumentParser(prog="python3 -m umstore publish", description="Publish generated messages to every store group.")
+    p = _Parser(out, err, prog="python3 -m umstore publish", description="Publish generated messages to every store group.")
     _common(p)
     p.add_argument("--count", type=int, default=1, help="messages to send (default 1)")
     p.add_argument("--size", type=int, default=64, help="bytes per message (default 64)")
@@ -166,7 +210,7 @@ def publish(argv, out, err):
             sent += 1
         ok = pub.flush(max(0.0, deadline - time.monotonic()))
         if ok:
-            pub.wait_all_groups(2.0)
+            pub.wait_all_groups(min(2.0, max(0.0, deadline - time.monotonic())))
         confirmed = pub.confirmed_per_group()
     finally:
         pub.close()
@@ -192,7 +236,7 @@ def publish(argv, out, err):
 
 
 def receive(argv, out, err):
-    p = argparse.ArgumentParser(prog="python3 -m umstore receive", description="Print a source's messages in sequence order.")
+    p = _Parser(out, err, prog="python3 -m umstore receive", description="Print a source's messages in sequence order.")
     _common(p)
     p.add_argument("--from", dest="from_", default="oldest", help="a sequence number, oldest (default) or newest")
     p.add_argument("--to", type=int, default=0, help="last sequence number (default: the highest any group holds)")
@@ -206,13 +250,17 @@ def receive(argv, out, err):
     groups, reg, _, token, ctx = _stores(a)
     if reg:
         raise Usage("the store list gives RegID %d: receiving does not register, so give 0" % reg)
-    r = Receiver(a.source, groups, token=token, ssl_context=ctx, group=a.group)
+    if a.timeout <= 0:
+        raise Usage("--timeout > 0")
+    # --timeout bounds the whole read (registration, bounds, every chunk);
+    # with --follow, everything before following.
+    r = Receiver(a.source, groups, token=token, ssl_context=ctx, group=a.group, timeout=a.timeout)
     dur = None
     if a.name:
         if a.group:
             raise Usage("--name registers with every group; drop --group")
         try:
-            dur = Durable(a.source, a.name, groups, token=token, ssl_context=ctx, consensus=a.consensus)
+            dur = Durable(a.source, a.name, groups, token=token, ssl_context=ctx, consensus=a.consensus, timeout=a.timeout)
         except ValueError as e:
             raise Usage("--name: %s" % e) from None
 
@@ -241,6 +289,9 @@ def receive(argv, out, err):
             except ValueError:
                 raise Usage("--from %r: want a sequence number, oldest or newest" % a.from_) from None
         if a.follow:
+            r.set_timeout(None)
+            if dur:
+                dur.set_timeout(None)
             try:
                 for seq, payload in r.follow(first, on_missing=lambda x, y: err.write("unrecoverable loss: messages %d-%d are held by no reachable group; skipped\n" % (x, y))):
                     show(seq, payload)
@@ -275,8 +326,11 @@ def receive(argv, out, err):
 
 def main(argv=None, out=sys.stdout, err=sys.stderr):
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help", "help"):
+        out.write(HELP)
+        return 0
     if not argv or argv[0] not in ("publish", "receive"):
-        err.write("usage: python3 -m umstore publish|receive --deployment FILE --source NAME [flags] (--help for each)\n")
+        err.write("usage: python3 -m umstore publish|receive --deployment FILE --source NAME [flags] (--help for more)\n")
         return 2
     cmd = {"publish": publish, "receive": receive}[argv[0]]
     try:

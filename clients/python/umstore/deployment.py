@@ -15,6 +15,7 @@ import json
 import os
 import re
 import ssl
+import stat
 
 from . import wire
 
@@ -315,15 +316,23 @@ class Deployment:
                     return a
         return None
 
-    def resolve(self, p):
-        if not p or os.path.isabs(p) or not self.path:
+    def resolve(self, p, key="security"):
+        """p as it is if absolute, else relative to the deployment file's
+        directory. A relative path that climbs out of that directory
+        ("..") is refused, as umstored refuses it (docs/security.md)."""
+        if not p or os.path.isabs(p):
+            return p
+        norm = os.path.normpath(p)
+        if norm == ".." or norm.startswith(".." + os.sep):
+            raise DeploymentError("%s %r climbs out of the deployment file's directory; a relative path names a file in that directory or below it: move the file there, or give an absolute path if you mean a file elsewhere" % (key, p))
+        if not self.path:
             return p
         return os.path.join(os.path.dirname(self.path), p)
 
     def token(self, override=None):
         """The client token (security.token-file, or the override file),
         or "" without one."""
-        f = override or self.resolve(self.security.get("token-file"))
+        f = override or self.resolve(self.security.get("token-file"), "security.token-file")
         return read_token(f) if f else ""
 
     def ssl_context(self, ca=None, cert=None, key=None):
@@ -333,15 +342,60 @@ class Deployment:
         if not t and not ca:
             return None
         t = t or {}
-        ca = ca or self.resolve(t.get("ca"))
+        ca = ca or self.resolve(t.get("ca"), "security.tls.ca")
         if not (cert or key):
-            cert, key = self.resolve(t.get("client-cert")), self.resolve(t.get("client-key"))
+            cert, key = self.resolve(t.get("client-cert"), "security.tls.client-cert"), self.resolve(t.get("client-key"), "security.tls.client-key")
         if t.get("client-auth") and not (cert and key):
             raise DeploymentError("the stores require a client certificate (security.tls.client-auth): name this client's certificate and key in security.tls.client-cert and client-key, or give --tls-cert and --tls-key; clients do not present the stores' certificate")
         return make_ssl_context(ca, cert, key)
 
 
+# The bounds of the files a client reads for its security, as umstored's
+# (internal/securefile): a token is one line of at most 4 KiB, a PEM file
+# at most 1 MiB.
+MAX_TOKEN = 4 << 10
+MAX_PEM = 1 << 20
+
+
+def read_checked(path, what, limit):
+    """The contents of the regular file at path, at most limit bytes. A
+    device (/dev/zero), a FIFO, a directory or a larger file is refused
+    at once, naming the file: opened without blocking and checked through
+    the open descriptor, never read past limit+1 bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise DeploymentError("read %s: %s" % (what, e)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                    else "a character device" if stat.S_ISCHR(st.st_mode) else "a device" if stat.S_ISBLK(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "something else")
+            raise DeploymentError("%s %s is %s, not a regular file: name a regular file there" % (what, path, kind))
+        too_large = DeploymentError("%s %s is larger than %d bytes: is it the file you meant?" % (what, path, limit))
+        if st.st_size > limit:
+            raise too_large
+        data = b""
+        while len(data) <= limit:
+            chunk = os.read(fd, limit + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) > limit:
+            raise too_large
+        return data
+    except OSError as e:
+        raise DeploymentError("read %s %s: %s" % (what, path, e)) from None
+    finally:
+        os.close(fd)
+
+
 def make_ssl_context(ca, cert=None, key=None):
+    for f, what in ((ca, "the CA certificate (security.tls.ca or --tls-ca)"), (cert, "the client certificate (security.tls.client-cert or --tls-cert)"),
+                    (key, "the client key (security.tls.client-key or --tls-key)")):
+        if f:
+            read_checked(f, what, MAX_PEM)
     try:
         ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca)
     except (OSError, ssl.SSLError) as e:
@@ -355,15 +409,19 @@ def make_ssl_context(ca, cert=None, key=None):
     return ctx
 
 
-def read_token(path):
+def read_token(path, what="the token file (security.token-file or --token-file)"):
+    """The token in the file at path: one line of at most MAX_TOKEN
+    bytes. An empty file, or one of several lines (a key, a log), is
+    refused, so a file not meant is never sent as a token."""
+    data = read_checked(path, what, MAX_TOKEN).strip()
+    if not data:
+        raise DeploymentError("%s %s is empty: write the token there, one line" % (what, path))
+    if b"\n" in data or b"\r" in data:
+        raise DeploymentError("%s %s holds several lines: a token is one line; is it the file you meant?" % (what, path))
     try:
-        with open(path) as f:
-            tok = f.read().strip()
-    except OSError as e:
-        raise DeploymentError("read the token file (security.token-file or --token-file): %s" % e) from None
-    if not tok:
-        raise DeploymentError("the token file %s is empty" % path)
-    return tok
+        return data.decode()
+    except UnicodeDecodeError:
+        raise DeploymentError("%s %s is not text" % (what, path)) from None
 
 
 def load(path):

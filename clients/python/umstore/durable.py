@@ -7,7 +7,7 @@ import os
 import time
 
 from . import wire
-from .group import GroupClient, GroupUnreachable
+from .group import GroupClient, GroupUnreachable, TimedOut, left
 
 log = logging.getLogger("umstore.durable")
 
@@ -17,6 +17,10 @@ CONSENSUS = ("majority", "lowest", "highest")
 # moves; a keep-alive at least this often while it does not.
 ACK_INTERVAL = 0.1
 KEEPALIVE_INTERVAL = 3.0
+
+# What close is given at least to record the last position, even once the
+# timeout has passed.
+CLOSE_GRACE = 0.5
 
 
 class NameBusy(Exception):
@@ -51,9 +55,12 @@ def decide(consensus, groups):
 
 class Durable:
     """The registration and acknowledgements of the receiver name `name` of
-    `source`, with its own connections (reading is never in their way)."""
+    `source`, with its own connections (reading is never in their way).
+    timeout (seconds, None for none) bounds everything it does from now on
+    together (register, acknowledgements); set_timeout moves it."""
 
-    def __init__(self, source, name, groups, *, token="", ssl_context=None, session=None, consensus="majority", paced=False):
+    def __init__(self, source, name, groups, *, token="", ssl_context=None, session=None, consensus="majority", paced=False,
+                 timeout=None):
         wire.check_source_name(name)
         if consensus not in CONSENSUS:
             raise ValueError("consensus %r: want majority, lowest or highest" % consensus)
@@ -65,6 +72,15 @@ class Durable:
         self.position = 0  # the last sequence number consumed, as this receiver told
         self.told = [0] * len(groups)
         self.last_call = [0.0] * len(groups)
+        self.registered = False  # some group registered the name
+        self.set_timeout(timeout)
+
+    def set_timeout(self, timeout):
+        """Bound what the receiver name does from now on by timeout
+        seconds (None: no bound beyond each call's own)."""
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        for g in self.groups:
+            g.deadline = self.deadline
 
     def register(self):
         """Register with every group's leader, ask every store, and return
@@ -76,6 +92,8 @@ class Durable:
                 m = g.call(self._register_request())
                 if isinstance(m, wire.ReceiverRegistered):
                     leader, registered = m, registered + 1
+            except TimedOut:
+                raise
             except wire.StoreError as e:
                 if e.code == wire.CODE_SOURCE_BUSY:
                     busy = e
@@ -87,6 +105,7 @@ class Durable:
             raise NameBusy("receiver name %r is held by another live receiver: %s" % (self.name, busy.error.message))
         if registered == 0:
             raise GroupUnreachable("no group registered receiver %r" % self.name)
+        self.registered = True
         consumed = decide(self.consensus, [a for a in answers if a[0] is not None or a[1]])
         self.position = consumed
         self.told = [consumed] * len(self.groups)
@@ -99,12 +118,12 @@ class Durable:
         out = []
         for addr in g.addrs:
             try:
-                c, _ = wire.dial(addr, "python receiver " + self.name, self.token, self.ssl_context, 2.0)
+                c, _ = wire.dial(addr, "python receiver " + self.name, self.token, self.ssl_context, left(self.deadline, 2.0))
             except (OSError, wire.ProtocolError, wire.StoreError):
                 continue
             try:
                 c.write(wire.ReceiverQuery(req_id=1, source=self.source, receiver=self.name))
-                m = c.read(2.0)
+                m = c.read(left(self.deadline, 2.0))
             except (OSError, wire.ProtocolError):
                 m = None
             finally:
@@ -149,7 +168,12 @@ class Durable:
                 log.info("group %d: acknowledgement of %s not recorded: %s", g.index, self.name, e)
 
     def close(self):
-        """Record the last position with every group and free the name."""
-        self.tell(True, leaving=True)
+        """Record the last position with every group and free the name,
+        within what is left of the timeout (at least CLOSE_GRACE
+        seconds); nothing to record if no group registered the name."""
+        if self.registered:
+            rest = None if self.deadline is None else max(self.deadline - time.monotonic(), CLOSE_GRACE)
+            self.set_timeout(rest)
+            self.tell(True, leaving=True)
         for g in self.groups:
             g.close()

@@ -12,12 +12,31 @@ class GroupUnreachable(Exception):
     """No store of the group answered as its leader."""
 
 
+class TimedOut(GroupUnreachable):
+    """The time allowed (the commands' --timeout) ran out before the group
+    answered."""
+
+
+def left(deadline, bound):
+    """bound, cut to what remains before deadline (a time.monotonic(), or
+    None for none). Raises TimedOut once the deadline has passed."""
+    if deadline is None:
+        return bound
+    rest = deadline - time.monotonic()
+    if rest <= 0:
+        raise TimedOut("gave up: the time allowed (--timeout) has passed")
+    return rest if bound is None else min(bound, rest)
+
+
 class GroupClient:
     """Finds and follows the leader of one group. Not for concurrent use,
     except hint and redirected."""
 
-    def __init__(self, index, addrs, client="python", token="", ssl_context=None, dial_timeout=2.0):
+    def __init__(self, index, addrs, client="python", token="", ssl_context=None, dial_timeout=2.0, deadline=None):
         self.index = index  # 1-based, for messages
+        # deadline (a time.monotonic(), or None) bounds every dial, wait
+        # and pause of open and call together: past it they raise TimedOut.
+        self.deadline = deadline
         self.addrs = list(addrs)
         self.client = client
         self.token = token
@@ -36,8 +55,14 @@ class GroupClient:
         return out + [a for a in self.addrs if a not in out]
 
     def _dial(self, addr):
-        c, _ = wire.dial(addr, self.client, self.token, self.ssl_context, self.dial_timeout)
+        c, _ = wire.dial(addr, self.client, self.token, self.ssl_context, self._left(self.dial_timeout))
         return c
+
+    def _left(self, bound):
+        try:
+            return left(self.deadline, bound)
+        except TimedOut:
+            raise TimedOut("group %d: gave up: the time allowed (--timeout) has passed" % self.index) from None
 
     def open(self, req, reply_type=None, timeout=10.0, next_on_error=None):
         """Send req to the leader (following redirects, each store tried
@@ -83,10 +108,11 @@ class GroupClient:
                 self._req += 1
                 req.req_id = self._req
             try:
+                wait = self._left(timeout)
                 conn.write(req)
-                m = conn.read(timeout)
+                m = conn.read(wait)
                 if m is None:
-                    raise TimeoutError("store %s did not answer within %.1fs" % (addr, timeout))
+                    raise TimeoutError("store %s did not answer within %.1fs" % (addr, wait))
             except (OSError, wire.ProtocolError) as e:
                 last = e
                 conn.close()
@@ -100,7 +126,7 @@ class GroupClient:
                     order = [m.leader] + [a for a in order if a != m.leader]
                     continue
                 if patient:
-                    time.sleep(ELECTION_PAUSE)
+                    time.sleep(self._left(ELECTION_PAUSE))
                 continue
             if isinstance(m, wire.Error):
                 conn.close()

@@ -15,6 +15,10 @@ log = logging.getLogger("umstore.publisher")
 BEHAVIOURS = {"any": "any", "any-group": "any", "majority": "majority",
               "all-active": "all-active", "all": "all", "all-groups": "all"}
 
+# How long close waits for every group's sender to tell its group the
+# source is free, all groups together.
+CLOSE_WAIT = 2.0
+
 
 class PublisherError(Exception):
     """Base of the publisher's errors."""
@@ -256,16 +260,18 @@ class Publisher:
             return [c.contiguous() for c in self.confirmed]
 
     def close(self):
-        """Stop, telling each group the source is free. Unstable messages
-        are abandoned: flush first."""
+        """Stop, telling each group the source is free, within CLOSE_WAIT
+        seconds for all groups together. Unstable messages are abandoned:
+        flush first."""
         with self.cv:
             if self.closed:
                 return
             self.closed = True
             self.cv.notify_all()
         self._wake_all()
+        deadline = time.monotonic() + CLOSE_WAIT
         for t in self.threads:
-            t.join(5)
+            t.join(max(0.0, deadline - time.monotonic()))
         for r, w in self._wakes:
             os.close(r)
             os.close(w)

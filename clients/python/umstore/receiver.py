@@ -7,7 +7,7 @@ import threading
 import time
 
 from . import wire
-from .group import GroupClient, GroupUnreachable
+from .group import GroupClient, GroupUnreachable, TimedOut
 
 log = logging.getLogger("umstore.receiver")
 
@@ -32,6 +32,10 @@ class Unreachable(Exception):
     """No group could be asked."""
 
 
+class ReadTimedOut(Unreachable):
+    """The time allowed (timeout, the command's --timeout) ran out."""
+
+
 def _holes(first, through, seqs):
     out, nxt = [], first
     for s in seqs:
@@ -44,9 +48,13 @@ def _holes(first, through, seqs):
 
 
 class Receiver:
-    """Reads one source. group, if not 0, reads that group only (1-based)."""
+    """Reads one source. group, if not 0, reads that group only (1-based).
+    timeout (seconds, None for none) bounds everything the receiver does
+    from now on together, every dial, answer awaited and chunk read: past
+    it, a call raises ReadTimedOut. follow runs without it."""
 
-    def __init__(self, source, groups, *, token="", ssl_context=None, group=0, fetch_count=1000, fetch_bytes=1 << 20, name=""):
+    def __init__(self, source, groups, *, token="", ssl_context=None, group=0, fetch_count=1000, fetch_bytes=1 << 20, name="",
+                 timeout=None):
         wire.check_source_name(source)
         if not groups:
             raise ValueError("no store groups given")
@@ -58,6 +66,19 @@ class Receiver:
         self.groups = [GroupClient(i + 1, addrs, "python receiver " + source, token, ssl_context)
                        for i, addrs in enumerate(groups) if group in (0, i + 1)]
         self.primary = 0
+        self.set_timeout(timeout)
+
+    def set_timeout(self, timeout):
+        """Bound what the receiver does from now on by timeout seconds
+        (None: no bound beyond each call's own)."""
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.timeout = timeout
+        for g in self.groups:
+            g.deadline = self.deadline
+
+    def _check_deadline(self, what):
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise ReadTimedOut("gave up after %.1fs (--timeout): %s" % (self.timeout, what))
 
     def close(self):
         for g in self.groups:
@@ -76,6 +97,9 @@ class Receiver:
         for g in self.groups:
             try:
                 out.append(self._fetch(g, ALL, ALL))
+            except TimedOut:
+                self._check_deadline("asking the groups for the source's bounds")
+                raise
             except (GroupUnreachable, OSError, wire.ProtocolError, wire.StoreError) as e:
                 last = e
         if not out:
@@ -99,7 +123,12 @@ class Receiver:
         missing = []
         nxt = first
         while nxt <= last:
-            through, msgs, holes = self._chunk(nxt, last)
+            self._check_deadline("read %d-%d, not yet %d-%d" % (first, nxt - 1, nxt, last) if nxt > first else "nothing read of %d-%d" % (first, last))
+            try:
+                through, msgs, holes = self._chunk(nxt, last)
+            except TimedOut:
+                self._check_deadline("read %d-%d, not yet %d-%d" % (first, nxt - 1, nxt, last) if nxt > first else "nothing read of %d-%d" % (first, last))
+                raise
             for seq in sorted(msgs):
                 yield seq, msgs[seq]
             for h in holes:
@@ -119,6 +148,8 @@ class Receiver:
             gi = (self.primary + i) % len(self.groups)
             try:
                 rep = self._fetch(self.groups[gi], first, last)
+            except TimedOut:
+                raise
             except (GroupUnreachable, OSError, wire.ProtocolError, wire.StoreError) as e:
                 err = e
                 continue
@@ -133,6 +164,8 @@ class Receiver:
                 for a, b in holes:
                     try:
                         r = self._fetch(other, a, b)
+                    except TimedOut:
+                        raise
                     except (GroupUnreachable, OSError, wire.ProtocolError, wire.StoreError):
                         break
                     for m in r.msgs:
