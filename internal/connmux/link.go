@@ -70,13 +70,13 @@ func (lk *link) dial(d *wire.Dialer) {
 		close(lk.ready)
 		return
 	}
-	lk.conn, lk.welcome = conn, w
+	lk.mu.Lock()
+	lk.conn, lk.welcome = conn, w // under mu too: giveUp reads conn to know the dial ended
+	unused := lk.waiters == 0 && len(lk.lanes) == 0
+	lk.mu.Unlock()
 	close(lk.ready)
 	go lk.read()
 	go lk.write()
-	lk.mu.Lock()
-	unused := lk.waiters == 0 && len(lk.lanes) == 0
-	lk.mu.Unlock()
 	if unused {
 		lk.end(errUnused)
 	}
