@@ -33,7 +33,10 @@ const (
 // Learn asks the store last found leading where the group's members
 // listen, and keeps the addresses of the moves the group's log recorded
 // that the client's list does not hold. It asks at most once per
-// learnEvery (it returns nil then), over a connection of its own, closed
+// learnEvery (it returns nil then), and the Clients of a process for the
+// same group at most once per learnEvery between them (the others take
+// what it learnt: ten thousand publishers would otherwise ask five
+// thousand times a second), over a connection of its own, closed
 // after the answer (kept open between questions seconds apart, it would be
 // closed as idle by a store with a short idle bound), and may run beside
 // Call and Open.
@@ -46,6 +49,13 @@ func (c *Client) Learn(ctx context.Context) error {
 	}
 	c.learnedAt = time.Now()
 	c.mu.Unlock()
+	shared := c.processLearning()
+	if learned, fresh := shared.claim(); !fresh {
+		c.mu.Lock()
+		c.learned = learned // another client of the process asked just now
+		c.mu.Unlock()
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, learnTimeout)
 	defer cancel()
 	conn, _, err := c.dial(ctx, addr)
@@ -64,13 +74,13 @@ func (c *Client) Learn(ctx context.Context) error {
 	if want, same := c.sameGroup(list.Group); !same {
 		return fmt.Errorf("%w: store %s answered for deployment group %d, the client's other stores for group %d", ErrWrongGroup, addr, list.Group, want)
 	}
-	c.keepLearned(list.Members)
+	shared.keep(c.keepLearned(list.Members))
 	return nil
 }
 
 // keepLearned keeps the recorded moves among members whose addresses the
-// client's list does not hold.
-func (c *Client) keepLearned(members []wire.MemberAddr) {
+// client's list does not hold, and returns them.
+func (c *Client) keepLearned(members []wire.MemberAddr) []string {
 	var learned []string
 	for _, m := range members {
 		if len(learned) == maxLearned {
@@ -83,6 +93,7 @@ func (c *Client) keepLearned(members []wire.MemberAddr) {
 	c.mu.Lock()
 	c.learned = learned
 	c.mu.Unlock()
+	return learned
 }
 
 // learnedAddrs returns the addresses Learn kept.

@@ -2,6 +2,7 @@ package groupclient
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	"umstore/wire"
@@ -53,5 +54,46 @@ func TestLearnFindsMovedStores(t *testing.T) {
 	}
 	if c.Leader() != moved.addr() {
 		t.Fatalf("answered by %s, want the moved store at %s", c.Leader(), moved.addr())
+	}
+}
+
+// The Clients of a process for one group ask it where its members listen
+// once per learnEvery between them: a second Client asking just after the
+// first takes what the first learnt, and the store hears one question.
+func TestLearnIsSharedByTheClientsOfAProcess(t *testing.T) {
+	moved := newFakeStore(t, answer(&wire.SourceList{}))
+	var members int
+	var mu sync.Mutex
+	var leader *fakeStore
+	leader = newFakeStore(t, func(_ int, req wire.Message) wire.Message {
+		if _, ok := req.(*wire.Members); ok {
+			mu.Lock()
+			members++
+			mu.Unlock()
+			return &wire.MemberList{Store: "S1", Members: []wire.MemberAddr{
+				{Name: "S1", ClientAddr: leader.addr()},
+				{Name: "S2", ClientAddr: moved.addr(), Moved: true, Recorded: true},
+			}}
+		}
+		return &wire.SourceList{}
+	})
+	list := []string{leader.addr(), "127.0.0.1:2"}
+	for i := range 2 {
+		c := New(1, list, dialer())
+		defer c.Close()
+		if _, err := c.Sources(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Learn(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.learnedAddrs(); !slices.Equal(got, []string{moved.addr()}) {
+			t.Fatalf("client %d learned %v, want %s", i+1, got, moved.addr())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if members != 1 {
+		t.Fatalf("the group was asked %d times by two clients of one process within learnEvery, want once", members)
 	}
 }
