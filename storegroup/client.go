@@ -87,7 +87,7 @@ func (s *Store) clientLeader() (clientserver.Member, bool) {
 
 // clientStatus is what a Probe answers of the store's status.
 func (s *Store) clientStatus() clientserver.Status {
-	st := s.Status()
+	st := s.statusCore()
 	return clientserver.Status{Name: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
 		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
 }

@@ -79,8 +79,39 @@ type SourceStatus struct {
 // maxGapsShown bounds the gap ranges listed per source in a status.
 const maxGapsShown = 10
 
-// Status reports the store's current state.
+// Status reports the store's current state, with every source it holds.
 func (s *Store) Status() Status {
+	st := s.statusCore()
+	st.Sources = s.sourceStatuses()
+	return st
+}
+
+// sourceStatuses is what the store holds of each source: a read of every
+// source, which statusCore leaves out.
+func (s *Store) sourceStatuses() []SourceStatus {
+	infos, err := s.repo.Sources()
+	if err != nil {
+		return nil
+	}
+	var out []SourceStatus
+	for _, in := range infos {
+		ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
+		for i, g := range in.Gaps {
+			if i == maxGapsShown {
+				break
+			}
+			ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
+		}
+		ss.Pacing, ss.Receivers = s.receiverStatuses(in)
+		out = append(out, ss)
+	}
+	return out
+}
+
+// statusCore is Status without the sources: what a Probe answers, asked
+// every second or so by other stores and tools, which with ten thousand
+// sources must not read them all.
+func (s *Store) statusCore() Status {
 	st := Status{Name: s.cfg.Name, Group: s.cfg.Group, GroupID: s.repo.GroupID(), State: "starting", AppliedIndex: s.repo.AppliedIndex(), LastStop: s.lastStop}
 	st.HasState, _ = s.hasLocalState()
 	if r := s.raftNode(); r != nil {
@@ -108,19 +139,6 @@ func (s *Store) Status() Status {
 	st.Moved, st.MoveRefused = s.addressBook().moved(), s.moveRefusals.text()
 	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
 		st.KnownGroups = peers
-	}
-	if infos, err := s.repo.Sources(); err == nil {
-		for _, in := range infos {
-			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
-			for i, g := range in.Gaps {
-				if i == maxGapsShown {
-					break
-				}
-				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
-			}
-			ss.Pacing, ss.Receivers = s.receiverStatuses(in)
-			st.Sources = append(st.Sources, ss)
-		}
 	}
 	if shut, target := s.port.Gate().State(); shut {
 		st.CatchingUp, st.CatchUpTarget = true, target.Index
