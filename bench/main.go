@@ -64,6 +64,7 @@ func run() int {
 	flag.StringVar(&sourcesList, "sources-list", "", "also measure umstore's throughput with K sources for each K of this comma-separated list (e.g. 1,100,1000; empty: not measured): umpub --sources K, flat out; a K umpub refuses becomes a note")
 	flag.IntVar(&c.SourcesCount, "sources-count", 200000, "messages per --sources-list run, in total over the K sources")
 	flag.IntVar(&c.SourcesSize, "sources-size", 64, "message size of the --sources-list runs")
+	flag.StringVar(&c.SourcesConnections, "sources-connections", "", "umpub --connections for the --sources-list runs: shared (one connection per store for all sources) or per-source (empty: umpub's default, shared)")
 	flag.BoolVar(&c.Catchup, "catchup", false, "also measure catch-up of a wiped store (umstored run hosts on 127.0.0.2-4) against the disk's sequential bandwidth measured just before")
 	flag.IntVar(&c.CatchupMB, "catchup-mb", 1024, "MiB of 1 KiB messages to publish before wiping a host")
 	flag.StringVar(&layouts, "catchup-layouts", "1x3,2x3", "layouts for --catchup, comma-separated: 1x3 (one group on three hosts; one follower's host, one store, wiped: the goal's figure), 2x3 (two groups on two hosts; host A, three stores, wiped)")

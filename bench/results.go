@@ -36,14 +36,17 @@ type config struct {
 	RateSeconds float64   `json:"rate_seconds,omitempty"`
 	// SourcesList are the Ks of the sources table (none: no table), each
 	// run SourcesCount messages in all of SourcesSize bytes.
-	SourcesList  []int  `json:"sources_list,omitempty"`
-	SourcesCount int    `json:"sources_count,omitempty"`
-	SourcesSize  int    `json:"sources_size,omitempty"`
-	Repo         string `json:"-"`
-	Dir          string `json:"-"`
-	Keep         bool   `json:"-"`
-	JSON         bool   `json:"-"`
-	JSONOut      string `json:"-"`
+	SourcesList  []int `json:"sources_list,omitempty"`
+	SourcesCount int   `json:"sources_count,omitempty"`
+	SourcesSize  int   `json:"sources_size,omitempty"`
+	// SourcesConnections is umpub's --connections for the sources table
+	// ("": umpub's default, shared).
+	SourcesConnections string `json:"sources_connections,omitempty"`
+	Repo               string `json:"-"`
+	Dir                string `json:"-"`
+	Keep               bool   `json:"-"`
+	JSON               bool   `json:"-"`
+	JSONOut            string `json:"-"`
 }
 
 // System names in the results.

@@ -53,7 +53,7 @@ func (t *throughputRig) sourcesRuns(ctx context.Context, c config, res *results)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			l := load{size: c.SourcesSize, count: max(k, c.SourcesCount), sources: k, flight: c.Flight, payload: c.Payload}
+			l := load{size: c.SourcesSize, count: max(k, c.SourcesCount), sources: k, flight: c.Flight, payload: c.Payload, connections: c.SourcesConnections}
 			r := t.runOne(ctx, sysUM, l, i+1)
 			r.Sources = k
 			res.SourcesRuns = append(res.SourcesRuns, r)
@@ -128,8 +128,12 @@ func printSources(w io.Writer, r *results) {
 	c := r.Config
 	fmt.Fprintln(w, "### Throughput with K sources (umstore, umstored dev)")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "umpub --sources K, flat out: %d messages of %s per run in all (count ÷ K per source), each source its own publisher with a window of %d; %d runs per K; medians.\n\n",
-		c.SourcesCount, sizeName(c.SourcesSize), c.Flight, c.Runs)
+	conns := c.SourcesConnections
+	if conns == "" {
+		conns = "shared"
+	}
+	fmt.Fprintf(w, "umpub --sources K --connections %s, flat out: %d messages of %s per run in all (count ÷ K per source), each source its own publisher with a window of %d; %d runs per K; medians.\n\n",
+		conns, c.SourcesCount, sizeName(c.SourcesSize), c.Flight, c.Runs)
 	fmt.Fprintln(w, "| K | msgs/s | ÷ K=1 | p50 ms | p99 ms | runs (msgs/s) |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---|")
 	for _, x := range r.Sources {

@@ -142,6 +142,7 @@ type umpubResult struct {
 // load is one publishing run's shape, the same for both systems.
 type load struct {
 	size, count, sources, flight int     // count: total over all sources
+	connections                  string  // umpub --connections; "": its default
 	rate                         float64 // total msgs/s; 0 = flat out
 	payload                      string  // payloadRandom or payloadText
 	// duration, when not 0, ends the run after that long instead of after
@@ -194,6 +195,9 @@ func runUmpub(ctx context.Context, b umBins, deployment, name string, l load, lo
 	}
 	if l.sources > 1 {
 		args = append(args, "--sources", strconv.Itoa(l.sources))
+	}
+	if l.connections != "" {
+		args = append(args, "--connections", l.connections)
 	}
 	if l.rate > 0 {
 		args = append(args, "--rate", strconv.FormatFloat(l.rate, 'f', 0, 64))
