@@ -29,6 +29,12 @@
 // a majority (quorum, the default), every running one (all-active) or every
 // one (all); Registration reports what each group applies.
 //
+// A process with many sources gives their publishers one Connections
+// (NewConnections; UM: the sources of one context share its transport):
+// each store is then reached over one connection for all of them, and a
+// store found silent or no longer leading is left by all at once. Each
+// publisher still registers, resumes and is acknowledged on its own.
+//
 // Inside each group the publisher follows the leader: a store that is not
 // the leader answers with a redirect, and a lost connection is re-opened
 // (to the leader, or the next store) and everything that group has not
