@@ -256,9 +256,10 @@ var (
 	// ErrFlightFull is returned by Send with FlightRefuse when the flight is
 	// full (FlightSize messages, or FlightSizeBytes, unstable).
 	ErrFlightFull = errors.New("flight size reached: too many unstable messages")
-	// ErrRegistration means too few groups answered the registration for
-	// the intergroup behaviour within the context's deadline.
-	ErrRegistration = errors.New("registration incomplete: too few store groups answered")
+	// ErrRegistration means the registration did not complete: too few
+	// groups answered it for the intergroup behaviour within the
+	// context's deadline, or a group refused it (the error says which).
+	ErrRegistration = errors.New("registration incomplete")
 	// ErrIntragroup means a group does not apply the intragroup behaviour
 	// Config.Intragroup asks for (its stores are older than the option):
 	// no retry changes that, so registration fails unless enough other
@@ -268,6 +269,11 @@ var (
 	// freed when that publisher closes, or after the stores'
 	// source-activity-timeout of silence.
 	ErrSourceBusy = errors.New("source held by another live publisher")
+	// ErrRefused means a group refused the registration for a reason any
+	// store of the deployment gives alike (an option the stores do not
+	// allow, a TLS certificate they do not accept): the store's own words
+	// follow, and trying again does not help.
+	ErrRefused = errors.New("the stores refused the registration")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
 	// ErrSequenceExhausted means the source has used every sequence number

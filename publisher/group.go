@@ -46,6 +46,7 @@ type group struct {
 	wait ackWait // how long the group may stay silent (ackwait.go); the group's goroutine only
 
 	intragroupWarned bool // the group was told it does not apply Config.Intragroup (guarded by p.mu)
+	refusedWarned    bool // a refusal of the group was logged (guarded by p.mu)
 }
 
 func (g *group) poke() {
@@ -138,6 +139,9 @@ func (g *group) pause() {
 func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 	p := g.p
 	if err := g.checkDeployment(); err != nil {
+		if errors.Is(err, wire.ErrTLSRefused) {
+			err = fmt.Errorf("%w: %w", ErrRefused, err) // err names the group
+		}
 		return nil, nil, err
 	}
 	var req wire.Message = &wire.Register{ReqID: 1, Source: p.cfg.Source, Session: p.session}
@@ -155,7 +159,7 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
 		Timeout:     registerTimeout,
-		NextOnError: func(e *wire.Error) bool { return e.Code != wire.CodeBusy && e.Code != wire.CodeFenced },
+		NextOnError: func(e *wire.Error) bool { return !refusedByAny(e.Code) },
 	})
 	done()
 	if err != nil {
@@ -165,6 +169,10 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 			return nil, nil, fmt.Errorf("%w: %s", ErrSourceBusy, we.Message)
 		case errors.As(err, &we) && we.Code == wire.CodeFenced:
 			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrFenced, g.index+1, we.Message)
+		case errors.As(err, &we) && refusedByAny(we.Code):
+			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrRefused, g.index+1, we.Message)
+		case errors.Is(err, wire.ErrTLSRefused):
+			return nil, nil, fmt.Errorf("%w: %w", ErrRefused, err) // err names the group
 		case errors.Is(err, groupclient.ErrWrongGroup):
 			return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -176,6 +184,18 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 		return nil, nil, fmt.Errorf("%w: group %d applies intragroup %s, this publisher asks for %s: upgrade its stores", ErrIntragroup, g.index+1, applied, p.cfg.Intragroup)
 	}
 	return c, reg, nil
+}
+
+// refusedByAny reports whether a leader's refusal with code is one every
+// store of the deployment would give: the source is busy, a later
+// incarnation holds it, or the request asks for what the stores do not
+// do. Open stops at it rather than trying the next store.
+func refusedByAny(code string) bool {
+	switch code {
+	case wire.CodeBusy, wire.CodeFenced, wire.CodeBadRequest, wire.CodeVersion:
+		return true
+	}
+	return false
 }
 
 // appliedIntragroup is the intragroup behaviour a group says it applies to
@@ -275,7 +295,9 @@ func (g *group) failed(err error) {
 		p.failFatally(err)
 		return
 	}
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) {
+	var we *wire.Error
+	unavailable := errors.As(err, &we) && we.Code == wire.CodeUnavailable
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) && !errors.Is(err, ErrRefused) && !unavailable {
 		return
 	}
 	p.mu.Lock()
@@ -283,6 +305,16 @@ func (g *group) failed(err error) {
 	if errors.Is(err, ErrSourceBusy) && !p.busyWarned {
 		p.busyWarned = true
 		p.log.Warn("waiting: another live publisher holds the source", "group", g.index+1, "detail", err)
+	}
+	if errors.Is(err, ErrRefused) && !g.refusedWarned {
+		g.refusedWarned = true
+		p.log.Error("a store group refused the registration", "group", g.index+1, "detail", err)
+	}
+	if unavailable && !g.refusedWarned {
+		// Over a store's limit, say: it may pass, so the group is tried
+		// again, but the user hears why now, not at the time-out.
+		g.refusedWarned = true
+		p.log.Warn("a store group cannot take the registration now; trying again", "group", g.index+1, "detail", err)
 	}
 	if errors.Is(err, ErrIntragroup) && !g.intragroupWarned {
 		g.intragroupWarned = true

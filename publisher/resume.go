@@ -20,7 +20,7 @@ type groupReply struct {
 	// intragroup is the intragroup behaviour the group applies to this
 	// publisher's messages.
 	intragroup quorum.Intragroup
-	err        error // without an answer: it refused the token (wire.ErrUnauthorized), does not apply the intragroup behaviour (ErrIntragroup), or the source is busy (ErrSourceBusy)
+	err        error // without an answer: it refused the token (wire.ErrUnauthorized) or the registration (ErrRefused), does not apply the intragroup behaviour (ErrIntragroup), the source is busy (ErrSourceBusy), or a store is over a limit (wire CodeUnavailable)
 }
 
 // resumeInput is everything the resume decision looks at.
@@ -76,10 +76,10 @@ func decideResume(in resumeInput) resumeDecision {
 		switch {
 		case r.answered:
 			answered = append(answered, r)
-		case errors.Is(r.err, wire.ErrUnauthorized), errors.Is(r.err, ErrIntragroup):
+		case errors.Is(r.err, wire.ErrUnauthorized), errors.Is(r.err, ErrIntragroup), errors.Is(r.err, ErrRefused):
 			refused = cmpOr(refused, r.err)
-		case errors.Is(r.err, ErrSourceBusy):
-			busy = cmpOr(busy, r.err)
+		case r.err != nil:
+			busy = cmpOr(busy, r.err) // busy, or over a limit: named when the wait ends
 		}
 	}
 	got := len(answered)

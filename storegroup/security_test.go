@@ -67,6 +67,19 @@ func TestSecureDeploymentRefusesStrangers(t *testing.T) {
 		t.Fatalf("publisher with a wrong token: %v, want ErrRegistration wrapping ErrUnauthorized", err)
 	}
 
+	// A publisher without a client certificate is told so at once: the
+	// stores' TLS refusal, not too few groups answering at the time-out.
+	noCert := cfg
+	noCert.TLS = &tls.Config{RootCAs: clientTLS.RootCAs}
+	start := time.Now()
+	if _, err := publisher.New(ctx, noCert); !errors.Is(err, publisher.ErrRefused) || !errors.Is(err, wire.ErrTLSRefused) {
+		t.Fatalf("publisher without a client certificate: %v, want ErrRefused wrapping wire.ErrTLSRefused", err)
+	} else if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("publisher without a client certificate: refused after %v, want at once (within 3s): %v", took, err)
+	} else {
+		t.Logf("without a client certificate, refused after %v: %v", took, err)
+	}
+
 	other, err := tls.LoadX509KeyPair(pki.OtherCert, pki.OtherKey)
 	if err != nil {
 		t.Fatal(err)

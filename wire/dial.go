@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -72,7 +73,7 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 		tc := tls.Client(nc, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, nil, fmt.Errorf("TLS handshake with store %s: %w (check the CA and certificates named in the deployment's security section)", addr, err)
+			return nil, nil, fmt.Errorf("TLS handshake with store %s: %w (check the CA and certificates named in the deployment's security section)", addr, tlsRefusal(err))
 		}
 		nc = tc
 	}
@@ -80,6 +81,13 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, *Welcome, error)
 	w, err := ClientHandshake(c, d.Client, d.Token)
 	if err != nil {
 		nc.Close()
+		if d.TLS != nil {
+			// Under TLS 1.3 the store checks the client's certificate after
+			// the client's handshake ends: its refusal is the first read.
+			if r := tlsRefusal(err); r != err {
+				return nil, nil, fmt.Errorf("handshake with store %s: %w (give the client a certificate the stores' CA signed: the deployment's security section, or --tls-cert and --tls-key)", addr, r)
+			}
+		}
 		return nil, nil, fmt.Errorf("handshake with store %s: %w", addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -137,6 +145,19 @@ func ServerHandshake(c *Conn, w Welcome, token string) (*Hello, error) {
 	}
 	w.Version = Version
 	return h, c.Send(&w)
+}
+
+// tlsRefusal marks err with ErrTLSRefused when it is a certificate's
+// refusal: this side did not trust the store's, or the store sent a TLS
+// alert (it refused this side's certificate, or its lack of one).
+func tlsRefusal(err error) error {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var op *net.OpError
+	if errors.As(err, &verify) || errors.As(err, &unknown) || (errors.As(err, &op) && op.Op == "remote error") {
+		return fmt.Errorf("%w: %w", ErrTLSRefused, err)
+	}
+	return err
 }
 
 // IsFatal reports whether a Read error leaves the stream unusable.

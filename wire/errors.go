@@ -16,6 +16,11 @@ var (
 	ErrVersion = errors.New("wire: unsupported protocol version")
 	// ErrUnauthorized means the store refused the client's token.
 	ErrUnauthorized = errors.New("wire: not authorised: wrong or missing token")
+	// ErrTLSRefused means TLS with the store failed on a certificate: the
+	// store's was not trusted, or the store refused the client's (or its
+	// lack of one). Every store of a deployment checks the same CA, so
+	// trying another store, or again, does not help.
+	ErrTLSRefused = errors.New("wire: TLS certificate refused")
 	// ErrIdle means no frame began before ReadTimed's idle deadline. The
 	// stream is intact: the reader may wait again or close the connection.
 	ErrIdle = errors.New("wire: no frame arrived before the idle deadline")
