@@ -26,7 +26,8 @@ type streamEvent struct {
 // reachable group has passed without holding it (retention released it, or
 // it was never stored anywhere reachable) is reported to onMissing, if not
 // nil, and skipped: an unrecoverable-loss event, raised only when no
-// reachable group holds the range. While some group is unreachable Follow
+// reachable group holds the range; one at or below Released was released
+// by retention, not lost. While some group is unreachable Follow
 // waits for it rather than skip (it may hold the message), unless
 // Config.MissingGrace says how long to wait.
 //
@@ -72,6 +73,7 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 		through:   make([]uint64, len(r.groups)),
 		connected: make([]bool, len(r.groups)),
 		downSince: make([]time.Time, len(r.groups)),
+		released:  &r.released,
 	}
 	start := time.Now()
 	for i := range m.downSince {
@@ -102,6 +104,7 @@ type merger struct {
 	through   []uint64          // per group: every held message up to here was streamed
 	connected []bool
 	downSince []time.Time
+	released  *releasedMark // the receiver's: what the streams say retention released
 }
 
 func (m *merger) apply(ev streamEvent) {
@@ -116,6 +119,7 @@ func (m *merger) apply(ev streamEvent) {
 		return
 	}
 	m.connected[g] = true
+	m.released.see(ev.deliver.Released)
 	for _, msg := range ev.deliver.Msgs {
 		if msg.Seq >= m.next {
 			if _, ok := m.pending[msg.Seq]; !ok {

@@ -24,6 +24,9 @@ type RepairStatus struct {
 	RepairedMessages uint64 `json:"repaired_messages"`
 	RepairedBytes    uint64 `json:"repaired_bytes"`
 	Conflicts        uint64 `json:"conflicts"` // payloads that differed from the one held (kept, never overwritten)
+	// FollowedReleases counts the messages this group dropped because
+	// another group's retention had released them (repair_release.go).
+	FollowedReleases uint64 `json:"followed_releases,omitempty"`
 	// Verified counts messages compared by digest with another group's
 	// (repair_verify.go); Mismatches, the sequence numbers found to hold
 	// another payload there: a consistency violation, LastMismatch says
@@ -165,10 +168,15 @@ func (rp *repairer) pass(ctx context.Context) error {
 			}
 			for _, m := range missingRanges(op, theirs) {
 				pending += m.to - m.from + 1
-				if err := rp.copyRange(ctx, c, theirs.Name, m); err != nil {
+				if err := rp.copyRange(ctx, c, idx, theirs, m); err != nil {
 					errs = append(errs, fmt.Errorf("copy %s %d-%d from group %d: %w", theirs.Name, m.from, m.to, idx, err))
 					break
 				}
+			}
+			// After the copies: the source exists here, and what lies
+			// below them is released, not a gap (repair_release.go).
+			if err := rp.follow(idx, theirs); err != nil {
+				errs = append(errs, fmt.Errorf("release %s through %d as group %d did: %w", theirs.Name, theirs.Released, idx, err))
 			}
 			if ok && budget > 0 {
 				n, err := rp.verify(ctx, c, idx, theirs, budget)
@@ -185,9 +193,14 @@ func (rp *repairer) pass(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// copyRange fetches a range from another group and proposes what it gets,
-// one raft entry per contiguous run, at most RepairBytesPerSecond.
-func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source string, m seqRange) error {
+// copyRange fetches a range of theirs' source from group idx and proposes
+// what it gets, one raft entry per contiguous run, at most
+// RepairBytesPerSecond. After the first copies it follows the other
+// group's release, so the numbers below them are not a gap for longer
+// than one entry.
+func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, idx int, theirs wire.SourceState, m seqRange) error {
+	source := theirs.Name
+	followed := false
 	next := m.from
 	for next <= m.to {
 		if !rp.isLeader() {
@@ -212,6 +225,12 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 				bytes += len(msg.Payload)
 			}
 			i = j
+		}
+		if !followed && len(msgs) > 0 {
+			followed = true
+			if err := rp.follow(idx, theirs); err != nil {
+				return err
+			}
 		}
 		if rep.Through < next || rep.Through >= m.to {
 			return nil

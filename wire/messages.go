@@ -214,7 +214,10 @@ type Msg struct {
 // FetchReply answers Fetch: the messages held in [From, Through],
 // ascending; a sequence number in that range that is absent is not held by
 // the group. Through is the requested To unless a limit cut the reply short.
-// Known is false if the group has never seen the source.
+// Known is false if the group has never seen the source. Released is how
+// far the group's retention released the source (every number at or below
+// it is gone on purpose, not lost); 0 if never, or from a store older
+// than the field.
 type FetchReply struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -224,6 +227,7 @@ type FetchReply struct {
 	LowSeq   uint64
 	Through  uint64
 	Msgs     []Msg
+	Released uint64
 }
 
 // Probe asks any store (leader or not) what it holds; stores use it before
@@ -279,6 +283,9 @@ type SourceState struct {
 	LowSeq   uint64
 	Count    uint64
 	Gaps     []Range // ranges between LowSeq and HighSeq the group does not hold
+	// Released is how far the group's retention released the source
+	// (FetchReply.Released); 0 if never, or from a store older than it.
+	Released uint64
 }
 
 // SourceList answers Sources.
@@ -313,6 +320,7 @@ type Deliver struct {
 	HighSeq  uint64
 	LowSeq   uint64
 	Msgs     []Msg
+	Released uint64 // as FetchReply.Released
 }
 
 // Consumed records, through the group's log, that Receiver has consumed
