@@ -413,7 +413,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 func wireSources(list []wire.SourceState, receivers []wire.SourceReceivers) []Source {
 	out := make([]Source, len(list))
 	for i, s := range list {
-		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: len(s.Gaps)}
+		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: lostGaps(s)}
 		for _, sr := range receivers {
 			if sr.Source == s.Name {
 				out[i].Pacing, out[i].Receivers = sr.Pacing, wireReceivers(sr)
@@ -421,4 +421,23 @@ func wireSources(list []wire.SourceState, receivers []wire.SourceReceivers) []So
 		}
 	}
 	return out
+}
+
+// lostGaps counts s's gaps that are not wholly in a range its publisher
+// declared unused (wire.SourceState.Unpublished): those were never
+// published, not lost.
+func lostGaps(s wire.SourceState) int {
+	n := 0
+	for _, g := range s.Gaps {
+		covered := g.From
+		for _, u := range s.Unpublished {
+			if u.From <= covered && u.To >= covered {
+				covered = u.To + 1
+			}
+		}
+		if covered <= g.To {
+			n++
+		}
+	}
+	return n
 }

@@ -67,13 +67,14 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 		go r.stream(ctx, i, &next, events)
 	}
 	m := merger{
-		grace:     r.cfg.MissingGrace,
-		next:      from,
-		pending:   map[uint64][]byte{},
-		through:   make([]uint64, len(r.groups)),
-		connected: make([]bool, len(r.groups)),
-		downSince: make([]time.Time, len(r.groups)),
-		released:  &r.released,
+		grace:       r.cfg.MissingGrace,
+		next:        from,
+		pending:     map[uint64][]byte{},
+		through:     make([]uint64, len(r.groups)),
+		connected:   make([]bool, len(r.groups)),
+		downSince:   make([]time.Time, len(r.groups)),
+		released:    &r.released,
+		unpublished: &r.unpublished,
 	}
 	start := time.Now()
 	for i := range m.downSince {
@@ -98,13 +99,14 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 
 // merger merges the groups' streams into one ordered delivery.
 type merger struct {
-	grace     time.Duration // see Config.MissingGrace
-	next      uint64
-	pending   map[uint64][]byte // messages above next, waiting for next
-	through   []uint64          // per group: every held message up to here was streamed
-	connected []bool
-	downSince []time.Time
-	released  *releasedMark // the receiver's: what the streams say retention released
+	grace       time.Duration // see Config.MissingGrace
+	next        uint64
+	pending     map[uint64][]byte // messages above next, waiting for next
+	through     []uint64          // per group: every held message up to here was streamed
+	connected   []bool
+	downSince   []time.Time
+	released    *releasedMark   // the receiver's: what the streams say retention released
+	unpublished *unpublishedSet // the receiver's: what the streams say was never published
 }
 
 func (m *merger) apply(ev streamEvent) {
@@ -120,6 +122,7 @@ func (m *merger) apply(ev streamEvent) {
 	}
 	m.connected[g] = true
 	m.released.see(ev.deliver.Released)
+	m.unpublished.see(ev.deliver.Unpublished)
 	for _, msg := range ev.deliver.Msgs {
 		if msg.Seq >= m.next {
 			if _, ok := m.pending[msg.Seq]; !ok {
@@ -150,7 +153,9 @@ func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
 			return nil
 		}
 		if onMissing != nil {
-			onMissing(Range{From: m.next, To: end})
+			for _, rg := range m.unpublished.without([]Range{{From: m.next, To: end}}) {
+				onMissing(rg) // never-published numbers are not missing
+			}
 		}
 		m.next = end + 1
 	}

@@ -62,6 +62,7 @@ func (r *Receiver) fetch(ctx context.Context, g *groupclient.Client, f *wire.Fet
 		var we *wire.Error
 		if err == nil {
 			r.released.see(rep.Released)
+			r.unpublished.see(rep.Unpublished)
 		}
 		if err == nil || r.cfg.Group == 0 || errors.As(err, &we) || errors.Is(err, wire.ErrUnauthorized) || ctx.Err() != nil {
 			return rep, err

@@ -50,13 +50,14 @@ func (e *MissingError) Unwrap() error { return ErrMissing }
 // (a Receiver is not safe for concurrent reads); Ack, Consumed and Close may
 // be called from any goroutine.
 type Receiver struct {
-	cfg      Config
-	log      *slog.Logger
-	dialer   *wire.Dialer
-	groups   []*groupclient.Client // the groups to read, in preference order
-	primary  int                   // index into groups of the group tried first
-	damaged  damageLog             // messages served damaged, never delivered (checksum.go)
-	released releasedMark          // how far the groups said retention released the source (released.go)
+	cfg         Config
+	log         *slog.Logger
+	dialer      *wire.Dialer
+	groups      []*groupclient.Client // the groups to read, in preference order
+	primary     int                   // index into groups of the group tried first
+	damaged     damageLog             // messages served damaged, never delivered (checksum.go)
+	released    releasedMark          // how far the groups said retention released the source (released.go)
+	unpublished unpublishedSet        // what the groups said was never published (unpublished.go)
 
 	durable *durable // nil without a Name
 }
@@ -225,7 +226,7 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 		}
 		next = through + 1
 	}
-	gone, missing := splitReleased(missing, r.released.get())
+	gone, missing := splitReleased(r.unpublished.without(missing), r.released.get())
 	if len(gone) > 0 {
 		r.log.Info("skipped what retention released", "ranges", rangesString(gone))
 	}
@@ -295,6 +296,7 @@ func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Rang
 		return true
 	}
 	r.released.see(rep.Released)
+	r.unpublished.see(rep.Unpublished)
 	msgs, _ := r.intactOnly(g.Group, rep.Msgs)
 	if rep.Through >= h.From && rep.Through < h.To {
 		c.cut(rep.Through)

@@ -36,9 +36,6 @@ func publishDirectRange(t *testing.T, c *clustertest.Cluster, group int, source 
 // group 2 alone call it released. Before, group 2 reported gap [1,2000]
 // for good and a read from 1 ended in a *MissingError.
 func TestRepairedGroupReleasesWhatTheOtherReleased(t *testing.T) {
-	if testing.Short() {
-		t.Skip("two groups, a quorum loss and a repair: about 5 s")
-	}
 	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) {
 		cfg.RetentionMaxMessages = 1000

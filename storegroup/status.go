@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/raft"
+
+	"umstore/repository"
 )
 
 // Status is a point-in-time view of a store for operators and tests.
@@ -64,11 +66,16 @@ type SourceStatus struct {
 	HighSeq uint64 `json:"high_seq"`
 	LowSeq  uint64 `json:"oldest_seq"` // oldest retained
 	// TrimmedThrough: retention released every message up to here.
-	TrimmedThrough uint64      `json:"trimmed_through,omitempty"`
-	Count          uint64      `json:"count"`
-	Bytes          uint64      `json:"bytes"`
-	Gaps           int         `json:"gaps"`
-	GapRanges      [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	TrimmedThrough uint64 `json:"trimmed_through,omitempty"`
+	Count          uint64 `json:"count"`
+	Bytes          uint64 `json:"bytes"`
+	// Gaps are the ranges this group does not hold that no publisher
+	// declared unused; Unpublished the ones it did (never published, not
+	// lost: repository.Unpublished).
+	Gaps              int         `json:"gaps"`
+	GapRanges         [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	Unpublished       int         `json:"unpublished,omitempty"`
+	UnpublishedRanges [][2]uint64 `json:"unpublished_ranges,omitempty"` // the first few
 	// Pacing is the source's receiver-paced persistence mode, "" when it
 	// has none (status_receivers.go).
 	Pacing string `json:"pacing,omitempty"`
@@ -111,13 +118,9 @@ func (s *Store) Status() Status {
 	}
 	if infos, err := s.repo.Sources(); err == nil {
 		for _, in := range infos {
-			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
-			for i, g := range in.Gaps {
-				if i == maxGapsShown {
-					break
-				}
-				ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
-			}
+			gaps := lostGaps(in)
+			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes,
+				Gaps: len(gaps), GapRanges: firstRanges(gaps), Unpublished: len(in.Unpublished), UnpublishedRanges: firstRanges(in.Unpublished)}
 			ss.Pacing, ss.Receivers = s.receiverStatuses(in)
 			st.Sources = append(st.Sources, ss)
 		}
@@ -153,4 +156,36 @@ func (s *Store) diskPosition() (index, term uint64) {
 		}
 	}
 	return index, term
+}
+
+// lostGaps returns in's gaps less what its publishers declared unused:
+// the numbers this group misses that were published.
+func lostGaps(in repository.SourceInfo) []repository.Range {
+	if len(in.Unpublished) == 0 {
+		return in.Gaps
+	}
+	var gaps, unused []seqRange
+	for _, g := range in.Gaps {
+		gaps = append(gaps, seqRange{g.From, g.To})
+	}
+	for _, g := range in.Unpublished {
+		unused = append(unused, seqRange{g.From, g.To})
+	}
+	var out []repository.Range
+	for _, r := range subtract(gaps, unused) {
+		out = append(out, repository.Range{From: r.from, To: r.to})
+	}
+	return out
+}
+
+// firstRanges lists the first maxGapsShown of rs for a status.
+func firstRanges(rs []repository.Range) [][2]uint64 {
+	var out [][2]uint64
+	for i, g := range rs {
+		if i == maxGapsShown {
+			break
+		}
+		out = append(out, [2]uint64{g.From, g.To})
+	}
+	return out
 }

@@ -130,13 +130,21 @@ type Registered struct {
 // the same order; a store refuses the whole frame, storing nothing, when
 // one does not match (CodeChecksum). It is empty in frames of publishers
 // older than checksums, and then not sent (evolve.go).
+//
+// UnusedFrom..UnusedTo, when UnusedFrom is not 0, are numbers below the
+// session's first that its publisher skipped when it resumed and never
+// sent: the store records them as never published (unless it holds
+// them), not as a gap. A publisher sends them on the first frame of each
+// connection; 0 in frames of publishers older than the fields.
 type Publish struct {
-	_msgpack  struct{} `msgpack:",as_array"`
-	ReqID     uint64
-	Source    string
-	FirstSeq  uint64
-	Payloads  [][]byte
-	Checksums []uint32
+	_msgpack   struct{} `msgpack:",as_array"`
+	ReqID      uint64
+	Source     string
+	FirstSeq   uint64
+	Payloads   [][]byte
+	Checksums  []uint32
+	UnusedFrom uint64
+	UnusedTo   uint64
 }
 
 // Ack says the group has committed FirstSeq..LastSeq of Source (new or
@@ -228,6 +236,10 @@ type FetchReply struct {
 	Through  uint64
 	Msgs     []Msg
 	Released uint64
+	// Unpublished are the numbers the group does not hold that their
+	// publisher declared it never used (Publish.UnusedFrom): never
+	// published, not lost. Empty from a store older than the field.
+	Unpublished []Range
 }
 
 // Probe asks any store (leader or not) what it holds; stores use it before
@@ -286,6 +298,9 @@ type SourceState struct {
 	// Released is how far the group's retention released the source
 	// (FetchReply.Released); 0 if never, or from a store older than it.
 	Released uint64
+	// Unpublished are the parts of Gaps declared never published
+	// (FetchReply.Unpublished).
+	Unpublished []Range
 }
 
 // SourceList answers Sources.
@@ -313,14 +328,15 @@ type Subscribe struct {
 // Through that is absent is not held by the group. HighSeq is the source's
 // highest sequence number in the group.
 type Deliver struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	ReqID    uint64
-	Source   string
-	Through  uint64
-	HighSeq  uint64
-	LowSeq   uint64
-	Msgs     []Msg
-	Released uint64 // as FetchReply.Released
+	_msgpack    struct{} `msgpack:",as_array"`
+	ReqID       uint64
+	Source      string
+	Through     uint64
+	HighSeq     uint64
+	LowSeq      uint64
+	Msgs        []Msg
+	Released    uint64  // as FetchReply.Released
+	Unpublished []Range // as FetchReply.Unpublished
 }
 
 // Consumed records, through the group's log, that Receiver has consumed
