@@ -69,7 +69,7 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 	m := merger{
 		grace:       r.cfg.MissingGrace,
 		next:        from,
-		pending:     map[uint64][]byte{},
+		pending:     map[uint64]pendingMsg{},
 		through:     make([]uint64, len(r.groups)),
 		connected:   make([]bool, len(r.groups)),
 		downSince:   make([]time.Time, len(r.groups)),
@@ -101,8 +101,8 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 type merger struct {
 	grace       time.Duration // see Config.MissingGrace
 	next        uint64
-	pending     map[uint64][]byte // messages above next, waiting for next
-	through     []uint64          // per group: every held message up to here was streamed
+	pending     map[uint64]pendingMsg // messages above next, waiting for next
+	through     []uint64              // per group: every held message up to here was streamed
 	connected   []bool
 	downSince   []time.Time
 	released    *releasedMark   // the receiver's: what the streams say retention released
@@ -125,8 +125,11 @@ func (m *merger) apply(ev streamEvent) {
 	m.unpublished.see(ev.deliver.Unpublished)
 	for _, msg := range ev.deliver.Msgs {
 		if msg.Seq >= m.next {
-			if _, ok := m.pending[msg.Seq]; !ok {
-				m.pending[msg.Seq] = msg.Payload
+			// The lowest group's payload wins (conflicts.go).
+			if held, ok := m.pending[msg.Seq]; !ok {
+				m.pending[msg.Seq] = pendingMsg{payload: msg.Payload, group: g, since: time.Now()}
+			} else if g < held.group {
+				m.pending[msg.Seq] = pendingMsg{payload: msg.Payload, group: g, since: held.since}
 			}
 		}
 	}
@@ -142,8 +145,11 @@ func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
 			if !ok {
 				break
 			}
+			if m.lowerMayHold(p) {
+				return nil // a lower group's payload would win: wait for its stream
+			}
 			delete(m.pending, m.next)
-			if err := fn(Message{Seq: m.next, Payload: p}); err != nil {
+			if err := fn(Message{Seq: m.next, Payload: p.payload}); err != nil {
 				return err
 			}
 			m.next++

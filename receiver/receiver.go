@@ -54,7 +54,7 @@ type Receiver struct {
 	log         *slog.Logger
 	dialer      *wire.Dialer
 	groups      []*groupclient.Client // the groups to read, in preference order
-	primary     int                   // index into groups of the group tried first
+	failedAt    []time.Time           // per group: when a read last found it unreachable (conflicts.go)
 	damaged     damageLog             // messages served damaged, never delivered (checksum.go)
 	released    releasedMark          // how far the groups said retention released the source (released.go)
 	unpublished unpublishedSet        // what the groups said was never published (unpublished.go)
@@ -249,14 +249,14 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 // which a source holds a handful.
 func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Message) error) (uint64, []Range, error) {
 	var lastErr error
-	for i := range r.groups {
-		gi := (r.primary + i) % len(r.groups)
+	for _, gi := range r.readOrder() {
 		rep, err := r.fetch(ctx, r.groups[gi], &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 		if err != nil {
+			r.failed(gi)
 			lastErr = err
 			continue
 		}
-		r.primary = gi
+		r.reached(gi)
 		c := chunk{from: from, through: max(min(rep.Through, to), from)} // a store always covers at least its first message
 		msgs, damaged := r.intactOnly(r.groups[gi].Group, rep.Msgs)
 		c.add(msgs)

@@ -374,6 +374,6 @@ func (s *sourceState) info(name string) SourceInfo {
 		Session: s.Session, CreatedUnixNano: s.Created, LastRegisterUnixNano: s.LastRegister,
 		TrimmedThrough: s.TrimmedThrough,
 		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
-		Unpublished:    s.unpublishedGaps(),
+		Unpublished: s.unpublishedGaps(),
 	}
 }

@@ -34,7 +34,11 @@ type RepairStatus struct {
 	Verified     uint64 `json:"verified_messages"`
 	Mismatches   uint64 `json:"mismatches"`
 	LastMismatch string `json:"last_mismatch,omitempty"`
-	LastError    string `json:"last_error,omitempty"`
+	// IntergroupConflicts counts the distinct sequence numbers found so
+	// (repair_conflicts.go): what receivers resolve by the lowest group's
+	// payload.
+	IntergroupConflicts uint64 `json:"intergroup_conflicts"`
+	LastError           string `json:"last_error,omitempty"`
 	// Damage counts the messages this store found damaged at rest and
 	// the copies it serves in their place (repair_damage.go).
 	Damage DamageStatus `json:"damage_at_rest"`
@@ -50,6 +54,7 @@ type repairer struct {
 	clients  map[int]*groupclient.Client
 	damage   *damageRepairer      // copies of messages damaged in this store's files
 	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
+	conflict conflictBook         // numbers another group holds otherwise (repair_conflicts.go)
 
 	mu     sync.Mutex
 	status RepairStatus
@@ -97,6 +102,7 @@ func (rp *repairer) Status() RepairStatus {
 	st := rp.status
 	rp.mu.Unlock()
 	st.Damage = rp.damage.Status()
+	st.IntergroupConflicts = rp.conflict.total()
 	return st
 }
 

@@ -72,9 +72,12 @@ type SourceStatus struct {
 	// Gaps are the ranges this group does not hold that no publisher
 	// declared unused; Unpublished the ones it did (never published, not
 	// lost: repository.Unpublished).
-	Gaps              int         `json:"gaps"`
-	GapRanges         [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
-	Unpublished       int         `json:"unpublished,omitempty"`
+	Gaps        int         `json:"gaps"`
+	GapRanges   [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	Unpublished int         `json:"unpublished,omitempty"`
+	// Conflicts counts the sequence numbers another group was found to
+	// hold with another payload (repair_conflicts.go).
+	Conflicts         uint64      `json:"conflicts,omitempty"`
 	UnpublishedRanges [][2]uint64 `json:"unpublished_ranges,omitempty"` // the first few
 	// Pacing is the source's receiver-paced persistence mode, "" when it
 	// has none (status_receivers.go).
@@ -120,7 +123,8 @@ func (s *Store) Status() Status {
 		for _, in := range infos {
 			gaps := lostGaps(in)
 			ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes,
-				Gaps: len(gaps), GapRanges: firstRanges(gaps), Unpublished: len(in.Unpublished), UnpublishedRanges: firstRanges(in.Unpublished)}
+				Gaps: len(gaps), GapRanges: firstRanges(gaps), Unpublished: len(in.Unpublished), UnpublishedRanges: firstRanges(in.Unpublished),
+				Conflicts: s.repair.conflict.count(in.Name)}
 			ss.Pacing, ss.Receivers = s.receiverStatuses(in)
 			st.Sources = append(st.Sources, ss)
 		}

@@ -301,6 +301,10 @@ type SourceState struct {
 	// Unpublished are the parts of Gaps declared never published
 	// (FetchReply.Unpublished).
 	Unpublished []Range
+	// Conflicts counts the sequence numbers of the source another group
+	// was found to hold with another payload (a consistency violation;
+	// receivers get the payload of the lowest group index).
+	Conflicts uint64
 }
 
 // SourceList answers Sources.

@@ -91,6 +91,9 @@ func (cs *Server) sources(m *wire.Sources) wire.Message {
 	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.Group, GroupID: cs.Repo.GroupID(), Sources: make([]wire.SourceState, len(infos))}
 	for i, in := range infos {
 		st := wire.SourceState{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Released: in.TrimmedThrough, Unpublished: wireRanges(in.Unpublished)}
+		if cs.Conflicts != nil {
+			st.Conflicts = cs.Conflicts(in.Name)
+		}
 		for _, g := range in.Gaps {
 			st.Gaps = append(st.Gaps, wire.Range{From: g.From, To: g.To})
 		}
