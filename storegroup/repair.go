@@ -56,8 +56,9 @@ type repairer struct {
 	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
 	conflict conflictBook         // numbers another group holds otherwise (repair_conflicts.go)
 
-	mu     sync.Mutex
-	status RepairStatus
+	mu       sync.Mutex
+	status   RepairStatus
+	ledSince time.Time // when this store's current leadership began, as run saw it; zero while not leading
 }
 
 // repairDeps is what repair needs from its store (built in
@@ -133,9 +134,15 @@ func (rp *repairer) run(ctx context.Context) {
 		if !rp.isLeader() {
 			rp.mu.Lock()
 			clear(rp.verified) // the next leadership compares afresh
+			rp.ledSince = time.Time{}
 			rp.mu.Unlock()
 			continue
 		}
+		rp.mu.Lock()
+		if rp.ledSince.IsZero() {
+			rp.ledSince = time.Now()
+		}
+		rp.mu.Unlock()
 		err := rp.pass(ctx)
 		rp.mu.Lock()
 		rp.status.Passes++
@@ -202,8 +209,9 @@ func (rp *repairer) pass(ctx context.Context) error {
 // copyRange fetches a range of theirs' source from group idx and proposes
 // what it gets, one raft entry per contiguous run, at most
 // RepairBytesPerSecond. After the first copies it follows the other
-// group's release, so the numbers below them are not a gap for longer
-// than one entry.
+// group's release (once this store has led long enough,
+// repair_release.go), so the numbers below them do not stay a gap while a
+// long copy goes on.
 func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, idx int, theirs wire.SourceState, m seqRange) error {
 	source := theirs.Name
 	followed := false

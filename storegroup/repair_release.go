@@ -3,6 +3,7 @@ package storegroup
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -25,6 +26,14 @@ import (
 // before. A paced source in blocking mode is not released past what its
 // paced receivers consumed here, as retention's own rule (pacedRelease).
 
+// A group that comes back is refilled first by the publishers that still
+// hold what it missed (they resend within their reconnect delay), and a
+// number it holds is released as held, not as never received: a Nak of
+// "lost" to a publisher resending a number retention released elsewhere
+// would be retention reported as loss again. So a leader follows another
+// group's release only once it has led for followAfter repair intervals.
+const followAfter = 3
+
 // reasonFollowed is the Trim reason of a release followed from another
 // group.
 const reasonFollowed = "released by group %d"
@@ -33,7 +42,7 @@ const reasonFollowed = "released by group %d"
 // group idx's retention released, when this group released less. It
 // reports how many messages the Trims dropped here.
 func (rp *repairer) followRelease(idx int, source string, released uint64) (uint64, error) {
-	if released == 0 {
+	if released == 0 || !rp.ledLongEnough() {
 		return 0, nil
 	}
 	ours, ok, err := rp.repo.Source(source)
@@ -61,6 +70,14 @@ func (rp *repairer) followRelease(idx int, source string, released uint64) (uint
 	}
 	rp.log.Info("released what another group's retention released", "source", source, "other_group", idx, "through", through, "dropped", dropped)
 	return dropped, nil
+}
+
+// ledLongEnough reports whether this store has led for followAfter repair
+// intervals.
+func (rp *repairer) ledLongEnough() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return !rp.ledSince.IsZero() && time.Since(rp.ledSince) >= followAfter*rp.interval
 }
 
 // follow is followRelease for theirs, counted in the repair status.

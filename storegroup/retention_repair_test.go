@@ -70,7 +70,7 @@ func TestRepairedGroupReleasesWhatTheOtherReleased(t *testing.T) {
 		}
 		return true
 	})
-	deadline := time.Now().Add(5 * time.Second) // the release follows the copies in the same pass
+	deadline := time.Now().Add(5 * time.Second) // the release follows the copies within a few passes
 	for _, m := range g2 {
 		for {
 			info, _, _ := c.Store(m.Name).Repository().Source("ret")
