@@ -189,8 +189,9 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 // retention released all of them, a *ReleasedError. It stops early if fn
 // returns an error.
 //
-// from may be Resume, or Oldest: then released numbers are skipped and
-// not reported. A durable receiver acknowledges each message once fn
+// from may be Resume, or Oldest (released numbers are then skipped and
+// not reported). Numbers their publisher declared never published are
+// neither delivered nor reported. A durable receiver acknowledges each message once fn
 // returned it without an error (unless Config.ExplicitAck), and Close
 // records the last.
 func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) error) error {
