@@ -127,11 +127,19 @@ func finalRead(ctx context.Context, groups [][]string, source string, atLeast ui
 	for {
 		err := readAll(ctx, r, source, atLeast, f)
 		var me *receiver.MissingError
+		var re *receiver.ReleasedError
 		switch {
 		case err == nil:
 			return f
 		case errors.As(err, &me):
-			for _, m := range me.Ranges {
+			// Released ranges too, as before the receiver told them
+			// apart: the checker allows for what retention may release.
+			for _, m := range append(me.Ranges, me.Released...) {
+				f.Missing = append(f.Missing, Range{From: m.From, To: m.To})
+			}
+			return f
+		case errors.As(err, &re):
+			for _, m := range re.Ranges {
 				f.Missing = append(f.Missing, Range{From: m.From, To: m.To})
 			}
 			return f

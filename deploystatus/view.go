@@ -89,6 +89,10 @@ type Source struct {
 	LowSeq  uint64 `json:"oldest_seq"`
 	Count   uint64 `json:"count"`
 	Gaps    int    `json:"gaps"`
+	// Conflicts counts the sequence numbers another group holds with
+	// another payload, as the group's leader found (a consistency
+	// violation; receivers get the lowest group's payload).
+	Conflicts uint64 `json:"conflicts,omitempty"`
 	// Pacing is the source's receiver-paced persistence (blocking,
 	// non-blocking), empty when it has none; Receivers its named receivers
 	// (receivers.go). Both are empty when the store that told is older than
@@ -384,7 +388,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	use := func(from string, list []storegroup.SourceStatus) {
 		gv.SourcesFrom = from
 		for _, s := range list {
-			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps,
+			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps, Conflicts: s.Conflicts,
 				Pacing: s.Pacing, Receivers: statusReceivers(s.Receivers)})
 		}
 	}
@@ -413,7 +417,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 func wireSources(list []wire.SourceState, receivers []wire.SourceReceivers) []Source {
 	out := make([]Source, len(list))
 	for i, s := range list {
-		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: len(s.Gaps)}
+		out[i] = Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: lostGaps(s), Conflicts: s.Conflicts}
 		for _, sr := range receivers {
 			if sr.Source == s.Name {
 				out[i].Pacing, out[i].Receivers = sr.Pacing, wireReceivers(sr)
@@ -421,4 +425,23 @@ func wireSources(list []wire.SourceState, receivers []wire.SourceReceivers) []So
 		}
 	}
 	return out
+}
+
+// lostGaps counts s's gaps that are not wholly in a range its publisher
+// declared unused (wire.SourceState.Unpublished): those were never
+// published, not lost.
+func lostGaps(s wire.SourceState) int {
+	n := 0
+	for _, g := range s.Gaps {
+		covered := g.From
+		for _, u := range s.Unpublished {
+			if u.From <= covered && u.To >= covered {
+				covered = u.To + 1
+			}
+		}
+		if covered <= g.To {
+			n++
+		}
+	}
+	return n
 }

@@ -18,6 +18,7 @@ type groupStream struct {
 	readErr chan error // the reader goroutine's end (readAcks)
 
 	next      uint64 // the next sequence number to send
+	declared  bool   // a frame on this connection declared the session's unused numbers
 	reqID     uint64
 	payloads  [][]byte // the frame being built (reused)
 	checksums []uint32
@@ -175,7 +176,12 @@ func (s *groupStream) idle() error {
 func (s *groupStream) send(first uint64) error {
 	g, c, p := s.g, s.c, s.g.p
 	s.reqID++
-	if err := c.Write(&wire.Publish{ReqID: s.reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: s.payloads, Checksums: s.checksums}); err != nil {
+	pub := &wire.Publish{ReqID: s.reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: s.payloads, Checksums: s.checksums}
+	if !s.declared {
+		s.declared = true // once per connection (unused.go)
+		pub.UnusedFrom, pub.UnusedTo = p.unused.From, p.unused.To
+	}
+	if err := c.Write(pub); err != nil {
 		return err
 	}
 	if c.Buffered() > 256<<10 {

@@ -123,6 +123,7 @@ func (p *Publisher) resumeLocked(d resumeDecision) {
 	// file said nothing was sent beyond its last stable number.
 	p.resumedPastAll = len(d.answered) == n || p.settledBefore
 	p.firstSeq, p.nextSeq, p.delivered = d.seq, d.seq, d.seq-1
+	p.unused = d.unused
 	p.flight.reset(d.seq - 1)
 	p.reg.ResumeSeq = d.seq
 	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)

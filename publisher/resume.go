@@ -40,10 +40,11 @@ type resumeInput struct {
 type resumeDecision struct {
 	wait     bool
 	err      error
-	seq      uint64    // the first sequence number of the session
-	high     uint64    // the highest sequence number an answering group holds
-	answered []int     // the groups (1-based) that answered, in the order they did
-	warnings []warning // for the operator, in the order found
+	seq      uint64     // the first sequence number of the session
+	high     uint64     // the highest sequence number an answering group holds
+	unused   wire.Range // numbers skipped past the state file's bound, never sent by this session; From 0 if none
+	answered []int      // the groups (1-based) that answered, in the order they did
+	warnings []warning  // for the operator, in the order found
 }
 
 // warning is something the decision found that the operator must hear of.
@@ -129,8 +130,9 @@ func decideResume(in resumeInput) resumeDecision {
 		// sent after its last stable number: never give those numbers a
 		// second payload (reserve.go).
 		d.warnings = append(d.warnings, warning{slog.LevelWarn,
-			"a group that did not answer may hold messages an earlier incarnation sent up to the state file's bound: resuming past it; receivers will report the numbers no group holds as lost",
+			"a group that did not answer may hold messages an earlier incarnation sent up to the state file's bound: resuming past it; numbers no group holds are declared never published",
 			[]any{"sent_up_to", in.state.SentUpTo, "resume_after", last, "groups_answered", d.answered}})
+		d.unused = wire.Range{From: last + 1, To: in.state.SentUpTo} // declared never published (unused.go)
 		last = in.state.SentUpTo
 	}
 	if last >= wire.MaxSeq {

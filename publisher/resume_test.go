@@ -166,6 +166,9 @@ func describe(d resumeDecision) string {
 	if !d.wait && d.err == nil {
 		fmt.Fprintf(&b, "answered: %v\n", d.answered)
 	}
+	if d.unused.From != 0 {
+		fmt.Fprintf(&b, "declared never published: %d-%d\n", d.unused.From, d.unused.To)
+	}
 	for _, w := range d.warnings {
 		fmt.Fprintf(&b, "%s: %s", w.level, w.msg)
 		for i := 0; i+1 < len(w.attrs); i += 2 {

@@ -26,7 +26,8 @@ type streamEvent struct {
 // reachable group has passed without holding it (retention released it, or
 // it was never stored anywhere reachable) is reported to onMissing, if not
 // nil, and skipped: an unrecoverable-loss event, raised only when no
-// reachable group holds the range. While some group is unreachable Follow
+// reachable group holds the range; one at or below Released was released
+// by retention, not lost. While some group is unreachable Follow
 // waits for it rather than skip (it may hold the message), unless
 // Config.MissingGrace says how long to wait.
 //
@@ -66,12 +67,14 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 		go r.stream(ctx, i, &next, events)
 	}
 	m := merger{
-		grace:     r.cfg.MissingGrace,
-		next:      from,
-		pending:   map[uint64][]byte{},
-		through:   make([]uint64, len(r.groups)),
-		connected: make([]bool, len(r.groups)),
-		downSince: make([]time.Time, len(r.groups)),
+		grace:       r.cfg.MissingGrace,
+		next:        from,
+		pending:     map[uint64]pendingMsg{},
+		through:     make([]uint64, len(r.groups)),
+		connected:   make([]bool, len(r.groups)),
+		downSince:   make([]time.Time, len(r.groups)),
+		released:    &r.released,
+		unpublished: &r.unpublished,
 	}
 	start := time.Now()
 	for i := range m.downSince {
@@ -96,12 +99,14 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 
 // merger merges the groups' streams into one ordered delivery.
 type merger struct {
-	grace     time.Duration // see Config.MissingGrace
-	next      uint64
-	pending   map[uint64][]byte // messages above next, waiting for next
-	through   []uint64          // per group: every held message up to here was streamed
-	connected []bool
-	downSince []time.Time
+	grace       time.Duration // see Config.MissingGrace
+	next        uint64
+	pending     map[uint64]pendingMsg // messages above next, waiting for next
+	through     []uint64              // per group: every held message up to here was streamed
+	connected   []bool
+	downSince   []time.Time
+	released    *releasedMark   // the receiver's: what the streams say retention released
+	unpublished *unpublishedSet // the receiver's: what the streams say was never published
 }
 
 func (m *merger) apply(ev streamEvent) {
@@ -116,10 +121,15 @@ func (m *merger) apply(ev streamEvent) {
 		return
 	}
 	m.connected[g] = true
+	m.released.see(ev.deliver.Released)
+	m.unpublished.see(ev.deliver.Unpublished)
 	for _, msg := range ev.deliver.Msgs {
 		if msg.Seq >= m.next {
-			if _, ok := m.pending[msg.Seq]; !ok {
-				m.pending[msg.Seq] = msg.Payload
+			// The lowest group's payload wins (conflicts.go).
+			if held, ok := m.pending[msg.Seq]; !ok {
+				m.pending[msg.Seq] = pendingMsg{payload: msg.Payload, group: g, since: time.Now()}
+			} else if g < held.group {
+				m.pending[msg.Seq] = pendingMsg{payload: msg.Payload, group: g, since: held.since}
 			}
 		}
 	}
@@ -135,8 +145,11 @@ func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
 			if !ok {
 				break
 			}
+			if m.lowerMayHold(p) {
+				return nil // a lower group's payload would win: wait for its stream
+			}
 			delete(m.pending, m.next)
-			if err := fn(Message{Seq: m.next, Payload: p}); err != nil {
+			if err := fn(Message{Seq: m.next, Payload: p.payload}); err != nil {
 				return err
 			}
 			m.next++
@@ -146,7 +159,9 @@ func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
 			return nil
 		}
 		if onMissing != nil {
-			onMissing(Range{From: m.next, To: end})
+			for _, rg := range m.unpublished.without([]Range{{From: m.next, To: end}}) {
+				onMissing(rg) // never-published numbers are not missing
+			}
 		}
 		m.next = end + 1
 	}

@@ -60,6 +60,10 @@ func (r *Receiver) fetch(ctx context.Context, g *groupclient.Client, f *wire.Fet
 	for {
 		rep, err := g.Fetch(ctx, f)
 		var we *wire.Error
+		if err == nil {
+			r.released.see(rep.Released)
+			r.unpublished.see(rep.Unpublished)
+		}
 		if err == nil || r.cfg.Group == 0 || errors.As(err, &we) || errors.Is(err, wire.ErrUnauthorized) || ctx.Err() != nil {
 			return rep, err
 		}

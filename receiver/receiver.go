@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"umstore/internal/groupclient"
@@ -31,15 +30,18 @@ func (r Range) String() string {
 	return fmt.Sprintf("%d-%d", r.From, r.To)
 }
 
-// MissingError names the ranges no reachable group holds.
-type MissingError struct{ Ranges []Range }
+// MissingError names the ranges no reachable group holds and no group's
+// retention released (Ranges), and, of a read from an explicit number,
+// the ranges asked for that retention released (Released, see
+// ReleasedError).
+type MissingError struct{ Ranges, Released []Range }
 
 func (e *MissingError) Error() string {
-	parts := make([]string, len(e.Ranges))
-	for i, r := range e.Ranges {
-		parts[i] = r.String()
+	msg := fmt.Sprintf("%v: %s", ErrMissing, rangesString(e.Ranges))
+	if len(e.Released) > 0 {
+		msg += "; released by retention: " + rangesString(e.Released)
 	}
-	return fmt.Sprintf("%v: %s", ErrMissing, strings.Join(parts, ", "))
+	return msg
 }
 
 func (e *MissingError) Unwrap() error { return ErrMissing }
@@ -48,12 +50,14 @@ func (e *MissingError) Unwrap() error { return ErrMissing }
 // (a Receiver is not safe for concurrent reads); Ack, Consumed and Close may
 // be called from any goroutine.
 type Receiver struct {
-	cfg     Config
-	log     *slog.Logger
-	dialer  *wire.Dialer
-	groups  []*groupclient.Client // the groups to read, in preference order
-	primary int                   // index into groups of the group tried first
-	damaged damageLog             // messages served damaged, never delivered (checksum.go)
+	cfg         Config
+	log         *slog.Logger
+	dialer      *wire.Dialer
+	groups      []*groupclient.Client // the groups to read, in preference order
+	failedAt    []time.Time           // per group: when a read last found it unreachable (conflicts.go)
+	damaged     damageLog             // messages served damaged, never delivered (checksum.go)
+	released    releasedMark          // how far the groups said retention released the source (released.go)
+	unpublished unpublishedSet        // what the groups said was never published (unpublished.go)
 
 	durable *durable // nil without a Name
 }
@@ -106,6 +110,9 @@ func (r *Receiver) Close() error {
 // or the oldest retained message. A durable receiver given an explicit from registers
 // too, so what it consumes is recorded.
 func (r *Receiver) start(ctx context.Context, from uint64) (uint64, error) {
+	if from == Oldest {
+		from = Resume
+	}
 	if r.durable != nil {
 		if _, err := r.durable.ensure(ctx); err != nil {
 			return 0, err
@@ -178,13 +185,17 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 
 // Read calls fn for every message in [from, to], in order, each once. When
 // some sequence numbers are held by no reachable group it still delivers
-// everything else and then returns a *MissingError naming them. It stops
-// early if fn returns an error.
+// everything else and then returns a *MissingError naming them, or, when
+// retention released all of them, a *ReleasedError. It stops early if fn
+// returns an error.
 //
-// from may be Resume. A durable receiver acknowledges each message once fn
+// from may be Resume, or Oldest (released numbers are then skipped and
+// not reported). Numbers their publisher declared never published are
+// neither delivered nor reported. A durable receiver acknowledges each message once fn
 // returned it without an error (unless Config.ExplicitAck), and Close
 // records the last.
 func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) error) error {
+	retainedOnly := from == Oldest
 	from, err := r.start(ctx, from)
 	if err != nil {
 		return err
@@ -216,8 +227,18 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 		}
 		next = through + 1
 	}
-	if len(missing) > 0 {
-		return &MissingError{Ranges: missing}
+	gone, missing := splitReleased(r.unpublished.without(missing), r.released.get())
+	if len(gone) > 0 {
+		r.log.Info("skipped what retention released", "ranges", rangesString(gone))
+	}
+	if retainedOnly {
+		gone = nil
+	}
+	switch {
+	case len(missing) > 0:
+		return &MissingError{Ranges: missing, Released: gone}
+	case len(gone) > 0:
+		return &ReleasedError{Ranges: gone}
 	}
 	return nil
 }
@@ -229,14 +250,14 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 // which a source holds a handful.
 func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Message) error) (uint64, []Range, error) {
 	var lastErr error
-	for i := range r.groups {
-		gi := (r.primary + i) % len(r.groups)
+	for _, gi := range r.readOrder() {
 		rep, err := r.fetch(ctx, r.groups[gi], &wire.Fetch{Source: r.cfg.Source, From: from, To: to, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 		if err != nil {
+			r.failed(gi)
 			lastErr = err
 			continue
 		}
-		r.primary = gi
+		r.reached(gi)
 		c := chunk{from: from, through: max(min(rep.Through, to), from)} // a store always covers at least its first message
 		msgs, damaged := r.intactOnly(r.groups[gi].Group, rep.Msgs)
 		c.add(msgs)
@@ -275,6 +296,8 @@ func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Rang
 	if err != nil {
 		return true
 	}
+	r.released.see(rep.Released)
+	r.unpublished.see(rep.Unpublished)
 	msgs, _ := r.intactOnly(g.Group, rep.Msgs)
 	if rep.Through >= h.From && rep.Through < h.To {
 		c.cut(rep.Through)

@@ -63,6 +63,7 @@ func init() {
 		CmdRegisterPaced:      command("RegisterPaced", decodeRegisterPaced, (*applier).registerPaced),
 		CmdMemberAddress:      command("MemberAddress", decodeMemberAddress, (*applier).memberAddress),
 		CmdPublishKeyed:       command("PublishKeyed", decodePublishKeyed, (*applier).publishKeyed),
+		CmdUnpublished:        command("Unpublished", decodeUnpublished, (*applier).unpublished),
 	}
 }
 

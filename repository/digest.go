@@ -71,6 +71,16 @@ func (r *Repo) Digest() (string, error) {
 				d.str(st.ExpiredSession)
 				d.u64(uint64(st.ExpiredUnixNano))
 			}
+			// Likewise only once a publisher declared numbers it never
+			// used (marker length 11).
+			if len(st.Unpublished) > 0 {
+				d.str("unpublished")
+				d.u64(uint64(len(st.Unpublished)))
+				for _, g := range st.Unpublished {
+					d.u64(g.From)
+					d.u64(g.To)
+				}
+			}
 
 			// Message by message, each as its 8-byte key then its payload,
 			// as when every message had a key of its own: how messages are

@@ -147,6 +147,9 @@ func libRead(data []byte, cmd any) (lib any, err error) {
 	case RegisterPaced:
 		var v libRegisterPaced
 		err, lib = msgpack.Unmarshal(data[1:], &v), RegisterPaced{Register{Source: v.Source, Session: v.Session, UnixNano: v.UnixNano}, Pacing(v.Pacing)}
+	case Unpublished:
+		var v libUnpublished
+		err, lib = msgpack.Unmarshal(data[1:], &v), Unpublished{v.Source, v.Session, v.From, v.To}
 	case MemberAddress:
 		var v libMemberAddress
 		err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}

@@ -66,6 +66,8 @@ func encode(cmd any) []byte {
 		return EncodeRegisterPaced(c)
 	case MemberAddress:
 		return EncodeMemberAddress(c)
+	case Unpublished:
+		return EncodeUnpublished(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

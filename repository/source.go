@@ -65,6 +65,10 @@ type sourceState struct {
 	// it was stable, not that it is lost.
 	ReleasedGaps  []Range
 	ReleasedFloor uint64
+	// Unpublished are the ranges above TrimmedThrough its publishers
+	// said they never used (unpublished.go), ascending, at most
+	// maxUnpublished; they may overlap held numbers and gaps alike.
+	Unpublished []Range
 }
 
 // maxReleasedGaps bounds the released gaps a source's state records: a
@@ -101,6 +105,9 @@ type storedState struct {
 	ReleasedKept  bool        `msgpack:"rk,omitempty"`
 	ReleasedGaps  [][2]uint64 `msgpack:"rg,omitempty"`
 	ReleasedFloor uint64      `msgpack:"rf,omitempty"`
+	// Added with Unpublished: absent, none recorded. A binary from before
+	// it drops the key when it rewrites the state (the record is advisory).
+	Unpublished [][2]uint64 `msgpack:"u,omitempty"`
 }
 
 func rangesOut(rs []Range) [][2]uint64 {
@@ -133,6 +140,7 @@ func encodeState(s *sourceState) ([]byte, error) {
 		TrimmedThrough: s.TrimmedThrough,
 		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
 		ReleasedKept: s.TrimmedThrough > 0, ReleasedGaps: rangesOut(s.ReleasedGaps), ReleasedFloor: s.ReleasedFloor,
+		Unpublished: rangesOut(s.Unpublished),
 	}
 	return msgpack.Marshal(&st)
 }
@@ -149,6 +157,7 @@ func decodeState(b []byte) (sourceState, error) {
 		TrimmedThrough: st.TrimmedThrough,
 		ExpiredSession: st.ExpiredSession, ExpiredUnixNano: st.ExpiredUnixNano,
 		ReleasedGaps: rangesIn(st.ReleasedGaps), ReleasedFloor: st.ReleasedFloor,
+		Unpublished: rangesIn(st.Unpublished),
 	}
 	if !st.ReleasedKept {
 		s.ReleasedGaps, s.ReleasedFloor = nil, s.TrimmedThrough
@@ -157,6 +166,9 @@ func decodeState(b []byte) (sourceState, error) {
 		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
 	}
 	if err := s.checkGaps(); err != nil {
+		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
+	}
+	if err := s.checkUnpublished(); err != nil {
 		return sourceState{}, fmt.Errorf("%w: source state: %v", ErrFormat, err)
 	}
 	return s, nil
@@ -269,6 +281,7 @@ func (s *sourceState) releaseGaps(through uint64) {
 		s.Gaps = append(s.Gaps[:0], kept...)
 	}
 	s.TrimmedThrough = through
+	s.releaseUnpublished(through)
 }
 
 // recordReleasedGap appends g (above every released gap) to the record,
@@ -326,6 +339,10 @@ type SourceInfo struct {
 	Count   uint64  // messages held
 	Bytes   uint64  // payload bytes held
 	Gaps    []Range // sequence numbers in (TrimmedThrough, HighSeq) this group never received, ascending
+	// Unpublished are the parts of Gaps its publishers said they never
+	// used (Unpublished): never published, not lost. Repair still fills
+	// them from a group that holds them.
+	Unpublished []Range
 
 	// TrimmedThrough is how far retention released the source: the highest
 	// Trim.Through applied, capped at HighSeq; 0 if never trimmed. Every
@@ -357,5 +374,6 @@ func (s *sourceState) info(name string) SourceInfo {
 		Session: s.Session, CreatedUnixNano: s.Created, LastRegisterUnixNano: s.LastRegister,
 		TrimmedThrough: s.TrimmedThrough,
 		ExpiredSession: s.ExpiredSession, ExpiredUnixNano: s.ExpiredUnixNano,
+		Unpublished: s.unpublishedGaps(),
 	}
 }

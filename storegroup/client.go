@@ -62,6 +62,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		Stop:            s.Close,
 		Pong:            s.pong,
 		Members:         clientDesk{s.memberDesk()}, // members_move.go
+		Conflicts:       s.repair.conflict.count,    // repair_conflicts.go
 	})
 }
 

@@ -24,6 +24,9 @@ type RepairStatus struct {
 	RepairedMessages uint64 `json:"repaired_messages"`
 	RepairedBytes    uint64 `json:"repaired_bytes"`
 	Conflicts        uint64 `json:"conflicts"` // payloads that differed from the one held (kept, never overwritten)
+	// FollowedReleases counts the messages this group dropped because
+	// another group's retention had released them (repair_release.go).
+	FollowedReleases uint64 `json:"followed_releases,omitempty"`
 	// Verified counts messages compared by digest with another group's
 	// (repair_verify.go); Mismatches, the sequence numbers found to hold
 	// another payload there: a consistency violation, LastMismatch says
@@ -31,7 +34,11 @@ type RepairStatus struct {
 	Verified     uint64 `json:"verified_messages"`
 	Mismatches   uint64 `json:"mismatches"`
 	LastMismatch string `json:"last_mismatch,omitempty"`
-	LastError    string `json:"last_error,omitempty"`
+	// IntergroupConflicts counts the distinct sequence numbers found so
+	// (repair_conflicts.go): what receivers resolve by the lowest group's
+	// payload.
+	IntergroupConflicts uint64 `json:"intergroup_conflicts"`
+	LastError           string `json:"last_error,omitempty"`
 	// Damage counts the messages this store found damaged at rest and
 	// the copies it serves in their place (repair_damage.go).
 	Damage DamageStatus `json:"damage_at_rest"`
@@ -47,9 +54,11 @@ type repairer struct {
 	clients  map[int]*groupclient.Client
 	damage   *damageRepairer      // copies of messages damaged in this store's files
 	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
+	conflict conflictBook         // numbers another group holds otherwise (repair_conflicts.go)
 
-	mu     sync.Mutex
-	status RepairStatus
+	mu       sync.Mutex
+	status   RepairStatus
+	ledSince time.Time // when this store's current leadership began, as run saw it; zero while not leading
 }
 
 // repairDeps is what repair needs from its store (built in
@@ -94,6 +103,7 @@ func (rp *repairer) Status() RepairStatus {
 	st := rp.status
 	rp.mu.Unlock()
 	st.Damage = rp.damage.Status()
+	st.IntergroupConflicts = rp.conflict.total()
 	return st
 }
 
@@ -124,9 +134,15 @@ func (rp *repairer) run(ctx context.Context) {
 		if !rp.isLeader() {
 			rp.mu.Lock()
 			clear(rp.verified) // the next leadership compares afresh
+			rp.ledSince = time.Time{}
 			rp.mu.Unlock()
 			continue
 		}
+		rp.mu.Lock()
+		if rp.ledSince.IsZero() {
+			rp.ledSince = time.Now()
+		}
+		rp.mu.Unlock()
 		err := rp.pass(ctx)
 		rp.mu.Lock()
 		rp.status.Passes++
@@ -165,10 +181,15 @@ func (rp *repairer) pass(ctx context.Context) error {
 			}
 			for _, m := range missingRanges(op, theirs) {
 				pending += m.to - m.from + 1
-				if err := rp.copyRange(ctx, c, theirs.Name, m); err != nil {
+				if err := rp.copyRange(ctx, c, idx, theirs, m); err != nil {
 					errs = append(errs, fmt.Errorf("copy %s %d-%d from group %d: %w", theirs.Name, m.from, m.to, idx, err))
 					break
 				}
+			}
+			// After the copies: the source exists here, and what lies
+			// below them is released, not a gap (repair_release.go).
+			if err := rp.follow(idx, theirs); err != nil {
+				errs = append(errs, fmt.Errorf("release %s through %d as group %d did: %w", theirs.Name, theirs.Released, idx, err))
 			}
 			if ok && budget > 0 {
 				n, err := rp.verify(ctx, c, idx, theirs, budget)
@@ -185,9 +206,15 @@ func (rp *repairer) pass(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// copyRange fetches a range from another group and proposes what it gets,
-// one raft entry per contiguous run, at most RepairBytesPerSecond.
-func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source string, m seqRange) error {
+// copyRange fetches a range of theirs' source from group idx and proposes
+// what it gets, one raft entry per contiguous run, at most
+// RepairBytesPerSecond. After the first copies it follows the other
+// group's release (once this store has led long enough,
+// repair_release.go), so the numbers below them do not stay a gap while a
+// long copy goes on.
+func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, idx int, theirs wire.SourceState, m seqRange) error {
+	source := theirs.Name
+	followed := false
 	next := m.from
 	for next <= m.to {
 		if !rp.isLeader() {
@@ -212,6 +239,12 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 				bytes += len(msg.Payload)
 			}
 			i = j
+		}
+		if !followed && len(msgs) > 0 {
+			followed = true
+			if err := rp.follow(idx, theirs); err != nil {
+				return err
+			}
 		}
 		if rep.Through < next || rep.Through >= m.to {
 			return nil

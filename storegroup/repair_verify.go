@@ -183,10 +183,12 @@ func (rp *repairer) reportMismatch(idx int, source string, seqs []uint64) {
 	rp.status.Mismatches += uint64(len(seqs))
 	rp.status.LastMismatch = what
 	rp.mu.Unlock()
+	fresh := rp.conflict.add(source, seqs)
 	if rp.metrics != nil {
 		rp.metrics.mismatches.Add(uint64(len(seqs)))
+		rp.metrics.conflicts.Add(fresh) // a consistency violation, counted once per number
 	}
-	rp.log.Error("CONSISTENCY VIOLATION: two groups hold different payloads for the same sequence numbers of a source (two publishers wrote it into different groups, or a sequence number was reused); neither copy is changed: find which publisher wrote what, and republish under a new source name if needed",
+	rp.log.Error("CONSISTENCY VIOLATION: two groups hold different payloads for the same sequence numbers of a source (two publishers wrote it into different groups, or a sequence number was reused); neither copy is changed, receivers get the payload of the lowest group index that holds it: find which publisher wrote what, and republish under a new source name if needed",
 		"source", source, "other_group", idx, "first_seq", seqs[0], "differing", len(seqs), "seqs", seqs)
 }
 

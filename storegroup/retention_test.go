@@ -67,9 +67,9 @@ func TestRetentionByMessagesIsDeterministic(t *testing.T) {
 	defer r.Close()
 	n := 0
 	err := r.Read(context.Background(), 1, 1000, func(receiver.Message) error { n++; return nil })
-	var me *receiver.MissingError
-	if !errors.As(err, &me) || len(me.Ranges) != 1 || me.Ranges[0] != (receiver.Range{From: 1, To: 900}) || n != 100 {
-		t.Fatalf("read after retention: %d messages, %v; want 100 and the released range 1-900 named", n, err)
+	var re *receiver.ReleasedError
+	if !errors.As(err, &re) || len(re.Ranges) != 1 || re.Ranges[0] != (receiver.Range{From: 1, To: 900}) || n != 100 {
+		t.Fatalf("read after retention: %d messages, %v; want 100 and the released range 1-900 named as released", n, err)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/raft"
+
+	"umstore/repository"
 )
 
 // Status is a point-in-time view of a store for operators and tests.
@@ -64,11 +66,19 @@ type SourceStatus struct {
 	HighSeq uint64 `json:"high_seq"`
 	LowSeq  uint64 `json:"oldest_seq"` // oldest retained
 	// TrimmedThrough: retention released every message up to here.
-	TrimmedThrough uint64      `json:"trimmed_through,omitempty"`
-	Count          uint64      `json:"count"`
-	Bytes          uint64      `json:"bytes"`
-	Gaps           int         `json:"gaps"`
-	GapRanges      [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	TrimmedThrough uint64 `json:"trimmed_through,omitempty"`
+	Count          uint64 `json:"count"`
+	Bytes          uint64 `json:"bytes"`
+	// Gaps are the ranges this group does not hold that no publisher
+	// declared unused; Unpublished the ones it did (never published, not
+	// lost: repository.Unpublished).
+	Gaps        int         `json:"gaps"`
+	GapRanges   [][2]uint64 `json:"gap_ranges,omitempty"` // the first few
+	Unpublished int         `json:"unpublished,omitempty"`
+	// Conflicts counts the sequence numbers another group was found to
+	// hold with another payload (repair_conflicts.go).
+	Conflicts         uint64      `json:"conflicts,omitempty"`
+	UnpublishedRanges [][2]uint64 `json:"unpublished_ranges,omitempty"` // the first few
 	// Pacing is the source's receiver-paced persistence mode, "" when it
 	// has none (status_receivers.go).
 	Pacing string `json:"pacing,omitempty"`
@@ -95,13 +105,10 @@ func (s *Store) sourceStatuses() []SourceStatus {
 	}
 	var out []SourceStatus
 	for _, in := range infos {
-		ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes, Gaps: len(in.Gaps)}
-		for i, g := range in.Gaps {
-			if i == maxGapsShown {
-				break
-			}
-			ss.GapRanges = append(ss.GapRanges, [2]uint64{g.From, g.To})
-		}
+		gaps := lostGaps(in)
+		ss := SourceStatus{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, TrimmedThrough: in.TrimmedThrough, Count: in.Count, Bytes: in.Bytes,
+			Gaps: len(gaps), GapRanges: firstRanges(gaps), Unpublished: len(in.Unpublished), UnpublishedRanges: firstRanges(in.Unpublished),
+			Conflicts: s.repair.conflict.count(in.Name)}
 		ss.Pacing, ss.Receivers = s.receiverStatuses(in)
 		out = append(out, ss)
 	}
@@ -171,4 +178,36 @@ func (s *Store) diskPosition() (index, term uint64) {
 		}
 	}
 	return index, term
+}
+
+// lostGaps returns in's gaps less what its publishers declared unused:
+// the numbers this group misses that were published.
+func lostGaps(in repository.SourceInfo) []repository.Range {
+	if len(in.Unpublished) == 0 {
+		return in.Gaps
+	}
+	var gaps, unused []seqRange
+	for _, g := range in.Gaps {
+		gaps = append(gaps, seqRange{g.From, g.To})
+	}
+	for _, g := range in.Unpublished {
+		unused = append(unused, seqRange{g.From, g.To})
+	}
+	var out []repository.Range
+	for _, r := range subtract(gaps, unused) {
+		out = append(out, repository.Range{From: r.from, To: r.to})
+	}
+	return out
+}
+
+// firstRanges lists the first maxGapsShown of rs for a status.
+func firstRanges(rs []repository.Range) [][2]uint64 {
+	var out [][2]uint64
+	for i, g := range rs {
+		if i == maxGapsShown {
+			break
+		}
+		out = append(out, [2]uint64{g.From, g.To})
+	}
+	return out
 }

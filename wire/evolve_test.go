@@ -74,8 +74,8 @@ func TestConformLeavesExactBodiesAlone(t *testing.T) {
 func TestShapes(t *testing.T) {
 	for typ, want := range map[Type]string{
 		TypeAck:        "Ack[6]",
-		TypeFetchReply: "FetchReply[7: 6=[]Msg[3]]",
-		TypeSourceList: "SourceList[4: 3=[]SourceState[5: 4=[]Range[2]]]",
+		TypeFetchReply: "FetchReply[9: 6=[]Msg[3] 8=[]Range[2]]",
+		TypeSourceList: "SourceList[4: 3=[]SourceState[8: 4=[]Range[2] 6=[]Range[2]]]",
 		TypeNak:        "Nak[6: 5=[]Range[2]]",
 	} {
 		if got := shapes[typ].String(); got != want {

@@ -130,13 +130,21 @@ type Registered struct {
 // the same order; a store refuses the whole frame, storing nothing, when
 // one does not match (CodeChecksum). It is empty in frames of publishers
 // older than checksums, and then not sent (evolve.go).
+//
+// UnusedFrom..UnusedTo, when UnusedFrom is not 0, are numbers below the
+// session's first that its publisher skipped when it resumed and never
+// sent: the store records them as never published (unless it holds
+// them), not as a gap. A publisher sends them on the first frame of each
+// connection; 0 in frames of publishers older than the fields.
 type Publish struct {
-	_msgpack  struct{} `msgpack:",as_array"`
-	ReqID     uint64
-	Source    string
-	FirstSeq  uint64
-	Payloads  [][]byte
-	Checksums []uint32
+	_msgpack   struct{} `msgpack:",as_array"`
+	ReqID      uint64
+	Source     string
+	FirstSeq   uint64
+	Payloads   [][]byte
+	Checksums  []uint32
+	UnusedFrom uint64
+	UnusedTo   uint64
 }
 
 // Ack says the group has committed FirstSeq..LastSeq of Source (new or
@@ -214,7 +222,10 @@ type Msg struct {
 // FetchReply answers Fetch: the messages held in [From, Through],
 // ascending; a sequence number in that range that is absent is not held by
 // the group. Through is the requested To unless a limit cut the reply short.
-// Known is false if the group has never seen the source.
+// Known is false if the group has never seen the source. Released is how
+// far the group's retention released the source (every number at or below
+// it is gone on purpose, not lost); 0 if never, or from a store older
+// than the field.
 type FetchReply struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
@@ -224,6 +235,11 @@ type FetchReply struct {
 	LowSeq   uint64
 	Through  uint64
 	Msgs     []Msg
+	Released uint64
+	// Unpublished are the numbers the group does not hold that their
+	// publisher declared it never used (Publish.UnusedFrom): never
+	// published, not lost. Empty from a store older than the field.
+	Unpublished []Range
 }
 
 // Probe asks any store (leader or not) what it holds; stores use it before
@@ -279,6 +295,16 @@ type SourceState struct {
 	LowSeq   uint64
 	Count    uint64
 	Gaps     []Range // ranges between LowSeq and HighSeq the group does not hold
+	// Released is how far the group's retention released the source
+	// (FetchReply.Released); 0 if never, or from a store older than it.
+	Released uint64
+	// Unpublished are the parts of Gaps declared never published
+	// (FetchReply.Unpublished).
+	Unpublished []Range
+	// Conflicts counts the sequence numbers of the source another group
+	// was found to hold with another payload (a consistency violation;
+	// receivers get the payload of the lowest group index).
+	Conflicts uint64
 }
 
 // SourceList answers Sources.
@@ -306,13 +332,15 @@ type Subscribe struct {
 // Through that is absent is not held by the group. HighSeq is the source's
 // highest sequence number in the group.
 type Deliver struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	ReqID    uint64
-	Source   string
-	Through  uint64
-	HighSeq  uint64
-	LowSeq   uint64
-	Msgs     []Msg
+	_msgpack    struct{} `msgpack:",as_array"`
+	ReqID       uint64
+	Source      string
+	Through     uint64
+	HighSeq     uint64
+	LowSeq      uint64
+	Msgs        []Msg
+	Released    uint64  // as FetchReply.Released
+	Unpublished []Range // as FetchReply.Unpublished
 }
 
 // Consumed records, through the group's log, that Receiver has consumed

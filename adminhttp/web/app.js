@@ -228,6 +228,8 @@
           el("td", {"class": "n"}, num(s.oldest_seq)),
           el("td", {"class": "n"}, num(s.count)),
           el("td", {"class": "n " + (s.gaps ? "no" : "")}, s.gaps ? "⚠ " + num(s.gaps) : "0"),
+          el("td", {"class": "n " + (s.conflicts ? "no" : ""), "title": s.conflicts ? "another group holds other payloads for these sequence numbers; receivers get the lowest group's" : ""},
+            s.conflicts ? "⚠ " + num(s.conflicts) : "0"),
           i === 0 ? el("td", {"rowspan": g.sources.length, "title": repairTitle, "class": "repair"}, repair) : null));
       });
     }
@@ -239,7 +241,7 @@
     fill("sources",
       rows.length ? el("table", {"class": "sources"},
         el("thead", {}, el("tr", {},
-          ["group", "source", "highest", "oldest retained", "messages", "gaps", "repair"].map((h) => el("th", {"scope": "col"}, h)))),
+          ["group", "source", "highest", "oldest retained", "messages", "gaps", "conflicts", "repair"].map((h) => el("th", {"scope": "col"}, h)))),
         el("tbody", {}, rows)) : null,
       note);
   }

@@ -46,11 +46,20 @@ less. One live receiver per name: a second is refused until the first
 closes, or is silent for the stores' receiver-activity-timeout (30s), which
 a receiver restarted after kill -9 waits out.
 
-Exit status: 0 if every message in the range was read; 1 if some range is
-held by no reachable group (the ranges are named on stderr), the source is
-unknown to every reachable group (a typo: the sources they hold are named),
-or the stores could not be reached; 2 for bad usage. With --group N, a group
-electing a leader is waited for, within --timeout.
+Retention releases a source's oldest messages on purpose: without --from
+(or with --from oldest) umrcv starts at the oldest message any group
+retains and skips what retention releases while it reads. A range asked
+for with --from SEQ that retention released is named on stderr as
+released, with its own exit status, 3.
+
+Exit status: 0 if every message in the range was read (released messages
+outside an explicit --from range are not asked for); 1 if some range is
+held by no reachable group and was not released by retention (the ranges
+are named on stderr), the source is unknown to every reachable group (a
+typo: the sources they hold are named), or the stores could not be
+reached; 2 for bad usage; 3 if everything else was read but part of the
+range asked for (--from SEQ) was released by retention (named on stderr).
+With --group N, a group electing a leader is waited for, within --timeout.
 
 Flags:
 `
@@ -96,12 +105,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // start is where reading starts: after what a durable name consumed
-// (unless --from says otherwise), else --from.
-func (o *options) start(ctx context.Context, r *receiver.Receiver) (uint64, error) {
+// (unless --from says otherwise), else --from. retained says the read
+// asked for what is retained (--from oldest, or a new durable name), so
+// what retention releases meanwhile is skipped, not reported.
+func (o *options) start(ctx context.Context, r *receiver.Receiver) (from uint64, retained bool, err error) {
 	if o.name != "" && !o.fs.Changed("from") {
 		return resumeSeq(ctx, r, o.follow, o.timeout)
 	}
-	return startSeq(ctx, r, o.from)
+	from, err = startSeq(ctx, r, o.from)
+	return from, o.from == "oldest", err
 }
 
 // followSource is umrcv --follow: it prints from the start on, without
@@ -110,12 +122,16 @@ func followSource(ctx context.Context, o *options, r *receiver.Receiver, out *si
 	if known, err := r.Known(ctx); err == nil && !known {
 		fmt.Fprintf(stderr, "umrcv: source %q is not known to the stores yet; waiting for a publisher to register it\n", cli.Printable(o.source))
 	}
-	from, err := o.start(ctx, r)
+	from, _, err := o.start(ctx, r)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 1
 	}
 	err = r.Follow(ctx, from, out.printFlushed, func(rg receiver.Range) {
+		if rg.To <= r.Released() {
+			fmt.Fprintf(stderr, "umrcv: messages %s were released by retention; skipped\n", rg)
+			return
+		}
 		fmt.Fprintf(stderr, "umrcv: unrecoverable loss: messages %s are held by no reachable group; skipped\n", rg)
 	})
 	if ctx.Err() != nil {
@@ -135,7 +151,7 @@ func readSource(ctx context.Context, o *options, r *receiver.Receiver, out *sink
 	if code := checkKnown(ctx, r, o.source, stderr); code != 0 {
 		return code
 	}
-	from, err := o.start(ctx, r)
+	from, retained, err := o.start(ctx, r)
 	if err != nil {
 		fmt.Fprintln(stderr, "umrcv:", err)
 		return 1
@@ -151,13 +167,21 @@ func readSource(ctx context.Context, o *options, r *receiver.Receiver, out *sink
 			return 0 // nothing held yet, or nothing new for this name
 		}
 	}
+	if retained {
+		from = receiver.Oldest // where retention now starts; what it releases meanwhile is skipped
+	}
 	err = r.Read(ctx, from, last, out.print)
 	var missing *receiver.MissingError
+	var released *receiver.ReleasedError
 	switch {
 	case errors.As(err, &missing):
 		out.flush()
 		fmt.Fprintf(stderr, "umrcv: %v\n", err)
 		return 1
+	case errors.As(err, &released):
+		out.flush()
+		fmt.Fprintf(stderr, "umrcv: %v\n", err)
+		return exitReleased
 	case err != nil:
 		out.flush()
 		fmt.Fprintln(stderr, "umrcv:", err)
@@ -171,7 +195,7 @@ func readSource(ctx context.Context, o *options, r *receiver.Receiver, out *sink
 // oldest message retained. Without --follow the wait for its registration
 // (a name still held by a receiver that was killed) is bounded by
 // --timeout.
-func resumeSeq(ctx context.Context, r *receiver.Receiver, follow bool, timeout time.Duration) (uint64, error) {
+func resumeSeq(ctx context.Context, r *receiver.Receiver, follow bool, timeout time.Duration) (from uint64, retained bool, err error) {
 	if !follow {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -179,13 +203,18 @@ func resumeSeq(ctx context.Context, r *receiver.Receiver, follow bool, timeout t
 	}
 	reg, err := r.Register(ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if reg.Resume > 0 {
-		return reg.Resume, nil
+		return reg.Resume, false, nil
 	}
-	return startSeq(ctx, r, "oldest")
+	from, err = startSeq(ctx, r, "oldest")
+	return from, true, err
 }
+
+// exitReleased is umrcv's exit status when part of the range asked for
+// was released by retention and everything else was read.
+const exitReleased = 3
 
 func parseSeq(s string) uint64 {
 	n, err := strconv.ParseUint(s, 10, 64)

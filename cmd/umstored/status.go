@@ -122,16 +122,17 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 			if !printed {
 				fmt.Fprintln(w)
 				tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "GROUP\tSOURCE\tHIGHEST\tOLDEST\tMESSAGES\tGAPS\n")
+				fmt.Fprintf(tw, "GROUP\tSOURCE\tHIGHEST\tOLDEST\tMESSAGES\tGAPS\tCONFLICTS\n")
 				printed = true
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\n", g.Index, cli.Printable(src.Name), src.HighSeq, src.LowSeq, src.Count, src.Gaps)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\n", g.Index, cli.Printable(src.Name), src.HighSeq, src.LowSeq, src.Count, src.Gaps, src.Conflicts)
 		}
 	}
 	if printed {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
+	printConflicts(w, st)
 	printReceivers(w, st)
 	for _, m := range st.PolicyMismatch {
 		fmt.Fprintf(w, "policy: %s (runs another policy than this deployment file: a flag of its daemon overrides it, or its host has another file)\n", cli.Printable(m))
@@ -141,4 +142,17 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 		verdict = "publishing: NOT possible"
 	}
 	fmt.Fprintf(w, "%s (%s)\n", verdict, st.Reason)
+}
+
+// printConflicts says, once per source, that groups hold different
+// payloads for some of its sequence numbers, and what receivers get.
+func printConflicts(w io.Writer, st deploystatus.Summary) {
+	for _, g := range st.Groups {
+		for _, src := range g.Sources {
+			if src.Conflicts > 0 {
+				fmt.Fprintf(w, "CONSISTENCY VIOLATION: group %d's leader found %d sequence number(s) of source %s that another group holds with another payload; neither copy is changed, receivers get the payload of the lowest group index that holds it (docs/receivers.md)\n",
+					g.Index, src.Conflicts, cli.Printable(src.Name))
+			}
+		}
+	}
 }

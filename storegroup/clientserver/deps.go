@@ -63,6 +63,9 @@ type Deps struct {
 	Stop        func() error                      // stops the store (an operator's Shutdown)
 	Pong        func(reqID uint64) *wire.Pong     // answers a Ping; nil: a bare Pong
 	Members     MemberDesk                        // Members and MemberMove; nil: refused
+	// Conflicts counts the sequence numbers of source another group was
+	// found to hold with another payload (storegroup's repair); nil: none.
+	Conflicts func(source string) uint64
 }
 
 // ErrFenced refuses a registration from an earlier incarnation of a

@@ -30,7 +30,7 @@ func (cs *Server) fetch(ctx context.Context, m *wire.Fetch) wire.Message {
 	if !ok {
 		return rep
 	}
-	rep.HighSeq, rep.LowSeq = info.HighSeq, info.LowSeq
+	rep.HighSeq, rep.LowSeq, rep.Released, rep.Unpublished = info.HighSeq, info.LowSeq, info.TrimmedThrough, wireRanges(info.Unpublished)
 	rep.Through = m.To
 	if m.From > m.To || m.From > info.HighSeq {
 		return rep
@@ -90,7 +90,10 @@ func (cs *Server) sources(m *wire.Sources) wire.Message {
 	}
 	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.Group, GroupID: cs.Repo.GroupID(), Sources: make([]wire.SourceState, len(infos))}
 	for i, in := range infos {
-		st := wire.SourceState{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count}
+		st := wire.SourceState{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Released: in.TrimmedThrough, Unpublished: wireRanges(in.Unpublished)}
+		if cs.Conflicts != nil {
+			st.Conflicts = cs.Conflicts(in.Name)
+		}
 		for _, g := range in.Gaps {
 			st.Gaps = append(st.Gaps, wire.Range{From: g.From, To: g.To})
 		}

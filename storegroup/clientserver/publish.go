@@ -122,6 +122,7 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 	}
 	cs.Metrics.MergedFrames.Observe(float64(len(batch)))
 	cs.Stages.Since(stagetime.Queued, read)
+	cs.recordUnused(p, conn)
 	f := cs.Proposer.ProposeDecided(cs.encodePublish(batch, conn))
 	hold := cs.holdFor(ctx, conn, p.Source)
 	for i, p := range batch {

@@ -67,7 +67,7 @@ func (cs *Server) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe
 				_ = c.Send(&wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()})
 				return
 			}
-			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: info.HighSeq, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Msgs: servedMsgs(msgs)}
+			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: info.HighSeq, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Msgs: servedMsgs(msgs), Released: info.TrimmedThrough, Unpublished: wireRanges(info.Unpublished)}
 			if cutShort(msgs, info.HighSeq) {
 				d.Through = msgs[len(msgs)-1].Seq
 			}
@@ -82,7 +82,7 @@ func (cs *Server) subscribe(ctx context.Context, c *wire.Conn, m *wire.Subscribe
 			return
 		case <-applied:
 		case <-heartbeat.C:
-			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: cursor - 1, HighSeq: info.HighSeq, LowSeq: info.LowSeq}
+			d := &wire.Deliver{ReqID: m.ReqID, Source: m.Source, Through: cursor - 1, HighSeq: info.HighSeq, LowSeq: info.LowSeq, Released: info.TrimmedThrough, Unpublished: wireRanges(info.Unpublished)}
 			if err := c.Send(d); err != nil {
 				return
 			}

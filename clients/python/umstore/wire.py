@@ -129,7 +129,8 @@ def _make_class(st):
 Msg = Struct("Msg", [("Seq", U64), ("Payload", BIN), ("CRC", U32)])
 Range = Struct("Range", [("From", U64), ("To", U64)])
 GroupIdentity = Struct("GroupIdentity", [("Index", INT), ("GroupID", STR)])
-SourceState = Struct("SourceState", [("Name", STR), ("HighSeq", U64), ("LowSeq", U64), ("Count", U64), ("Gaps", [Range])])
+SourceState = Struct("SourceState", [("Name", STR), ("HighSeq", U64), ("LowSeq", U64), ("Count", U64), ("Gaps", [Range]),
+                                      ("Released", U64), ("Unpublished", [Range]), ("Conflicts", U64)])
 
 FRAMES = {}
 
@@ -145,18 +146,21 @@ Welcome = _frame(2, "Welcome", [("Version", INT), ("Store", STR), ("Group", INT)
 Error = _frame(3, "Error", [("ReqID", U64), ("Code", STR), ("Message", STR)])
 Register = _frame(4, "Register", [("ReqID", U64), ("Source", STR), ("Session", STR)])
 Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group", INT), ("GroupID", STR), ("HighSeq", U64), ("LowSeq", U64), ("Intragroup", STR)])
-Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN]), ("Checksums", [U32])])
+Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN]), ("Checksums", [U32]),
+                                ("UnusedFrom", U64), ("UnusedTo", U64)])
 Ack = _frame(7, "Ack", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Conflicts", INT)])
 NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR)])
 Fetch = _frame(9, "Fetch", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT), ("MaxBytes", INT), ("Local", BOOL)])
-FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("HighSeq", U64), ("LowSeq", U64), ("Through", U64), ("Msgs", [Msg])])
+FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("HighSeq", U64), ("LowSeq", U64), ("Through", U64), ("Msgs", [Msg]),
+                                       ("Released", U64), ("Unpublished", [Range])])
 Probe = _frame(11, "Probe", [("ReqID", U64)])
 ProbeReply = _frame(12, "ProbeReply", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("HasState", BOOL), ("State", STR), ("Leader", STR),
                                        ("AppliedIndex", U64), ("LastIndex", U64), ("LastTerm", U64), ("CatchingUp", BOOL), ("KnownGroups", [GroupIdentity])])
 Sources = _frame(13, "Sources", [("ReqID", U64)])
 SourceList = _frame(14, "SourceList", [("ReqID", U64), ("Group", INT), ("GroupID", STR), ("Sources", [SourceState])])
 Subscribe = _frame(15, "Subscribe", [("ReqID", U64), ("Source", STR), ("From", U64), ("Receiver", STR)])
-Deliver = _frame(16, "Deliver", [("ReqID", U64), ("Source", STR), ("Through", U64), ("HighSeq", U64), ("LowSeq", U64), ("Msgs", [Msg])])
+Deliver = _frame(16, "Deliver", [("ReqID", U64), ("Source", STR), ("Through", U64), ("HighSeq", U64), ("LowSeq", U64), ("Msgs", [Msg]),
+                                 ("Released", U64), ("Unpublished", [Range])])
 Consumed = _frame(17, "Consumed", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Seq", U64)])
 OK = _frame(18, "OK", [("ReqID", U64)])
 Shutdown = _frame(19, "Shutdown", [("ReqID", U64), ("Token", STR)])
