@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"umstore/publisher"
 	"umstore/repository"
 	"umstore/storegroup"
+	"umstore/wire"
 )
 
 // tlsStream is a raft.StreamLayer over TLS, as an attacker would write one
@@ -215,4 +217,142 @@ func publishSecure(t *testing.T, c *clustertest.Cluster, clientTLS *tls.Config, 
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// consumedAs acknowledges, for session, that receiver consumed source up to
+// seq (0: a keep-alive), and fails the test unless the leader answers OK.
+func (c *client) consumedAs(source, receiver, session string, seq uint64, leaving bool) {
+	c.t.Helper()
+	if got, ok := c.call(&wire.ConsumedAs{ReqID: 1, Source: source, Receiver: receiver, Session: session, Seq: seq, Leaving: leaving}).(*wire.OK); !ok {
+		c.t.Fatalf("ConsumedAs %d by %s: %#v, want OK", seq, session, got)
+	}
+}
+
+// A client that knows a durable receiver's name cannot move its position:
+// an anonymous Consumed (frame 17) for a name a session registered is
+// refused, while the receiver is registered and after it left, and
+// nothing is proposed. With receiver-paced persistence the stores keep
+// what the receiver has not consumed. On the code before receiver names
+// were owned, the leader answered OK, the position jumped to 95 and the
+// stores released messages 51-95, which the receiver never consumed. A
+// name no session ever registered still takes an anonymous position.
+func TestStrangerCannotMoveAReceiversPosition(t *testing.T) {
+	t.Parallel()
+	c := pacedCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := pacedPublisher(t, ctx, c, publisher.PacingBlocking)
+	leader := c.WaitLeader(1, 30*time.Second)
+	owner := dial(t, clientAddr(c, leader.Name()))
+	reg, ok := owner.call(&wire.RegisterReceiver{ReqID: 1, Source: "paced", Receiver: "app1", Session: "app1-1", Paced: true}).(*wire.ReceiverRegistered)
+	if !ok || !reg.Known {
+		t.Fatalf("register app1: %#v", reg)
+	}
+	for i := 1; i <= pacedLimit; i++ {
+		if _, err := p.Send(ctx, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	owner.consumedAs("paced", "app1", "app1-1", 50, false)
+	if _, err := p.Send(ctx, []byte("over the limit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(10*time.Second, "the stores release what app1 consumed", func() bool { return trimmedThrough(c, 1) == 50 })
+
+	stranger := dial(t, clientAddr(c, leader.Name()))
+	spoof := func(when string) {
+		t.Helper()
+		before := leader.Status().LastIndex
+		got := stranger.call(&wire.Consumed{ReqID: 7, Source: "paced", Receiver: "app1", Seq: 95})
+		e, ok := got.(*wire.Error)
+		if !ok || e.Code != wire.CodeNotRegistered || e.ReqID != 7 || !strings.Contains(e.Message, "only that session records its consumption") {
+			t.Fatalf("%s: an anonymous Consumed of app1 at 95 was answered %#v, want an Error %s saying only its session records its consumption", when, got, wire.CodeNotRegistered)
+		}
+		owner.consumedAs("paced", "app1", "app1-1", 0, false) // keep-alive
+		time.Sleep(500 * time.Millisecond)                    // several retention checks
+		if after := leader.Status().LastIndex; after != before {
+			t.Logf("%s: the log grew by %d entries (the owner's keep-alive and housekeeping propose none of a position)", when, after-before)
+		}
+		for _, m := range c.Members(1) {
+			pos, _, _, err := c.Store(m.Name).Repository().Receiver("paced", "app1")
+			if err != nil || pos.Seq != 50 {
+				t.Fatalf("%s: %s records app1 at %d (err %v), want 50", when, m.Name, pos.Seq, err)
+			}
+		}
+		if got := trimmedThrough(c, 1); got != 50 {
+			t.Fatalf("%s: the stores released the source through %d, want 50: the receiver consumed only 50", when, got)
+		}
+	}
+	spoof("while app1 is registered")
+
+	// Its own session moves it on; a goodbye frees the name, but the name
+	// stays owned.
+	owner.consumedAs("paced", "app1", "app1-1", 60, true)
+	c.Eventually(10*time.Second, "app1's own acknowledgement is recorded", func() bool {
+		pos, _, _, _ := leader.Repository().Receiver("paced", "app1")
+		return pos.Seq == 60
+	})
+	got := stranger.call(&wire.Consumed{ReqID: 8, Source: "paced", Receiver: "app1", Seq: 95})
+	if e, ok := got.(*wire.Error); !ok || e.Code != wire.CodeNotRegistered {
+		t.Fatalf("after app1 left: an anonymous Consumed was answered %#v, want an Error %s", got, wire.CodeNotRegistered)
+	}
+
+	// A name no session registered: the anonymous form still records it.
+	if got, ok := stranger.call(&wire.Consumed{ReqID: 9, Source: "paced", Receiver: "legacy", Seq: 10}).(*wire.OK); !ok {
+		t.Fatalf("an anonymous Consumed of a never-registered name: %#v, want OK", got)
+	}
+	c.Eventually(10*time.Second, "legacy's position is recorded", func() bool {
+		pos, _, _, _ := leader.Repository().Receiver("paced", "legacy")
+		return pos.Seq == 10
+	})
+	if pos, _, _, _ := leader.Repository().Receiver("paced", "app1"); pos.Seq != 60 {
+		t.Fatalf("app1 is at %d, want 60", pos.Seq)
+	}
+}
+
+// A receiver that registered while the group did not hold its source is
+// told to register again before its first position is recorded, so that
+// every recorded position names the session that owns it (and an
+// anonymous Consumed cannot take the name over once the leader forgets
+// the session). On the code before, the position was recorded without a
+// session.
+func TestReceiverRegisteredBeforeItsSourceRegistersAgain(t *testing.T) {
+	t.Parallel()
+	c := clustertest.Start(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader := c.WaitLeader(1, 30*time.Second)
+	rcv := dial(t, clientAddr(c, leader.Name()))
+	register := func() *wire.ReceiverRegistered {
+		t.Helper()
+		reg, ok := rcv.call(&wire.RegisterReceiver{ReqID: 1, Source: "later", Receiver: "app1", Session: "app1-1"}).(*wire.ReceiverRegistered)
+		if !ok {
+			t.Fatalf("register app1: %#v", reg)
+		}
+		return reg
+	}
+	if reg := register(); reg.Known {
+		t.Fatalf("registered with a source the group holds already: %#v", reg)
+	}
+	if err := c.PublishDirect(ctx, 1, "later", 1, [][]byte{[]byte("1"), []byte("2")}); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.call(&wire.ConsumedAs{ReqID: 2, Source: "later", Receiver: "app1", Session: "app1-1", Seq: 2})
+	if e, ok := got.(*wire.Error); !ok || e.Code != wire.CodeNotRegistered || !strings.Contains(e.Message, "again") {
+		t.Fatalf("the first position after the source appeared: %#v, want an Error %s saying to register again", got, wire.CodeNotRegistered)
+	}
+	if reg := register(); !reg.Known {
+		t.Fatalf("registered again: %#v, want the source known", reg)
+	}
+	rcv.consumedAs("later", "app1", "app1-1", 2, false)
+	c.Eventually(10*time.Second, "the position is recorded with its session", func() bool {
+		pos, _, _, _ := leader.Repository().Receiver("later", "app1")
+		return pos.Seq == 2 && pos.Session == "app1-1"
+	})
 }

@@ -49,14 +49,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 		cs.settled(ctx)
 		return reply{msg: cs.sources(m)}
 	case *wire.Consumed:
-		if err := checkSource(m.Source); err != nil {
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
-		}
-		if rep, ok := cs.notLeader(m.ReqID); !ok {
-			return rep
-		}
-		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
-		return reply{req: m, future: cs.Proposer.Propose(cmd)}
+		return cs.anonymousConsumed(m) // receivers_owned.go
 	case *wire.Members:
 		if cs.Members == nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store does not tell its members' addresses"}}
