@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -355,4 +356,90 @@ func TestReceiverRegisteredBeforeItsSourceRegistersAgain(t *testing.T) {
 		pos, _, _, _ := leader.Repository().Receiver("later", "app1")
 		return pos.Seq == 2 && pos.Session == "app1-1"
 	})
+}
+
+// ownerAs starts a publisher of source under UM session ID 0x1234.
+func ownerAs(ctx context.Context, c *clustertest.Cluster, source string) (*publisher.Publisher, error) {
+	cfg := publisher.DefaultConfig()
+	cfg.Source, cfg.Groups, cfg.SessionID, cfg.RegisterTimeout = source, c.Addrs(), 0x1234, 300*time.Millisecond
+	return publisher.New(ctx, cfg)
+}
+
+// sendStable sends "owner N" for N in from..to through p and waits until
+// they are stable.
+func sendStable(t *testing.T, ctx context.Context, p *publisher.Publisher, from, to uint64) {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		if seq, err := p.Send(ctx, []byte(fmt.Sprintf("owner %d", n))); err != nil || seq != n {
+			t.Fatalf("send %d: got %d, %v", n, seq, err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// No client can strand a source. A stranger who knows the owner's static
+// session ID registers with the last epoch: refused, and the owner goes on.
+// With an epoch the stores allow it takes the source over (its identity is
+// not a secret), but a Publish at the ceiling, or anywhere far past the
+// source's highest, is refused. Once it goes silent the owner's restart
+// registers, resumes right after its own messages, and they are stable. On
+// the code before, the last epoch fenced the owner, the Publish at 2^53-1
+// was stored, and every later registration of the owner failed with "the
+// source has used every sequence number".
+func TestStrangerCannotStrandASource(t *testing.T) {
+	t.Parallel()
+	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = time.Second })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := ownerAs(ctx, c, "victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	sendStable(t, ctx, p, 1, 5)
+	leader := c.WaitLeader(1, 30*time.Second)
+	stranger := dial(t, clientAddr(c, leader.Name()))
+
+	got := stranger.call(&wire.Register{ReqID: 1, Source: "victim", Session: "session-id:0x0000000000001234#18446744073709551615"})
+	if e, ok := got.(*wire.Error); !ok || e.Code != wire.CodeBadRequest || !strings.Contains(e.Message, "check the publisher host's clock") {
+		t.Fatalf("a registration with the last epoch was answered %#v, want an Error %s about the epoch", got, wire.CodeBadRequest)
+	}
+	sendStable(t, ctx, p, 6, 6) // the owner was not fenced
+
+	ahead := time.Now().Add(5 * time.Minute).UnixNano()
+	if r, ok := stranger.call(&wire.Register{ReqID: 2, Source: "victim", Session: fmt.Sprintf("session-id:0x0000000000001234#%d", ahead)}).(*wire.Registered); !ok || r.HighSeq != 6 {
+		t.Fatalf("a registration with an epoch the stores allow: %#v, want Registered at 6", r)
+	}
+	for i, first := range []uint64{wire.MaxSeq, 6 + 1 + (1 << 20) + 1, 1 << 40} {
+		reqID := uint64(10 + i)
+		got := stranger.call(&wire.Publish{ReqID: reqID, Source: "victim", FirstSeq: first, Payloads: [][]byte{[]byte("stranger")}})
+		if e, ok := got.(*wire.Error); !ok || e.Code != wire.CodeBadRequest || e.ReqID != reqID || !strings.Contains(e.Message, "Publish from 7 on") {
+			t.Fatalf("a Publish at %d was answered %#v, want an Error %s saying where the source may go on", first, got, wire.CodeBadRequest)
+		}
+	}
+	stranger.c.Close() // silent from now on
+	p.Close()          // fenced by the stranger's registration
+
+	c.Eventually(20*time.Second, "the owner registers again once the stranger is silent", func() bool {
+		short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+		defer cancelShort()
+		var err error
+		p, err = ownerAs(short, c, "victim")
+		return err == nil
+	})
+	if got := p.FirstSeq(); got != 7 {
+		t.Fatalf("the owner resumed at %d, want 7", got)
+	}
+	sendStable(t, ctx, p, 7, 9)
+	var want []string
+	for i := 1; i <= 9; i++ {
+		want = append(want, fmt.Sprintf("%d owner %d", i, i))
+	}
+	for name, held := range heldPayloads(t, c, "victim", 9) {
+		if !reflect.DeepEqual(held, want) {
+			t.Fatalf("%s holds %q, want %q", name, held, want)
+		}
+	}
 }

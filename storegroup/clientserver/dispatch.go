@@ -98,6 +98,7 @@ func (cs *Server) keepAlive(m *wire.KeepAlive, conn *connState) {
 	if m.Leaving {
 		delete(conn.sessions, m.Source)
 		delete(conn.intragroup, m.Source)
+		delete(conn.published, m.Source)
 		cs.registered.give(1)
 	}
 	if !cs.IsLeader() {
@@ -189,8 +190,11 @@ func (cs *Server) claimSource(conn *connState, reqID uint64, source, session str
 			cs.registered.give(1)
 		}
 		code := wire.CodeBusy
-		if errors.Is(err, ErrFenced) {
+		switch {
+		case errors.Is(err, ErrFenced):
 			code = wire.CodeFenced
+		case errors.Is(err, ErrEpochAhead):
+			code = wire.CodeBadRequest
 		}
 		return &wire.Error{ReqID: reqID, Code: code, Message: err.Error()}
 	}

@@ -42,6 +42,9 @@ import (
 //     (repository.ErrStaleSession, answered CodeBusy);
 //   - every sequence number is in 1..wire.MaxSeq (CodeBadRequest); apply
 //     refuses the same (repository.ErrSeqCeiling), so no entry can;
+//   - the frame opens a gap of at most Limits.MaxSeqJump numbers past the
+//     highest this store knows any group holds for the source
+//     (CodeBadRequest, seqjump.go), so no client can use a source up;
 //   - every payload matches the checksum its publisher sent with it
 //     (CodeChecksum): a frame damaged on its way is refused whole. A frame
 //     without checksums (a publisher older than them) is accepted as it
@@ -99,10 +102,16 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}})
 		return nil, true
 	}
+	if e := cs.checkJump(p, conn); e != nil {
+		cs.Metrics.refused(refusedInvalid)
+		replies.put(reply{msg: e})
+		return nil, true
+	}
 	if !slots.take(ctx) {
 		return nil, false
 	}
 	batch, next := gather([]*wire.Publish{p}, queued)
+	conn.proposedThrough(batch[len(batch)-1])
 	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], batch, replies) {
 		slots.release()
 		return nil, false
