@@ -61,6 +61,17 @@ func TestPublishFarPastTheHighestIsRefused(t *testing.T) {
 			t.Fatalf("a Publish of %d from %d: %#v, want an Ack with HighSeq %d", st.n, st.first, got, st.high)
 		}
 	}
+	// A new connection of the same session (a publisher that reconnected)
+	// resends below the highest, and goes on from it.
+	again := dial(t, clientAddr(c, leader.Name()))
+	if r, ok := again.call(&wire.Register{ReqID: 1, Source: "s", Session: "raw"}).(*wire.Registered); !ok {
+		t.Fatalf("register again: %#v", r)
+	}
+	for i, first := range []uint64{60, 309, 310} {
+		if a, ok := again.call(&wire.Publish{ReqID: uint64(40 + i), Source: "s", FirstSeq: first, Payloads: make([][]byte, 1)}).(*wire.Ack); !ok {
+			t.Fatalf("a Publish from %d on a new connection: %#v, want an Ack", first, a)
+		}
+	}
 }
 
 // A group that lags far behind another (down while the other took many

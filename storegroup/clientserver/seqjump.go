@@ -40,7 +40,10 @@ func (cs *Server) checkJump(p *wire.Publish, conn *connState) *wire.Error {
 	if cs.PeerHigh != nil {
 		high = max(high, cs.PeerHigh(p.Source))
 	}
-	if gap := p.FirstSeq - high - 1; gap > cs.Limits.MaxSeqJump { // p.FirstSeq > high+1 here
+	if p.FirstSeq <= high+1 {
+		return nil // a resend, or the next numbers
+	}
+	if gap := p.FirstSeq - high - 1; gap > cs.Limits.MaxSeqJump {
 		return &wire.Error{ReqID: p.ReqID, Code: wire.CodeBadRequest, Message: fmt.Sprintf(
 			"a Publish of source %q from sequence number %d would skip %d numbers past %d, the highest this store knows any group holds; a store takes a gap of at most %d (MaxSeqJump), so that no client can use a source up: nothing was stored. Publish from %d on; a group that lags learns how far the others hold within its repair interval, so send it again then",
 			p.Source, p.FirstSeq, gap, high, cs.Limits.MaxSeqJump, high+1)}
