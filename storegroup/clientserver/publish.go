@@ -91,6 +91,11 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 			Message: err.Error() + ": the frame was damaged on its way; nothing of it was stored, send it again"}})
 		return nil, true
 	}
+	if e := cs.checkJump(p, conn); e != nil {
+		cs.Metrics.refused(refusedInvalid)
+		replies.put(reply{msg: e})
+		return nil, true
+	}
 	if _, ok := conn.sessions[p.Source]; !ok {
 		if !cs.IsLeader() {
 			// Only a leader registers; a follower sends the client there.
@@ -102,16 +107,10 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 			Message: fmt.Sprintf("register source %q on this connection first: a store accepts a Publish only on the connection that registered its source; nothing was stored", p.Source)}})
 		return nil, true
 	}
-	if e := cs.checkJump(p, conn); e != nil {
-		cs.Metrics.refused(refusedInvalid)
-		replies.put(reply{msg: e})
-		return nil, true
-	}
 	if !slots.take(ctx) {
 		return nil, false
 	}
 	batch, next := gather([]*wire.Publish{p}, queued)
-	conn.proposedThrough(batch[len(batch)-1])
 	if !cs.pace(ctx, p.Source, conn.sessions[p.Source], batch, replies) {
 		slots.release()
 		return nil, false
@@ -217,6 +216,7 @@ func payloadBytes(payloads [][]byte) int {
 // longer holds the source by then.
 func (cs *Server) encodePublish(batch []*wire.Publish, conn *connState) []byte {
 	pub := batchPublish(batch)
+	conn.proposedThrough(pub.Source, pub.FirstSeq, len(pub.Payloads))
 	session := conn.sessions[pub.Source]
 	cs.TouchSource(pub.Source, session, time.Now())
 	return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})

@@ -27,9 +27,13 @@ import (
 
 // checkJump returns the Error refusing p when it opens too large a gap past
 // the highest sequence number of its source the store knows of; nil
-// otherwise. A frame continuing what conn proposed is let through without a
-// read.
+// otherwise, and for a source conn did not register (the registration
+// check refuses it then). A frame continuing what conn proposed is let
+// through without a read.
 func (cs *Server) checkJump(p *wire.Publish, conn *connState) *wire.Error {
+	if _, ok := conn.sessions[p.Source]; !ok {
+		return nil
+	}
 	high := conn.published[p.Source]
 	if p.FirstSeq <= high+1 {
 		return nil
@@ -51,11 +55,11 @@ func (cs *Server) checkJump(p *wire.Publish, conn *connState) *wire.Error {
 	return nil
 }
 
-// proposedThrough records that conn proposed its source up to last's end.
-func (conn *connState) proposedThrough(last *wire.Publish) {
-	end := last.FirstSeq + uint64(len(last.Payloads)) - 1
+// proposedThrough records that conn proposes n messages of source from
+// first.
+func (conn *connState) proposedThrough(source string, first uint64, n int) {
 	if conn.published == nil {
 		conn.published = map[string]uint64{}
 	}
-	conn.published[last.Source] = max(conn.published[last.Source], end)
+	conn.published[source] = max(conn.published[source], first+uint64(n)-1)
 }
