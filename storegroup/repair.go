@@ -199,6 +199,7 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, source
 		if err != nil {
 			return err
 		}
+		rp.sawPeer(source, rep.HighSeq) // fresh while a long copy lasts
 		start := time.Now()
 		bytes := 0
 		msgs := rp.intactOnly(source, rep.Msgs, c.Addrs)
@@ -305,11 +306,16 @@ func (rp *repairer) throttle(ctx context.Context, bytes int, start time.Time) {
 
 // sawPeers records how far another group holds each of its sources.
 func (rp *repairer) sawPeers(sources []wire.SourceState) {
+	for _, src := range sources {
+		rp.sawPeer(src.Name, src.HighSeq)
+	}
+}
+
+// sawPeer records that another group holds source up to high.
+func (rp *repairer) sawPeer(source string, high uint64) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	for _, src := range sources {
-		rp.peerHigh[src.Name] = max(rp.peerHigh[src.Name], src.HighSeq)
-	}
+	rp.peerHigh[source] = max(rp.peerHigh[source], high)
 }
 
 // peerHighest returns the highest sequence number of source another group
