@@ -78,7 +78,7 @@ var ErrFenced = errors.New("fenced")
 // ErrEpochAhead refuses a registration whose session names an epoch
 // further ahead of the leader's clock than a publisher's could be
 // (answered CodeBadRequest): the stores decide how far an epoch may go.
-var ErrEpochAhead = errors.New("epoch ahead of the store's clock")
+var ErrEpochAhead = errors.New("epoch too far ahead")
 
 // Member is a member of the group as a redirect names it.
 type Member struct {
