@@ -21,7 +21,7 @@ import (
 // receiver's name cannot skip messages for it, nor release what a paced
 // receiver has not consumed.
 //
-// The check and the proposal are one step against registrations (ownerMu):
+// The check and the proposal are one step against registrations (owners):
 // a RegisterReceiver claims the name under the same lock, so an anonymous
 // Consumed either is in the log before the registration (it moved a name
 // nobody owned yet) or sees the name held and is refused.
