@@ -43,7 +43,9 @@
 //     stores forged RPCs posing as a member (AppendEntries carrying
 //     repository commands, RequestVote, TimeoutNow, InstallSnapshot, with
 //     hashicorp/raft's own TCP transport), malformed raft frames, Publish
-//     without Register, oversized, truncated and malformed client frames;
+//     without Register, oversized, truncated and malformed client frames,
+//     Registers at the last epoch and an anonymous Consumed of a receiver
+//     name it registered;
 //   - lost-writes: a power cut of one host: its daemon is frozen, its
 //     disk's ext4 filesystem shut down without flushing the journal or
 //     dirty pages (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), the daemon killed, the

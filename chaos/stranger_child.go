@@ -78,8 +78,9 @@ type stranger struct {
 // every store of cfg.Host forged raft RPCs (AppendEntries carrying
 // repository commands, RequestVote, TimeoutNow, InstallSnapshot, with
 // hashicorp/raft's own TCP transport, posing as a member), malformed raft
-// frames, Publish frames without a registration, and oversized, truncated
-// and malformed client frames; it prints each act and its answer as one
+// frames, Publish frames without a registration, oversized, truncated
+// and malformed client frames, and registrations and acknowledgements
+// that would take what other clients own (stranger_client.go); it prints each act and its answer as one
 // JSON line (a StrangerAct).
 func strangerMain(config string) int {
 	var cfg strangerConfig
@@ -141,9 +142,11 @@ func (s *stranger) round(st placement.StoreRef, first bool) {
 	s.appendSameTerm(st)
 	s.publishUnregistered(st)
 	s.malformedClient(st)
+	s.lastEpochs(st) // stranger_client.go
 	if !first {
 		return
 	}
+	s.receiverSpoofs(st)
 	s.appendNextTerm(st)
 	s.requestVote(st)
 	s.timeoutNow(st)

@@ -55,8 +55,12 @@ func (ss *sessions) touch(source, session string, now time.Time) {
 // (sessionIncarnation: same identity, lower epoch), it returns that
 // session, which the caller expires through the log first: the log then
 // refuses the old incarnation's later writes. A later incarnation holding
-// the source refuses an earlier one with errFenced.
+// the source refuses an earlier one with errFenced; an epoch further ahead
+// of now than maxEpochAhead is refused with errEpochAhead (incarnation.go).
 func (ss *sessions) claim(source, session string, now time.Time, timeout time.Duration) (expired string, err error) {
+	if err := checkEpoch(session, now); err != nil {
+		return "", err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	o := ss.owner[source]

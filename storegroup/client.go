@@ -49,6 +49,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		Read:            s.repair.damage.read, // repair_damage.go: damaged messages are never served
 		ClaimSource:     s.claimSource,
 		TouchSource:     s.sessions.touch,
+		PeerHigh:        s.repair.peerHighest, // repair.go: the other groups, as the last pass saw them
 		Receivers:       clientReceivers{s.receivers},
 		ReceiverTimeout: cfg.ReceiverActivityTimeout,
 		AllowPaced:      cfg.AllowReceiverPacedPersistence,

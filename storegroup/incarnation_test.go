@@ -2,6 +2,8 @@ package storegroup
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,6 +43,57 @@ func TestClaimIncarnations(t *testing.T) {
 			}
 			if expired != tt.wantExpired {
 				t.Fatalf("expired %q, want %q", expired, tt.wantExpired)
+			}
+		})
+	}
+}
+
+// The stores decide how far ahead an epoch may be: at most maxEpochAhead
+// past the leader's clock. A claim naming the last epoch is refused before
+// it could fence the holder (on the code before the bound it took the
+// source over and fenced every later incarnation of the publisher), while
+// an epoch a skewed clock explains still takes over, and a restart after
+// the bound has passed takes the source back.
+func TestClaimRefusesAnEpochFarAhead(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 0)
+	ns := func(d time.Duration) string { return fmt.Sprint(now.Add(d).UnixNano()) }
+	const timeout = 30 * time.Second
+	tests := []struct {
+		name        string
+		claimer     string
+		wantExpired string
+		wantAhead   bool
+	}{
+		{"the last epoch", "session-id:0x0000000000001234#18446744073709551615", "", true},
+		{"2^63", "session-id:0x0000000000001234#9223372036854775808", "", true},
+		{"just past the bound", "session-id:0x0000000000001234#" + ns(maxEpochAhead+time.Nanosecond), "", true},
+		{"at the bound", "session-id:0x0000000000001234#" + ns(maxEpochAhead), "session-id:0x0000000000001234#" + ns(-time.Hour), false},
+		{"a clock a second ahead", "session-id:0x0000000000001234#" + ns(time.Second), "session-id:0x0000000000001234#" + ns(-time.Hour), false},
+		{"a restart", "session-id:0x0000000000001234#" + ns(0), "session-id:0x0000000000001234#" + ns(-time.Hour), false},
+		{"a session without an epoch", "session-id:0x0000000000001234", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ss := newSessions()
+			holder := "session-id:0x0000000000001234#" + ns(-time.Hour)
+			ss.reset(map[string]string{"s": holder}, now.Add(-time.Second))
+			expired, err := ss.claim("s", tt.claimer, now, timeout)
+			if errors.Is(err, errEpochAhead) != tt.wantAhead {
+				t.Fatalf("claim: %v, want refused as ahead: %v", err, tt.wantAhead)
+			}
+			if tt.wantAhead {
+				if !strings.Contains(err.Error(), "check the publisher host's clock") {
+					t.Fatalf("the refusal %q does not say what to do", err)
+				}
+				// The holder keeps the source.
+				if again, err := ss.claim("s", holder, now, timeout); err != nil || again != "" {
+					t.Fatalf("the holder after the refusal: expired %q, %v", again, err)
+				}
+				return
+			}
+			if expired != tt.wantExpired {
+				t.Fatalf("expired %q, want %q (err %v)", expired, tt.wantExpired, err)
 			}
 		})
 	}

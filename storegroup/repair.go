@@ -55,6 +55,7 @@ type repairer struct {
 	damage   *damageRepairer      // copies of messages damaged in this store's files
 	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
 	conflict conflictBook         // numbers another group holds otherwise (repair_conflicts.go)
+	peerHigh map[string]uint64    // each source's highest the other groups were seen to hold (peerHighest)
 
 	mu       sync.Mutex
 	status   RepairStatus
@@ -85,7 +86,7 @@ type repairDeps struct {
 }
 
 func newRepairer(d repairDeps) *repairer {
-	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}, verified: map[verifyKey]uint64{}}
+	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}, verified: map[verifyKey]uint64{}, peerHigh: map[string]uint64{}}
 	for _, g := range d.groups {
 		var addrs []string
 		for _, m := range g.Members {
@@ -170,6 +171,7 @@ func (rp *repairer) pass(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("group %d: %w", idx, err))
 			continue
 		}
+		rp.sawPeers(list.Sources)
 		for _, theirs := range list.Sources {
 			ours, ok, err := rp.repo.Source(theirs.Name)
 			if err != nil {
@@ -224,6 +226,7 @@ func (rp *repairer) copyRange(ctx context.Context, c *groupclient.Client, idx in
 		if err != nil {
 			return err
 		}
+		rp.sawPeer(source, rep.HighSeq) // fresh while a long copy lasts
 		start := time.Now()
 		bytes := 0
 		msgs := rp.intactOnly(source, rep.Msgs, c.Addrs)
@@ -332,4 +335,29 @@ func (rp *repairer) throttle(ctx context.Context, bytes int, start time.Time) {
 		case <-time.After(d):
 		}
 	}
+}
+
+// sawPeers records how far another group holds each of its sources.
+func (rp *repairer) sawPeers(sources []wire.SourceState) {
+	for _, src := range sources {
+		rp.sawPeer(src.Name, src.HighSeq)
+	}
+}
+
+// sawPeer records that another group holds source up to high.
+func (rp *repairer) sawPeer(source string, high uint64) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.peerHigh[source] = max(rp.peerHigh[source], high)
+}
+
+// peerHighest returns the highest sequence number of source another group
+// was seen to hold by a repair pass of this store, 0 if none: how far the
+// client server lets a Publish jump (clientserver's seqjump.go). It only
+// grows: a group's highest never goes down, and the bound it gives only
+// needs to be generous.
+func (rp *repairer) peerHighest(source string) uint64 {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.peerHigh[source]
 }

@@ -178,6 +178,10 @@ type connState struct {
 	// intragroup: the intragroup behaviour each source registered on this
 	// connection gets (intragroup.go).
 	intragroup map[string]quorum.Intragroup
+	// published: the highest sequence number of each source this
+	// connection proposed, so that a Publish continuing it is let through
+	// without reading the repository (seqjump.go).
+	published map[string]uint64
 }
 
 // frameReader reads one client connection's frames within the store's

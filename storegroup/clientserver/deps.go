@@ -40,10 +40,16 @@ type Deps struct {
 	// source. Taking over from a silent session, or from an earlier
 	// incarnation of the same publisher, it first frees the source from
 	// that session through the log. Its error wraps ErrFenced when a later
-	// incarnation of the publisher holds the source.
+	// incarnation of the publisher holds the source, ErrEpochAhead when the
+	// session's epoch is further ahead of now than the stores allow.
 	ClaimSource func(source, session string, now time.Time, timeout time.Duration) error
 	// TouchSource records activity of session on source, if it holds it.
 	TouchSource func(source, session string, now time.Time)
+	// PeerHigh returns the highest sequence number of source another group
+	// was last seen to hold (by the leader's intergroup repair); 0 if none
+	// was seen. A Publish may open a gap only so far past it (seqjump.go).
+	// nil: the other groups are not asked.
+	PeerHigh func(source string) uint64
 
 	// Receivers (receivers.go): the leader's view of receiver sessions,
 	// Config.ReceiverActivityTimeout, whether publishers may ask for
@@ -71,6 +77,11 @@ type Deps struct {
 // ErrFenced refuses a registration from an earlier incarnation of a
 // publisher while a later one holds the source (answered CodeFenced).
 var ErrFenced = errors.New("fenced")
+
+// ErrEpochAhead refuses a registration whose session names an epoch
+// further ahead of the leader's clock than a publisher's could be
+// (answered CodeBadRequest): the stores decide how far an epoch may go.
+var ErrEpochAhead = errors.New("epoch too far ahead")
 
 // Member is a member of the group as a redirect names it.
 type Member struct {

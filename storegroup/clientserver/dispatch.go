@@ -49,14 +49,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 		cs.settled(ctx)
 		return reply{msg: cs.sources(m)}
 	case *wire.Consumed:
-		if err := checkSource(m.Source); err != nil {
-			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBadRequest, Message: err.Error()}}
-		}
-		if rep, ok := cs.notLeader(m.ReqID); !ok {
-			return rep
-		}
-		cmd := repository.EncodeConsumed(repository.Consumed{Source: m.Source, Receiver: m.Receiver, Seq: m.Seq, UnixNano: wallclock.Now().UnixNano()})
-		return reply{req: m, future: cs.Proposer.Propose(cmd)}
+		return cs.anonymousConsumed(m) // receivers_owned.go
 	case *wire.Members:
 		if cs.Members == nil {
 			return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeUnknown, Message: "this store does not tell its members' addresses"}}
@@ -105,6 +98,7 @@ func (cs *Server) keepAlive(m *wire.KeepAlive, conn *connState) {
 	if m.Leaving {
 		delete(conn.sessions, m.Source)
 		delete(conn.intragroup, m.Source)
+		delete(conn.published, m.Source)
 		cs.registered.give(1)
 	}
 	if !cs.IsLeader() {
@@ -196,8 +190,11 @@ func (cs *Server) claimSource(conn *connState, reqID uint64, source, session str
 			cs.registered.give(1)
 		}
 		code := wire.CodeBusy
-		if errors.Is(err, ErrFenced) {
+		switch {
+		case errors.Is(err, ErrFenced):
 			code = wire.CodeFenced
+		case errors.Is(err, ErrEpochAhead):
+			code = wire.CodeBadRequest
 		}
 		return &wire.Error{ReqID: reqID, Code: code, Message: err.Error()}
 	}

@@ -76,6 +76,15 @@ type Limits struct {
 	// connection; counting it on the connection that registered it is what
 	// bounds one client.
 	MaxReceiversPerConn int
+	// MaxSeqJump bounds the gap one Publish may open: how many sequence
+	// numbers it may skip past the highest this store knows any group holds
+	// for its source (default 1,048,576; seqjump.go). A publisher skips
+	// numbers only when it restarts without hearing from every group (at
+	// most its state file's reservation, 4,096 in the Go SDK), so the
+	// default is far beyond what one explains, and far below what it would
+	// take to use up a source: no client can publish at the last sequence
+	// number of a source that holds 5.
+	MaxSeqJump uint64
 }
 
 // Defaults of Limits that do not depend on the process.
@@ -88,6 +97,7 @@ const (
 	defaultMaxSourcesPerConn   = 100_000
 	defaultMaxSources          = 200_000
 	defaultMaxReceiversPerConn = 10_000
+	defaultMaxSeqJump          = 1 << 20
 )
 
 // DefaultLimits returns the default limits for this process (see
@@ -103,6 +113,7 @@ func DefaultLimits() Limits {
 		MaxSourcesPerConn:   defaultMaxSourcesPerConn,
 		MaxSources:          defaultMaxSources,
 		MaxReceiversPerConn: defaultMaxReceiversPerConn,
+		MaxSeqJump:          defaultMaxSeqJump,
 	}
 }
 
@@ -153,6 +164,9 @@ func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
 	l.MaxSourcesPerConn = min(l.MaxSourcesPerConn, l.MaxSources)
 	if l.MaxReceiversPerConn == 0 {
 		l.MaxReceiversPerConn = d.MaxReceiversPerConn
+	}
+	if l.MaxSeqJump == 0 {
+		l.MaxSeqJump = d.MaxSeqJump
 	}
 	return l
 }

@@ -43,6 +43,9 @@ import (
 //     (repository.ErrStaleSession, answered CodeBusy);
 //   - every sequence number is in 1..wire.MaxSeq (CodeBadRequest); apply
 //     refuses the same (repository.ErrSeqCeiling), so no entry can;
+//   - the frame opens a gap of at most Limits.MaxSeqJump numbers past the
+//     highest this store knows any group holds for the source
+//     (CodeBadRequest, seqjump.go), so no client can use a source up;
 //   - every payload matches the checksum its publisher sent with it
 //     (CodeChecksum): a frame damaged on its way is refused whole. A frame
 //     without checksums (a publisher older than them) is accepted as it
@@ -87,6 +90,11 @@ func (cs *Server) publish(ctx context.Context, p *wire.Publish, read time.Time, 
 		cs.damagedFrameLog(p, err)
 		replies.put(reply{msg: &wire.Error{ReqID: p.ReqID, Code: wire.CodeChecksum,
 			Message: err.Error() + ": the frame was damaged on its way; nothing of it was stored, send it again"}})
+		return nil, true
+	}
+	if e := cs.checkJump(p, conn); e != nil {
+		cs.Metrics.refused(refusedInvalid)
+		replies.put(reply{msg: e})
 		return nil, true
 	}
 	if _, ok := conn.sessions[p.Source]; !ok {
@@ -184,6 +192,7 @@ func payloadBytes(payloads [][]byte) int {
 // longer holds the source by then.
 func (cs *Server) encodePublish(batch []*wire.Publish, conn *connState) []byte {
 	pub := batchPublish(batch)
+	conn.proposedThrough(pub.Source, pub.FirstSeq, len(pub.Payloads))
 	session := conn.sessions[pub.Source]
 	cs.TouchSource(pub.Source, session, time.Now())
 	return repository.EncodePublishAs(repository.PublishAs{Session: session, Publish: pub})

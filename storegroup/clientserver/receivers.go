@@ -64,7 +64,10 @@ func (cs *Server) registerReceiver(m *wire.RegisterReceiver, conn *connState) re
 	if _, held := conn.receivers[name]; !held && len(conn.receivers) >= cs.Limits.MaxReceiversPerConn {
 		return reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.connReceiversMessage())}
 	}
-	if err := cs.Receivers.Claim(m.Source, m.Receiver, m.Session, time.Now(), cs.ReceiverTimeout); err != nil {
+	cs.owners.mu.Lock() // an anonymous Consumed is proposed before the claim, or sees it (receivers_owned.go)
+	err := cs.Receivers.Claim(m.Source, m.Receiver, m.Session, time.Now(), cs.ReceiverTimeout)
+	cs.owners.mu.Unlock()
+	if err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
 	}
 	if conn.receivers == nil {
@@ -126,9 +129,16 @@ func (cs *Server) consumedAs(m *wire.ConsumedAs, conn *connState) reply {
 	if m.Seq == 0 {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}}
 	}
-	pos, known, _, err := cs.Repo.Receiver(m.Source, m.Receiver)
+	pos, known, found, err := cs.Repo.Receiver(m.Source, m.Receiver)
 	if err != nil {
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}}
+	}
+	if known && !found {
+		// The name was registered while the group did not hold the source,
+		// so no record names its session: registering again writes one,
+		// and only then is its position recorded as owned.
+		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeNotRegistered,
+			Message: fmt.Sprintf("register receiver %q of source %q again: the group holds the source now, and records a position only for a registration it recorded", m.Receiver, m.Source)}}
 	}
 	if !known || m.Seq <= pos.Seq {
 		return reply{msg: &wire.OK{ReqID: m.ReqID}} // nothing new to record

@@ -38,6 +38,7 @@ type Server struct {
 	damagedLog logevery.Every // Publish frames refused for a checksum: likewise
 	limitLog   logevery.Every // registrations refused over a limit: likewise
 	registered *budget        // source registrations of every connection, against MaxSources
+	owners     receiverOwners // receiver names' claims against anonymous Consumed (receivers_owned.go)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
