@@ -77,7 +77,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.deadline())
 	defer cancel()
 	runs := publishAll(ctx, o, groups, behaviour, log, stdin, stderr)
 	return report(stdout, stderr, o, runs)
@@ -349,7 +349,7 @@ func printSummary(w io.Writer, s summary, asJSON bool) {
 	if s.Sent > 0 {
 		fmt.Fprintf(w, " (sequence numbers %d-%d)", s.FirstSeq, s.LastSeq)
 	}
-	fmt.Fprintf(w, " in %.2fs: %.0f msgs/s, %.2f MB/s\n", s.ElapsedS, s.MsgsPerS, s.MBPerS)
+	fmt.Fprintf(w, " in %.2fs: %.0f stable msgs/s, %.2f MB/s\n", s.ElapsedS, s.MsgsPerS, s.MBPerS)
 	fmt.Fprintf(w, "publish-to-stable latency: p50 %dus, p90 %dus, p99 %dus, p99.9 %dus, max %dus\n",
 		s.LatencyUS.P50, s.LatencyUS.P90, s.LatencyUS.P99, s.LatencyUS.P999, s.LatencyUS.Max)
 	fmt.Fprintf(w, "confirmed per group: %v\n", s.GroupsConfirmed)

@@ -44,6 +44,16 @@ type options struct {
 	session  uint64
 }
 
+// deadline is how long the run may take: --timeout, plus at a fixed
+// --rate the time its schedule itself takes (--rate 200 --count 12000 is a
+// minute of sending, which --timeout's default alone would cut short).
+func (o options) deadline() time.Duration {
+	if o.rate <= 0 || o.stdin {
+		return o.timeout
+	}
+	return o.timeout + time.Duration(float64(o.count)*float64(o.sources)/o.rate*float64(time.Second))
+}
+
 // maxSources bounds --sources: a store takes 100,000 sources on one
 // connection (its MaxSourcesPerConn default).
 const maxSources = 100_000
@@ -70,7 +80,7 @@ func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fs.StringVar(&o.flightBehavior, "flight-size-behavior", "block", "when the flight is full: block, or notify: send on, and log over/under (at --log-level info) (UM ume_flight_size_behavior)")
 	fs.DurationVar(&o.lifetime, "stability-lifetime", 20*time.Minute, "log a warning for messages still unstable after this long, 0 for never (UM ume_message_stability_lifetime)")
 	fs.StringVar(&o.sessionID, "session-id", "", "register as UM session `ID` (ume_session_id: decimal, 0x hex or 0 octal; at most 0xFFFFFFFFFFFFFFFE), so a restarted umpub is the same registration")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration and sending)")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up if not every message is stable by then (covers registration, sending and the wait for stability; at a fixed --rate the time the rate itself takes, --count × --sources ÷ --rate, is added)")
 	fs.StringVar(&o.stateFile, "state-file", "", "keep the last stable sequence number, a bound on what was sent and the groups' identities in `FILE`, so a restart resumes past them even if the groups holding them are unreachable")
 	fs.StringVar(&o.paced, "receiver-paced", "", "ask for receiver-paced persistence (UM ume_receiver_paced_persistence): blocking (held back at the retention limit until paced receivers consume) or non-blocking (the oldest released at the limit); the stores must run with --allow-receiver-paced-persistence")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
