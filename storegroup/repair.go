@@ -55,6 +55,10 @@ type repairer struct {
 	damage   *damageRepairer      // copies of messages damaged in this store's files
 	verified map[verifyKey]uint64 // compared by digest up to here, while leading (repair_verify.go)
 	conflict conflictBook         // numbers another group holds otherwise (repair_conflicts.go)
+	// missing are the ranges the last pass found missing here, per other
+	// group and source: a pass copies only what was missing in the pass
+	// before too (stillMissing).
+	missing map[missingKey][]seqRange
 	peerHigh map[string]uint64    // each source's highest the other groups were seen to hold (peerHighest)
 
 	mu       sync.Mutex
@@ -86,7 +90,7 @@ type repairDeps struct {
 }
 
 func newRepairer(d repairDeps) *repairer {
-	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}, verified: map[verifyKey]uint64{}, peerHigh: map[string]uint64{}}
+	rp := &repairer{repairDeps: d, clients: map[int]*groupclient.Client{}, verified: map[verifyKey]uint64{}, peerHigh: map[string]uint64{}, missing: map[missingKey][]seqRange{}}
 	for _, g := range d.groups {
 		var addrs []string
 		for _, m := range g.Members {
@@ -135,6 +139,7 @@ func (rp *repairer) run(ctx context.Context) {
 		if !rp.isLeader() {
 			rp.mu.Lock()
 			clear(rp.verified) // the next leadership compares afresh
+			clear(rp.missing)
 			rp.ledSince = time.Time{}
 			rp.mu.Unlock()
 			continue
@@ -181,8 +186,11 @@ func (rp *repairer) pass(ctx context.Context) error {
 			if ok {
 				op = &ours
 			}
-			for _, m := range missingRanges(op, theirs) {
+			missing := missingRanges(op, theirs)
+			for _, m := range missing {
 				pending += m.to - m.from + 1
+			}
+			for _, m := range rp.stillMissing(idx, theirs.Name, missing) {
 				if err := rp.copyRange(ctx, c, idx, theirs, m); err != nil {
 					errs = append(errs, fmt.Errorf("copy %s %d-%d from group %d: %w", theirs.Name, m.from, m.to, idx, err))
 					break
