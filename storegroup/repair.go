@@ -58,8 +58,8 @@ type repairer struct {
 	// missing are the ranges the last pass found missing here, per other
 	// group and source: a pass copies only what was missing in the pass
 	// before too (stillMissing).
-	missing map[missingKey][]seqRange
-	peerHigh map[string]uint64    // each source's highest the other groups were seen to hold (peerHighest)
+	missing  map[missingKey][]seqRange
+	peerHigh map[string]uint64 // each source's highest the other groups were seen to hold (peerHighest)
 
 	mu       sync.Mutex
 	status   RepairStatus
