@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"umstore/internal/testpki"
 	"umstore/placement"
 	"umstore/publisher"
+	"umstore/receiver"
 	"umstore/storegroup"
 	"umstore/wire"
 )
@@ -78,6 +80,21 @@ func TestSecureDeploymentRefusesStrangers(t *testing.T) {
 		t.Fatalf("publisher without a client certificate: refused after %v, want at once (within 3s): %v", took, err)
 	} else {
 		t.Logf("without a client certificate, refused after %v: %v", took, err)
+	}
+
+	// So is a receiver, in the stores' words.
+	rcfg := receiver.DefaultConfig()
+	rcfg.Source, rcfg.Groups, rcfg.Group, rcfg.Token = "secure", c.Addrs(), 1, token
+	rcfg.TLS = &tls.Config{RootCAs: clientTLS.RootCAs}
+	if r, err := receiver.New(rcfg); err != nil {
+		t.Fatal(err)
+	} else {
+		start := time.Now()
+		err := r.Read(ctx, 1, 1, func(receiver.Message) error { return nil })
+		r.Close()
+		if err == nil || !strings.Contains(err.Error(), wire.ErrTLSRefused.Error()) || time.Since(start) > 3*time.Second {
+			t.Fatalf("receiver without a client certificate: %v after %v, want the TLS refusal at once", err, time.Since(start))
+		}
 	}
 
 	other, err := tls.LoadX509KeyPair(pki.OtherCert, pki.OtherKey)
