@@ -313,7 +313,7 @@ func (d *durable) register(ctx context.Context) (Registration, error) {
 		if err := ctx.Err(); err != nil {
 			return Registration{}, err
 		}
-		return Registration{}, fmt.Errorf("%w: receiver %q could not register: %v", ErrUnreachable, cfg.Name, lastErr)
+		return Registration{}, fmt.Errorf("%w: receiver %q could not register: %w", ErrUnreachable, cfg.Name, lastErr)
 	}
 	dec := decideResume(resumeInput{consensus: cfg.Consensus, groups: answers})
 	reg := Registration{Name: cfg.Name, Consumed: dec.consumed, Consensus: cfg.Consensus, Groups: regs}

@@ -41,7 +41,7 @@ func (r *Receiver) SourceNames(ctx context.Context) ([]string, error) {
 		}
 	}
 	if reached == 0 {
-		return nil, fmt.Errorf("%w: %v", ErrUnreachable, lastErr)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
 	}
 	slices.Sort(names)
 	return names, nil
@@ -55,7 +55,7 @@ const groupRetry = 200 * time.Millisecond
 // (Config.Group) has no other group to turn to: while that group elects a
 // leader, it asks again until ctx ends, instead of giving up after the
 // group client's short round of attempts. A store's refusal (an Error
-// answer, a refused token) ends it at once.
+// answer, a refused token or TLS certificate) ends it at once.
 func (r *Receiver) fetch(ctx context.Context, g *groupclient.Client, f *wire.Fetch) (*wire.FetchReply, error) {
 	for {
 		rep, err := g.Fetch(ctx, f)
@@ -64,7 +64,7 @@ func (r *Receiver) fetch(ctx context.Context, g *groupclient.Client, f *wire.Fet
 			r.released.see(rep.Released)
 			r.unpublished.see(rep.Unpublished)
 		}
-		if err == nil || r.cfg.Group == 0 || errors.As(err, &we) || errors.Is(err, wire.ErrUnauthorized) || ctx.Err() != nil {
+		if err == nil || r.cfg.Group == 0 || errors.As(err, &we) || errors.Is(err, wire.ErrUnauthorized) || errors.Is(err, wire.ErrTLSRefused) || ctx.Err() != nil {
 			return rep, err
 		}
 		r.log.Debug("the group has no leader it can reach yet; asking again", "group", r.cfg.Group, "err", err)
