@@ -33,6 +33,19 @@ func newLogCache(store raft.LogStore, entries, budget int) *logCache {
 	return &logCache{LogStore: store, ring: make([]*raft.Log, entries), budget: budget}
 }
 
+var _ raft.MonotonicLogStore = (*logCache)(nil)
+
+// IsMonotonic passes on whether the store under the cache refuses gaps
+// (raft-wal does). raft asks its log store, which is the cache: without
+// this it took raft-wal for a store that accepts gaps, kept the last
+// entries after installing a snapshot, and appended the next one after
+// the gap, which raft-wal refused ("non-monotonic log entries"): the
+// follower stopped.
+func (c *logCache) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // GetLog answers from memory when it can.
 func (c *logCache) GetLog(index uint64, log *raft.Log) error {
 	c.mu.RLock()

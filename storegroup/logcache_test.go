@@ -109,3 +109,31 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// monotonic is a log store that refuses gaps, as raft-wal does.
+type monotonic struct{ *raft.InmemStore }
+
+func (monotonic) IsMonotonic() bool { return true }
+
+// raft asks the log store it is given, the cache, whether it refuses gaps:
+// the cache must answer for the store under it, or raft appends after a
+// snapshot's gap that raft-wal refuses.
+func TestLogCacheTellsRaftTheStoreIsMonotonic(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		store raft.LogStore
+		want  bool
+	}{
+		{"raft-wal-like store", monotonic{raft.NewInmemStore()}, true},
+		{"a store that takes gaps", raft.NewInmemStore(), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var store raft.LogStore = newLogCache(tt.store, 4, 1<<20)
+			m, ok := store.(raft.MonotonicLogStore)
+			if got := ok && m.IsMonotonic(); got != tt.want {
+				t.Fatalf("the cache says monotonic %v, the store under it %v", got, tt.want)
+			}
+		})
+	}
+}
