@@ -22,6 +22,7 @@ import (
 // groups reported gap [11,4106] and every full read ended in a
 // *MissingError for good.
 func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
+	t.Skip("the publisher no longer declares the skipped range (publisher/unused.go): a group that did not answer may hold acknowledged messages in it, and receivers skipped them (chaos seed 1004); re-enable with a record that becomes final only once every group answered")
 	t.Parallel()
 	c := clustertest.Start(t, 2, fastRepair)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
