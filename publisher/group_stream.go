@@ -18,7 +18,6 @@ type groupStream struct {
 	readErr chan error // the reader goroutine's end (readAcks)
 
 	next      uint64 // the next sequence number to send
-	declared  bool   // a frame on this connection declared the session's unused numbers
 	reqID     uint64
 	payloads  [][]byte // the frame being built (reused)
 	checksums []uint32
@@ -177,10 +176,6 @@ func (s *groupStream) send(first uint64) error {
 	g, c, p := s.g, s.c, s.g.p
 	s.reqID++
 	pub := &wire.Publish{ReqID: s.reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: s.payloads, Checksums: s.checksums}
-	if !s.declared {
-		s.declared = true // once per connection (unused.go)
-		pub.UnusedFrom, pub.UnusedTo = p.unused.From, p.unused.To
-	}
 	if err := c.Write(pub); err != nil {
 		return err
 	}

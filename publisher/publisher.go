@@ -25,12 +25,7 @@ type Publisher struct {
 	mu       sync.Mutex
 	decided  chan struct{} // closed once the resume point is known
 	firstSeq uint64        // first sequence number of this session
-	// unused are the numbers this session skipped when it resumed (past
-	// the highest an answering group holds, by the state file: resume.go),
-	// declared to every group as never published (unused.go); From is 0
-	// if none.
-	unused   wire.Range
-	nextSeq  uint64 // next sequence number Send assigns
+	nextSeq  uint64        // next sequence number Send assigns
 	tracker  *quorum.Tracker
 	retained retention
 	changed  chan struct{} // closed and replaced whenever stability or confirmations change

@@ -8,8 +8,8 @@ package publisher
 // a receiver reading it passed over them without a word. Until the stores
 // can tell what no group holds (a record made final only once every
 // group has answered for the range), the range is reported as a gap, as
-// before: loss that may not be loss, never the other way round. p.unused
-// stays empty, so the first Publish of a connection declares nothing.
+// before: loss that may not be loss, never the other way round: no Publish
+// carries UnusedFrom.
 
 // A publisher restarted while a group does not answer resumes past its
 // state file's bound (SentUpTo, reserve.go): that group may hold what an
