@@ -75,15 +75,18 @@ func storesOf(system string) int {
 func isUmstore(system string) bool { return system == sysUM || system == sysUM1 }
 
 type runResult struct {
-	System    string  `json:"system"`
-	Size      int     `json:"size"`
-	Run       int     `json:"run"`
-	Rate      float64 `json:"rate,omitempty"`    // offered msgs/s (half-load and fixed-rate runs)
-	Sources   int     `json:"sources,omitempty"` // K of a sources-table run
-	Messages  int     `json:"messages"`
-	MsgsPerS  float64 `json:"msgs_per_s"`
-	MBPerS    float64 `json:"mb_per_s"`
-	ElapsedS  float64 `json:"elapsed_s"`
+	System   string  `json:"system"`
+	Size     int     `json:"size"`
+	Run      int     `json:"run"`
+	Rate     float64 `json:"rate,omitempty"`    // offered msgs/s (half-load and fixed-rate runs)
+	Sources  int     `json:"sources,omitempty"` // K of a sources-table run
+	Messages int     `json:"messages"`
+	MsgsPerS float64 `json:"msgs_per_s"`
+	MBPerS   float64 `json:"mb_per_s"`
+	ElapsedS float64 `json:"elapsed_s"`
+	// RegisterS is how long umpub's K sources took to register, before
+	// any sent (sources-table runs; not in ElapsedS).
+	RegisterS float64 `json:"register_s,omitempty"`
 	LatencyUS Latency `json:"latency_us"`
 	// Stores is how many stores (JetStream: servers) keep each message.
 	Stores int `json:"stores"`

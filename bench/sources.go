@@ -19,14 +19,17 @@ import (
 
 // sourcesRow is the medians over the runs of one K.
 type sourcesRow struct {
-	Sources  int       `json:"sources"`
-	Messages int       `json:"messages"` // per run, all sources together
-	MsgsPerS float64   `json:"median_msgs_per_s"`
-	P50US    float64   `json:"median_p50_us"`
-	P99US    float64   `json:"median_p99_us"`
-	OverOne  float64   `json:"over_k1,omitempty"` // MsgsPerS ÷ K=1's (0: K=1 not measured)
-	Runs     []float64 `json:"runs_msgs_per_s"`
-	Failed   int       `json:"failed_runs,omitempty"`
+	Sources  int     `json:"sources"`
+	Messages int     `json:"messages"` // per run, all sources together
+	MsgsPerS float64 `json:"median_msgs_per_s"`
+	P50US    float64 `json:"median_p50_us"`
+	P99US    float64 `json:"median_p99_us"`
+	// RegisterS is the median time the K sources took to register, before
+	// any sent: not in MsgsPerS's span.
+	RegisterS float64   `json:"median_register_s"`
+	OverOne   float64   `json:"over_k1,omitempty"` // MsgsPerS ÷ K=1's (0: K=1 not measured)
+	Runs      []float64 `json:"runs_msgs_per_s"`
+	Failed    int       `json:"failed_runs,omitempty"`
 	// Refused is umpub's refusal of this K (then nothing else is set).
 	Refused string `json:"refused,omitempty"`
 }
@@ -68,7 +71,7 @@ func summarizeSources(runs []runResult, ks []int, refused map[int]string) []sour
 	var rows []sourcesRow
 	for _, k := range ks {
 		r := sourcesRow{Sources: k, Refused: refused[k]}
-		var mps, p50, p99 []float64
+		var mps, p50, p99, reg []float64
 		for _, x := range runs {
 			if x.Sources != k {
 				continue
@@ -79,8 +82,9 @@ func summarizeSources(runs []runResult, ks []int, refused map[int]string) []sour
 			}
 			r.Messages = x.Messages
 			mps, p50, p99 = append(mps, x.MsgsPerS), append(p50, float64(x.LatencyUS.P50)), append(p99, float64(x.LatencyUS.P99))
+			reg = append(reg, x.RegisterS)
 		}
-		r.Runs, r.MsgsPerS, r.P50US, r.P99US = mps, median(mps), median(p50), median(p99)
+		r.Runs, r.MsgsPerS, r.P50US, r.P99US, r.RegisterS = mps, median(mps), median(p50), median(p99), median(reg)
 		rows = append(rows, r)
 	}
 	one := findSources(rows, 1)
@@ -132,20 +136,20 @@ func printSources(w io.Writer, r *results) {
 	if conns == "" {
 		conns = "shared"
 	}
-	fmt.Fprintf(w, "umpub --sources K --connections %s, flat out: %d messages of %s per run in all (count ÷ K per source), each source its own publisher with a window of %d; %d runs per K; medians.\n\n",
+	fmt.Fprintf(w, "umpub --sources K --connections %s, flat out: %d messages of %s per run in all (count ÷ K per source), each source its own publisher with a window of %d; %d runs per K; medians. Every source registers before any sends: msgs/s is over the sending, and the registrations' span is its own column.\n\n",
 		conns, c.SourcesCount, sizeName(c.SourcesSize), c.Flight, c.Runs)
-	fmt.Fprintln(w, "| K | msgs/s | ÷ K=1 | p50 ms | p99 ms | runs (msgs/s) |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintln(w, "| K | msgs/s | ÷ K=1 | p50 ms | p99 ms | registering s | runs (msgs/s) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|")
 	for _, x := range r.Sources {
 		if x.Refused != "" {
-			fmt.Fprintf(w, "| %d | refused by umpub: %s | | | | |\n", x.Sources, x.Refused)
+			fmt.Fprintf(w, "| %d | refused by umpub: %s | | | | | |\n", x.Sources, x.Refused)
 			continue
 		}
 		runs := joinf(x.Runs)
 		if x.Failed > 0 {
 			runs = strings.TrimPrefix(runs+fmt.Sprintf(", %d failed", x.Failed), ", ")
 		}
-		fmt.Fprintf(w, "| %d | %.0f | %s | %s | %s | %s |\n", x.Sources, x.MsgsPerS, ratioCell(x.OverOne, x.Sources == 1), msCell(x.P50US), msCell(x.P99US), runs)
+		fmt.Fprintf(w, "| %d | %.0f | %s | %s | %s | %.2f | %s |\n", x.Sources, x.MsgsPerS, ratioCell(x.OverOne, x.Sources == 1), msCell(x.P50US), msCell(x.P99US), x.RegisterS, runs)
 	}
 	fmt.Fprintln(w)
 }

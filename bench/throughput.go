@@ -133,6 +133,7 @@ func (t *throughputRig) runOne(ctx context.Context, system string, l load, runNo
 		r.DiskWriteBytes, r.CPUSeconds = settleProcIO(ctx, pids...).since(before)
 		r.ClientCPUSeconds = u.CPUSeconds
 		r.Messages, r.MsgsPerS, r.MBPerS, r.ElapsedS, r.LatencyUS = u.Stable, u.MsgsPerS, u.MBPerS, u.ElapsedS, u.LatencyUS
+		r.RegisterS = u.RegisterS
 	default:
 		cl := t.jsSync
 		if system == sysJSDefault {

@@ -127,6 +127,7 @@ type umpubResult struct {
 	Sent           int     `json:"sent"`
 	Stable         int     `json:"stable"`
 	ElapsedS       float64 `json:"elapsed_s"`
+	RegisterS      float64 `json:"register_s"` // with --sources K: the registrations, before the span of ElapsedS
 	MsgsPerS       float64 `json:"msgs_per_s"`
 	MBPerS         float64 `json:"mb_per_s"`
 	LatencyUS      Latency `json:"latency_us"`

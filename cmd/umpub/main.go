@@ -79,15 +79,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.deadline())
 	defer cancel()
-	runs := publishAll(ctx, o, groups, behaviour, log, stdin, stderr)
-	return report(stdout, stderr, o, runs)
+	runs, registering := publishAll(ctx, o, groups, behaviour, log, stdin, stderr)
+	return report(stdout, stderr, o, runs, registering)
 }
 
 // publishAll publishes on every source of the run at once (--source, or
 // NAME-1 .. NAME-K with --sources), each with its own publisher and its
 // share of --rate, showing progress on stderr, and returns the runs once
-// all have ended.
-func publishAll(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, log *slog.Logger, stdin io.Reader, stderr io.Writer) []*sourceRun {
+// all have ended, with how long the sources took to register (with
+// --sources, every source registers before any sends; 0 with one source).
+func publishAll(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, log *slog.Logger, stdin io.Reader, stderr io.Writer) ([]*sourceRun, time.Duration) {
 	names := []string{o.source}
 	if o.sources > 1 {
 		names = names[:0]
@@ -107,24 +108,29 @@ func publishAll(ctx context.Context, o options, groups [][]string, behaviour quo
 		conns = publisher.NewConnections()
 	}
 	progress := startProgress(stderr, o, runs)
+	var start *startLine
+	if len(runs) > 1 {
+		start = newStartLine(len(runs))
+	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.publish(ctx, perSource, groups, behaviour, conns, log, stdin)
+			r.publish(ctx, perSource, groups, behaviour, conns, log, stdin, start)
 		}()
 	}
 	wg.Wait()
 	progress.stop()
-	return runs
+	return runs, start.span()
 }
 
 // report prints the runs' merged summary on stdout and what stopped them
 // on stderr, and returns the exit status: 0 when every message sent
 // became stable, 1 when not.
-func report(stdout, stderr io.Writer, o options, runs []*sourceRun) int {
+func report(stdout, stderr io.Writer, o options, runs []*sourceRun, registering time.Duration) int {
 	sum, sendErr, flushErr := mergeRuns(o.source, runs)
+	sum.RegisterS = registering.Seconds()
 	sum.Intragroup = runs[0].intragroup
 	printSummary(stdout, sum, o.json)
 	switch {
@@ -187,6 +193,52 @@ func send(ctx context.Context, p *publisher.Publisher, o options, stdin io.Reade
 	return nil
 }
 
+// A startLine holds a multi-source run's sources until every one of them
+// has registered (or failed to), so that they send together: the run's
+// msgs/s is then the cost of K live sources, and the registrations'
+// span is reported apart (a UM application creates its sources first,
+// then publishes on them).
+type startLine struct {
+	mu      sync.Mutex
+	waiting int
+	began   time.Time
+	done    time.Duration // how long the registrations took, once all are in
+	all     chan struct{}
+}
+
+func newStartLine(n int) *startLine {
+	return &startLine{waiting: n, began: time.Now(), all: make(chan struct{})}
+}
+
+// registered counts one source in and waits for the others (or ctx). A
+// nil line waits for nothing.
+func (l *startLine) registered(ctx context.Context) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.waiting--
+	if l.waiting == 0 {
+		l.done = time.Since(l.began)
+		close(l.all)
+	}
+	l.mu.Unlock()
+	select {
+	case <-l.all:
+	case <-ctx.Done():
+	}
+}
+
+// span returns how long every source took to register, 0 if not all did.
+func (l *startLine) span() time.Duration {
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
 // sourceRun is one publisher of a (possibly multi-source) run.
 type sourceRun struct {
 	source     string
@@ -202,7 +254,7 @@ type sourceRun struct {
 
 // publish registers, sends, waits for stability and records the outcome;
 // conns, when set, are the connections the run's sources share.
-func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, conns *publisher.Connections, log *slog.Logger, stdin io.Reader) {
+func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, behaviour quorum.Behavior, conns *publisher.Connections, log *slog.Logger, stdin io.Reader, start *startLine) {
 	cfg := publisher.DefaultConfig()
 	cfg.Source, cfg.Groups, cfg.Intergroup, cfg.FlightSize, cfg.Logger = r.source, groups, behaviour, o.flight, log
 	cfg.OnStable = r.rec.stable
@@ -224,6 +276,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 		cfg.StateFile = o.stateFile + "." + r.source
 	}
 	p, err := publisher.New(ctx, cfg)
+	start.registered(ctx)
 	if err != nil {
 		r.sendErr = err
 		return
@@ -350,6 +403,9 @@ func printSummary(w io.Writer, s summary, asJSON bool) {
 		fmt.Fprintf(w, " (sequence numbers %d-%d)", s.FirstSeq, s.LastSeq)
 	}
 	fmt.Fprintf(w, " in %.2fs: %.0f stable msgs/s, %.2f MB/s\n", s.ElapsedS, s.MsgsPerS, s.MBPerS)
+	if s.Sources > 1 && s.RegisterS > 0 {
+		fmt.Fprintf(w, "%d sources registered in %.2fs, before any sent (not in the span above)\n", s.Sources, s.RegisterS)
+	}
 	fmt.Fprintf(w, "publish-to-stable latency: p50 %dus, p90 %dus, p99 %dus, p99.9 %dus, max %dus\n",
 		s.LatencyUS.P50, s.LatencyUS.P90, s.LatencyUS.P99, s.LatencyUS.P999, s.LatencyUS.Max)
 	fmt.Fprintf(w, "confirmed per group: %v\n", s.GroupsConfirmed)

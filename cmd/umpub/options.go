@@ -67,7 +67,7 @@ func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	o.stores = cli.AddStoreFlags(fs)
 	fs.StringVar(&o.source, "source", "", "source name (required)")
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
-	fs.IntVar(&o.sources, "sources", 1, fmt.Sprintf("publish on this many sources at once (1..%d), NAME-1 .. NAME-K, each with its own publisher (bench mode; not with --stdin)", maxSources))
+	fs.IntVar(&o.sources, "sources", 1, fmt.Sprintf("publish on this many sources at once (1..%d), NAME-1 .. NAME-K, each with its own publisher; every source registers before any sends, and the registrations' span is reported apart (bench mode; not with --stdin)", maxSources))
 	fs.StringVar(&o.connections, "connections", "shared", "shared: every source's publisher reaches a store over one connection, as the sources of one UM context share its transport; per-source: a connection per source per group (the cost the stores pay for separate processes)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
 	fs.StringVar(&o.payload, "payload", "text", "what generated messages hold after their \"SOURCE #SEQ \" head: text (dots, which compress) or random (random bytes, which do not: for benchmarks)")

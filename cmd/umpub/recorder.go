@@ -159,8 +159,12 @@ type summary struct {
 	FirstSeq uint64  `json:"first_seq"`
 	LastSeq  uint64  `json:"last_seq"`
 	ElapsedS float64 `json:"elapsed_s"`
-	MsgsPerS float64 `json:"msgs_per_s"`
-	MBPerS   float64 `json:"mb_per_s"`
+	// RegisterS, with --sources K, is how long the K registrations took:
+	// every source registers before any sends, so ElapsedS and MsgsPerS
+	// are those of K live sources.
+	RegisterS float64 `json:"register_s,omitempty"`
+	MsgsPerS  float64 `json:"msgs_per_s"`
+	MBPerS    float64 `json:"mb_per_s"`
 	// LatencyUS is publish-to-stable latency; at a fixed --rate corrected
 	// for coordinated omission (timed from when each message was due).
 	LatencyUS latencies `json:"latency_us"`
