@@ -103,7 +103,10 @@ type Config struct {
 	// if a group has not confirmed them; Stats counts them.
 	RetentionSizeLimit int64
 	// RegisterTimeout is how long New waits for every group to answer
-	// before deciding the resume point with the groups that did (default 5s).
+	// before deciding the resume point with the groups that did (default
+	// 5s). A group whose stores say it has had no leader for longer than
+	// an election takes (groupclient.LostMajorityAfter) is not waited for:
+	// it lost its majority and answers nothing until it is back.
 	RegisterTimeout time.Duration
 	// MaxBatch and MaxBatchBytes bound one Publish frame (one raft entry).
 	// Larger frames cost the stores more, not less: their raft log rewrites

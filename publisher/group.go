@@ -287,8 +287,10 @@ func (g *group) registered(reg *wire.Registered) {
 // the others: the group refused the token (every store checks the same
 // one), or its leader said another live publisher holds the source. Before
 // the decision the resume decision hears of it; a busy source is also worth
-// a warning, once. Other failures (a store down, no leader yet) leave the
-// group silent.
+// a warning, once; so does a group without a leader whose stores say for
+// how long (groupclient.LeaderlessError: past an election's length it lost
+// its majority, and the decision need not wait for it). Other failures (a
+// store down, an election) leave the group silent.
 func (g *group) failed(err error) {
 	p := g.p
 	if fatal(err) {
@@ -297,7 +299,9 @@ func (g *group) failed(err error) {
 	}
 	var we *wire.Error
 	unavailable := errors.As(err, &we) && we.Code == wire.CodeUnavailable
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) && !errors.Is(err, ErrRefused) && !unavailable {
+	var ll *groupclient.LeaderlessError
+	leaderless := errors.As(err, &ll)
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) && !errors.Is(err, ErrRefused) && !unavailable && !leaderless {
 		return
 	}
 	p.mu.Lock()

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"time"
 
+	"umstore/internal/groupclient"
 	"umstore/quorum"
 	"umstore/wire"
 )
@@ -73,18 +76,24 @@ type warning struct {
 func decideResume(in resumeInput) resumeDecision {
 	var answered []groupReply
 	var refused, busy error
+	var lost []*groupclient.LeaderlessError // groups that lost their majority
 	for _, r := range in.replies {
+		var ll *groupclient.LeaderlessError
 		switch {
 		case r.answered:
 			answered = append(answered, r)
 		case errors.Is(r.err, wire.ErrUnauthorized), errors.Is(r.err, ErrIntragroup), errors.Is(r.err, ErrRefused):
 			refused = cmpOr(refused, r.err)
+		case errors.As(r.err, &ll) && ll.LostMajority():
+			lost = append(lost, ll)
+			busy = cmpOr(busy, r.err)
 		case r.err != nil:
 			busy = cmpOr(busy, r.err) // busy, or over a limit: named when the wait ends
 		}
 	}
 	got := len(answered)
 	enough := in.behavior.Met(got, in.groups, got)
+	var lostWarning *warning
 	switch {
 	case got == in.groups:
 	case in.settled && in.state != nil && enough:
@@ -92,6 +101,14 @@ func decideResume(in resumeInput) resumeDecision {
 		// stable number: a silent group holds nothing the resume point
 		// could reuse.
 	case in.waitOver && enough:
+	case enough && got+len(lost) == in.groups:
+		// Every group that did not answer has had no leader for longer
+		// than an election takes: it lost its majority (a host down or
+		// paused) and answers nothing until that host is back, so the
+		// rest of RegisterTimeout would buy nothing. It may hold numbers
+		// of this source; so may a group that stays away past
+		// RegisterTimeout: the state file's bound (below) covers both.
+		lostWarning = lostMajorityWarning(lost)
 	case refused != nil && !enough:
 		return resumeDecision{err: fmt.Errorf("%w for source %q: %w", ErrRegistration, in.source, refused)}
 	case in.ended != nil:
@@ -106,6 +123,9 @@ func decideResume(in resumeInput) resumeDecision {
 	}
 
 	var d resumeDecision
+	if lostWarning != nil {
+		d.warnings = append(d.warnings, *lostWarning)
+	}
 	for _, r := range answered {
 		d.high = max(d.high, r.highSeq)
 		d.answered = append(d.answered, r.group+1)
@@ -142,6 +162,21 @@ func decideResume(in resumeInput) resumeDecision {
 	}
 	d.seq = last + 1
 	return d
+}
+
+// lostMajorityWarning tells the operator why the registration did not wait
+// for some groups.
+func lostMajorityWarning(lost []*groupclient.LeaderlessError) *warning {
+	groups := make([]int, len(lost))
+	longest := time.Duration(0)
+	for i, l := range lost {
+		groups[i] = l.Group
+		longest = max(longest, l.For)
+	}
+	slices.Sort(groups)
+	return &warning{slog.LevelInfo,
+		"resuming without the groups that have no leader: their stores that answered have heard from none for longer than an election takes (a host down or paused); they are registered with once they answer",
+		[]any{"groups", groups, "no_leader_for", longest.Round(100 * time.Millisecond)}}
 }
 
 // cmpOr returns a unless it is nil, else b: the first of the errors found.

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
+	"umstore/internal/groupclient"
 	"umstore/quorum"
 	"umstore/wire"
 )
@@ -23,6 +25,7 @@ import (
 //	answer group=2 high=300 low=1 id=g2
 //	refused group=1
 //	busy group=3
+//	leaderless group=3 for=2500   (its stores have known no leader for 2,500 ms)
 //	state last-stable=500 sent-up-to=600 group1=g1
 //
 // Lines are in the order the groups first reported. Every case is also
@@ -110,6 +113,9 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("group %d: no leader reachable: handshake with store: %w", group+1, wire.ErrUnauthorized)})
 		case "busy":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: held by session other", ErrSourceBusy)})
+		case "leaderless":
+			ll := &groupclient.LeaderlessError{Group: group + 1, For: time.Duration(num("for")) * time.Millisecond, Answered: 1}
+			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("group %d: no leader reachable: %w", group+1, ll)})
 		case "state":
 			in.state = &stateFile{Source: "s", LastStable: num("last-stable"), SentUpTo: num("sent-up-to"), Groups: map[int]string{}}
 			switch kv["settled"] {
@@ -129,7 +135,7 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 				}
 			}
 		default:
-			d.Fatalf(t, "unknown line %q: want answer, refused, busy or state", line)
+			d.Fatalf(t, "unknown line %q: want answer, refused, busy, leaderless or state", line)
 		}
 	}
 	return in

@@ -21,12 +21,9 @@ const downFor = 2 * time.Second
 // readOrder returns the groups' indices in index order, those found
 // unreachable within downFor moved to the end.
 func (r *Receiver) readOrder() []int {
-	if r.failedAt == nil {
-		r.failedAt = make([]time.Time, len(r.groups))
-	}
 	var up, down []int
 	for i := range r.groups {
-		if !r.failedAt[i].IsZero() && time.Since(r.failedAt[i]) < downFor {
+		if r.down(i) {
 			down = append(down, i)
 			continue
 		}
@@ -35,9 +32,23 @@ func (r *Receiver) readOrder() []int {
 	return append(up, down...)
 }
 
+// down reports whether a read found group i unreachable within downFor.
+func (r *Receiver) down(i int) bool {
+	r.failedMu.Lock()
+	defer r.failedMu.Unlock()
+	return !r.failedAt[i].IsZero() && time.Since(r.failedAt[i]) < downFor
+}
+
 // failed records that group i could not be read; reached that it could.
-func (r *Receiver) failed(i int)  { r.failedAt[i] = time.Now() }
-func (r *Receiver) reached(i int) { r.failedAt[i] = time.Time{} }
+func (r *Receiver) failed(i int) { r.setFailed(i, time.Now()) }
+
+func (r *Receiver) reached(i int) { r.setFailed(i, time.Time{}) }
+
+func (r *Receiver) setFailed(i int, at time.Time) {
+	r.failedMu.Lock()
+	r.failedAt[i] = at
+	r.failedMu.Unlock()
+}
 
 // lowerGroupWait bounds how long Follow holds a message back for a
 // lower-index group that is connected but has not streamed past it yet:

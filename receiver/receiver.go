@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"umstore/internal/groupclient"
@@ -54,10 +55,11 @@ type Receiver struct {
 	log         *slog.Logger
 	dialer      *wire.Dialer
 	groups      []*groupclient.Client // the groups to read, in preference order
-	failedAt    []time.Time           // per group: when a read last found it unreachable (conflicts.go)
-	damaged     damageLog             // messages served damaged, never delivered (checksum.go)
-	released    releasedMark          // how far the groups said retention released the source (released.go)
-	unpublished unpublishedSet        // what the groups said was never published (unpublished.go)
+	failedMu    sync.Mutex
+	failedAt    []time.Time    // per group: when a read last found it unreachable (conflicts.go)
+	damaged     damageLog      // messages served damaged, never delivered (checksum.go)
+	released    releasedMark   // how far the groups said retention released the source (released.go)
+	unpublished unpublishedSet // what the groups said was never published (unpublished.go)
 
 	durable *durable // nil without a Name
 }
@@ -86,6 +88,7 @@ func New(cfg Config) (*Receiver, error) {
 		}
 		r.groups = append(r.groups, groupclient.New(i+1, addrs, r.dialer))
 	}
+	r.failedAt = make([]time.Time, len(r.groups))
 	if cfg.Name != "" {
 		r.durable = newDurable(r)
 	}
@@ -161,26 +164,6 @@ func (r *Receiver) Oldest(ctx context.Context) (uint64, error) {
 		}
 	})
 	return low, err
-}
-
-// eachGroupMeta asks every group for the source's bounds (a fetch of no
-// messages) and passes each answer to fn; it fails only if no group answers.
-func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply)) error {
-	reached := 0
-	var lastErr error
-	for _, g := range r.groups {
-		rep, err := r.fetch(ctx, g, &wire.Fetch{Source: r.cfg.Source, From: math.MaxUint64, To: math.MaxUint64})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		reached++
-		fn(rep)
-	}
-	if reached == 0 {
-		return fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
-	}
-	return nil
 }
 
 // Read calls fn for every message in [from, to], in order, each once. When
@@ -269,12 +252,14 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 			last = 2 * len(r.groups)
 		}
 		for j := 1; j < last && len(holes) > 0; j++ {
-			other := r.groups[(gi+j)%len(r.groups)]
+			other := (gi + j) % len(r.groups)
+			askCtx, cancel := r.askBound(ctx, other)
 			for _, h := range holes {
-				if !r.fetchRange(ctx, other, h, &c) {
+				if !r.fetchRange(askCtx, other, h, &c) {
 					break // the chunk was cut short at the end of what other sent
 				}
 			}
+			cancel()
 			holes = c.holes()
 		}
 		for _, m := range c.msgs {
@@ -287,15 +272,18 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 	return 0, nil, fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
 }
 
-// fetchRange reads h from one group into c, until the group's reply is cut
+// fetchRange reads h from group gi into c, until the group's reply is cut
 // short by a limit: c then ends where that reply ends (the rest is the next
 // chunk's), so a chunk holds at most about one fetch's worth per group, and
 // fetchRange reports false. Errors leave the remaining holes to the caller.
-func (r *Receiver) fetchRange(ctx context.Context, g *groupclient.Client, h Range, c *chunk) bool {
+func (r *Receiver) fetchRange(ctx context.Context, gi int, h Range, c *chunk) bool {
+	g := r.groups[gi]
 	rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: h.From, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 	if err != nil {
+		r.failed(gi)
 		return true
 	}
+	r.reached(gi)
 	r.released.see(rep.Released)
 	r.unpublished.see(rep.Unpublished)
 	msgs, _ := r.intactOnly(g.Group, rep.Msgs)

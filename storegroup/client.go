@@ -57,6 +57,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		Intragroup:      s.intragroupDeps(),
 		IsLeader:        s.IsLeader,
 		Leader:          s.clientLeader,
+		LeaderlessFor:   s.leaderlessFor,
 		Status:          s.clientStatus,
 		NextApplied:     s.appliedSignal,
 		Expire:          s.proposeExpiry,

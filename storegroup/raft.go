@@ -3,6 +3,7 @@ package storegroup
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -49,6 +50,7 @@ func (s *Store) startRaft(bootstrap bool) error {
 	}
 	s.raftMu.Lock()
 	s.r = r
+	s.raftSince = time.Now()
 	s.raftMu.Unlock()
 	close(s.started)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -68,6 +69,9 @@ type Store struct {
 
 	raftMu sync.RWMutex
 	r      *raft.Raft // nil until the bootstrap decision is made
+	// raftSince is when r started: a store that never heard from a leader
+	// has known none since then (leaderlessFor).
+	raftSince time.Time
 
 	appliedMu sync.Mutex
 	appliedCh chan struct{} // closed and replaced at every applied batch
@@ -128,6 +132,27 @@ func (s *Store) raftNode() *raft.Raft {
 	s.raftMu.RLock()
 	defer s.raftMu.RUnlock()
 	return s.r
+}
+
+// leaderlessFor is how long the store has known no leader: since it last
+// heard from one (raft's LastContact), or since its raft node started if
+// it never did; 0 while it knows a leader (itself included), or before
+// raft runs. It tells a client that a group without a leader for longer
+// than an election takes has lost its majority (wire.NotLeader.NoLeaderMS).
+func (s *Store) leaderlessFor() time.Duration {
+	s.raftMu.RLock()
+	r, since := s.r, s.raftSince
+	s.raftMu.RUnlock()
+	if r == nil {
+		return 0
+	}
+	if _, id := r.LeaderWithID(); id != "" {
+		return 0
+	}
+	if last := r.LastContact(); last.After(since) {
+		since = last
+	}
+	return time.Since(since)
 }
 
 // leader returns the current leader's member entry, if known.

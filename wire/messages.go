@@ -184,11 +184,19 @@ type Nak struct {
 
 // NotLeader redirects a request that only the leader serves. Leader is the
 // leader's client address, empty while no leader is known.
+//
+// NoLeaderMS, while no leader is known, is how long (in milliseconds) the
+// store has heard from none: an election takes about a second, so a group
+// whose reachable stores have known no leader for longer has lost its
+// majority (a host down or paused), and a client need not wait for it
+// (publisher/resume.go). 0 when a leader is known, or from a store older
+// than the field.
 type NotLeader struct {
 	_msgpack   struct{} `msgpack:",as_array"`
 	ReqID      uint64
 	Leader     string
 	LeaderName string
+	NoLeaderMS uint64
 }
 
 // Fetch asks for the messages of Source held in [From, To], at most

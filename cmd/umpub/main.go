@@ -286,9 +286,11 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	r.rec.first = p.FirstSeq()
 	r.sendErr = send(ctx, p, o, stdin, r.rec)
 	r.flushErr = p.Flush(ctx)
-	if r.sendErr == nil && r.flushErr == nil {
+	if r.sendErr == nil && r.flushErr == nil && allConnected(p.Stats()) {
 		// Stable already; give the other groups a moment to confirm too, so
-		// every group holds a copy (it does not change the exit status).
+		// every group holds a copy (it does not change the exit status). A
+		// group not registered now (its host down) gets its copies by
+		// repair: waiting for it would only cost the user the grace.
 		grace, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = p.WaitAllGroups(grace)
 		cancel()
@@ -300,6 +302,16 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 			r.intragroup = append(r.intragroup, g.Intragroup.String())
 		}
 	}
+}
+
+// allConnected reports whether the publisher is registered with every group.
+func allConnected(st publisher.Stats) bool {
+	for _, c := range st.Connected {
+		if !c {
+			return false
+		}
+	}
+	return true
 }
 
 func boolInt(b bool) int64 {

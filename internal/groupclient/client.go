@@ -200,17 +200,24 @@ type search struct {
 // returns the first answer that is not a redirect, leaving l open on the
 // store that gave it. It is the one leader-finding loop: the budget of
 // attempts covers a redirect per store and a second round.
-func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (wire.Message, error) {
+func (c *Client) ask(parent context.Context, l *link, req wire.Message, s search) (wire.Message, error) {
 	order := c.order()
 	budget := 2*len(order) + 2
 	var lastErr error
+	// ctx is parent until a store says the group lost its majority; then
+	// the other stores get lostMajorityProbe to prove it wrong (leaderless.go).
+	ctx := parent
+	nl := leaderless{group: c.Group}
 	for hops := 0; hops < budget; hops++ {
-		if err := ctx.Err(); err != nil {
+		if err := parent.Err(); err != nil {
 			return nil, err
+		}
+		if ctx.Err() != nil {
+			break // the probe of the other stores is over
 		}
 		if l.conn == nil {
 			if len(order) == 0 {
-				if !s.patient {
+				if !s.patient || nl.lostMajority() {
 					break
 				}
 				order = c.order()
@@ -246,7 +253,14 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 				order = append([]string{m.Leader}, slices.DeleteFunc(order, func(a string) bool { return a == m.Leader })...)
 				continue
 			}
-			if s.patient {
+			wasLost := nl.lostMajority()
+			nl.saw(from, m)
+			if !wasLost && nl.lostMajority() {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(parent, lostMajorityProbe)
+				defer cancel()
+			}
+			if s.patient && !nl.lostMajority() {
 				// An election is under way: give it a moment.
 				select {
 				case <-ctx.Done():
@@ -276,6 +290,9 @@ func (c *Client) ask(ctx context.Context, l *link, req wire.Message, s search) (
 			}
 			return m, nil
 		}
+	}
+	if e := nl.err(); e != nil {
+		lastErr = e
 	}
 	if lastErr == nil {
 		lastErr = errors.New("no store address")

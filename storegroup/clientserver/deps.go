@@ -61,14 +61,17 @@ type Deps struct {
 
 	Intragroup Intragroup // the members a Publish answer waits for (intragroup.go)
 
-	IsLeader    func() bool                       // leads and has applied everything committed before its term
-	Leader      func() (Member, bool)             // the current leader, if known
-	Status      func() Status                     // the store's status, for probes
-	NextApplied func() <-chan struct{}            // closed at the next applied batch
-	Expire      func(source, session, why string) // frees a source through the log
-	Stop        func() error                      // stops the store (an operator's Shutdown)
-	Pong        func(reqID uint64) *wire.Pong     // answers a Ping; nil: a bare Pong
-	Members     MemberDesk                        // Members and MemberMove; nil: refused
+	IsLeader func() bool           // leads and has applied everything committed before its term
+	Leader   func() (Member, bool) // the current leader, if known
+	// LeaderlessFor is how long the store has known no leader (0 while it
+	// knows one): redirects carry it (wire.NotLeader.NoLeaderMS). nil: 0.
+	LeaderlessFor func() time.Duration
+	Status        func() Status                     // the store's status, for probes
+	NextApplied   func() <-chan struct{}            // closed at the next applied batch
+	Expire        func(source, session, why string) // frees a source through the log
+	Stop          func() error                      // stops the store (an operator's Shutdown)
+	Pong          func(reqID uint64) *wire.Pong     // answers a Ping; nil: a bare Pong
+	Members       MemberDesk                        // Members and MemberMove; nil: refused
 	// Conflicts counts the sequence numbers of source another group was
 	// found to hold with another payload (storegroup's repair); nil: none.
 	Conflicts func(source string) uint64

@@ -78,8 +78,12 @@ func (cs *Server) notLeader(reqID uint64) (reply, bool) {
 // redirect tells the client where the leader is, if this store knows.
 func (cs *Server) redirect(reqID uint64) *wire.NotLeader {
 	nl := &wire.NotLeader{ReqID: reqID}
-	if l, ok := cs.Leader(); ok && l.Name != cs.Name {
+	l, ok := cs.Leader()
+	switch {
+	case ok && l.Name != cs.Name:
 		nl.Leader, nl.LeaderName = l.ClientAddr, l.Name
+	case !ok && cs.LeaderlessFor != nil:
+		nl.NoLeaderMS = uint64(cs.LeaderlessFor().Milliseconds())
 	}
 	return nl
 }

@@ -149,7 +149,7 @@ Registered = _frame(5, "Registered", [("ReqID", U64), ("Source", STR), ("Group",
 Publish = _frame(6, "Publish", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("Payloads", [BIN]), ("Checksums", [U32]),
                                 ("UnusedFrom", U64), ("UnusedTo", U64)])
 Ack = _frame(7, "Ack", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Conflicts", INT)])
-NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR)])
+NotLeader = _frame(8, "NotLeader", [("ReqID", U64), ("Leader", STR), ("LeaderName", STR), ("NoLeaderMS", U64)])
 Fetch = _frame(9, "Fetch", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT), ("MaxBytes", INT), ("Local", BOOL)])
 FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("HighSeq", U64), ("LowSeq", U64), ("Through", U64), ("Msgs", [Msg]),
                                        ("Released", U64), ("Unpublished", [Range])])
