@@ -69,8 +69,10 @@ func (g *Transport) checkOutgoing(id raft.ServerID, args *raft.AppendEntriesRequ
 }
 
 // refuseDamaged answers an AppendEntries whose entries arrived damaged
-// with an error, and reports whether it did.
-func (g *Transport) refuseDamaged(rpc raft.RPC, req *raft.AppendEntriesRequest) bool {
+// with an error, and reports whether it did. The answer says nothing of
+// this store's log (Success false, the request's term): raft's leader sees
+// the error first, and retries after its back-off.
+func (g *Transport) refuseDamaged(rpc raft.RPC, req *raft.AppendEntriesRequest, header raft.RPCHeader) bool {
 	l, err := g.firstDamaged(req.Entries)
 	if l == nil {
 		return false
@@ -80,6 +82,6 @@ func (g *Transport) refuseDamaged(rpc raft.RPC, req *raft.AppendEntriesRequest) 
 	if g.entries.Refused != nil {
 		g.entries.Refused(from, l.Index, err)
 	}
-	rpc.Respond(nil, err)
+	rpc.Respond(&raft.AppendEntriesResponse{RPCHeader: header, Term: req.Term, Success: false}, err)
 	return true
 }

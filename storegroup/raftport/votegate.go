@@ -103,7 +103,7 @@ func (g *Transport) refuse(rpc raft.RPC) bool {
 	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.localID), Addr: []byte(g.LocalAddr())}
 	switch req := rpc.Command.(type) {
 	case *raft.AppendEntriesRequest:
-		return g.refuseDamaged(rpc, req)
+		return g.refuseDamaged(rpc, req, header)
 	case *raft.RequestVoteRequest:
 		cand := Position{Term: req.LastLogTerm, Index: req.LastLogIndex}
 		if g.gate.Allows(cand) {
