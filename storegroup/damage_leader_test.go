@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"umstore/internal/clustertest"
 	"umstore/storegroup"
 	"umstore/wire"
@@ -66,7 +68,9 @@ func TestLeaderNeverShipsADamagedLogEntry(t *testing.T) {
 	c.Wipe(wiped)
 	c.Stop(victim.Name)
 	flipInLog(t, c.DataDir(victim.Name), entryPayload("d", 42, size))
-	c.StartStore(victim.Name)
+	damaged := c.StartStore(victim.Name)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(damaged.Collector())
 	c.Eventually(30*time.Second, "the damaged store leads", func() bool {
 		l := c.Leader(1)
 		if l == nil {
@@ -99,6 +103,9 @@ func TestLeaderNeverShipsADamagedLogEntry(t *testing.T) {
 	}
 	if len(logs.lines("copy of a raft log entry is damaged", victim.Name)) == 0 {
 		t.Fatalf("no log line of %s says its own copy of the entry is damaged", victim.Name)
+	}
+	if v := metricValue(t, reg, "umstore_raft_entries_withheld_total", nil); v < 1 {
+		t.Fatalf("umstore_raft_entries_withheld_total of %s = %v, want at least 1", victim.Name, v)
 	}
 	if got := logs.lines("damaged", "store="+wiped); len(got) != 0 {
 		t.Fatalf("%s logged damage of its own: %q", wiped, got)
