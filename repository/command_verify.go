@@ -5,8 +5,8 @@ import "fmt"
 // VerifyEntry checks a raft log entry's command against the checksums it
 // carries, without applying it: a Publish that carries them (a publisher
 // computed them before sending) must have every payload match. It returns
-// an error wrapping ErrCorrupt, naming the first message that does not
-// match, when the entry's bytes changed since they were checked on
+// an error wrapping ErrEntryDamaged, naming the first message that does
+// not match, when the entry's bytes changed since they were checked on
 // receipt (in a log file, in memory, on the network); nil for an intact
 // entry and for every entry that carries no checksums. A command that does
 // not decode is left to Apply, which reports it as it always has: only a
@@ -42,7 +42,7 @@ func VerifyEntry(data []byte) error {
 	}
 	for i, p := range c.Payloads {
 		if Checksum(p) != c.Checksums[i] {
-			return fmt.Errorf("%w: message %d of source %q does not match the checksum it carries", ErrCorrupt, c.FirstSeq+uint64(i), c.Source)
+			return fmt.Errorf("%w: message %d of source %q", ErrEntryDamaged, c.FirstSeq+uint64(i), c.Source)
 		}
 	}
 	return nil

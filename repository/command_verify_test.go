@@ -22,10 +22,10 @@ func TestVerifyEntry(t *testing.T) {
 		want    error
 	}{
 		{"PublishChecksums intact", EncodePublish(pub), false, nil},
-		{"PublishChecksums damaged", EncodePublish(pub), true, ErrCorrupt},
-		{"PublishAsChecksums damaged", EncodePublishAs(as), true, ErrCorrupt},
-		{"keyed Publish with checksums damaged", keyedOf(pub), true, ErrCorrupt},
-		{"keyed PublishAs with checksums damaged", keyedOf(as), true, ErrCorrupt},
+		{"PublishChecksums damaged", EncodePublish(pub), true, ErrEntryDamaged},
+		{"PublishAsChecksums damaged", EncodePublishAs(as), true, ErrEntryDamaged},
+		{"keyed Publish with checksums damaged", keyedOf(pub), true, ErrEntryDamaged},
+		{"keyed PublishAs with checksums damaged", keyedOf(as), true, ErrEntryDamaged},
 		{"Publish without checksums damaged: nothing to check", EncodePublish(plain), true, nil},
 		{"keyed Publish without checksums damaged", keyedOf(plain), true, nil},
 		{"not a Publish", EncodeRegister(Register{Source: "s", Session: "sess"}), false, nil},

@@ -2,17 +2,21 @@ package storegroup_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
-
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"umstore/internal/clustertest"
+	"umstore/repository"
 	"umstore/storegroup"
 	"umstore/wire"
 )
@@ -142,4 +146,62 @@ func TestLeaderNeverShipsADamagedLogEntry(t *testing.T) {
 	// (The old leader's files still hold the damaged entry, left for the
 	// operator to see, as for any message damaged at rest: a digest of its
 	// repository, clustertest's EnsureSame, reads it and fails.)
+}
+
+// A follower that receives an entry failing the checksums it carries (from
+// a leader that does not check, or damaged on the way) refuses it before
+// raft writes any of it, answering the sender with the reason, and does
+// not blame its own files: it keeps running, leaves no damage mark, counts
+// the refusal, and the group goes on. Before, it applied the entry, took
+// the damage for its own, marked its files and stopped. The entry is
+// forged here with hashicorp/raft's own transport, in the group's term,
+// after the follower's last entry and marked committed.
+func TestFollowerRefusesAnEntryThatArrivesDamaged(t *testing.T) {
+	t.Parallel()
+	c := clustertest.Start(t, 1, nil)
+	const size = 100
+	publishEntries(t, c, "d", 20, size, 10)
+	for _, m := range c.Members(1) {
+		c.WaitHeld(m.Name, "d", 20, 30*time.Second)
+	}
+	leader := c.WaitLeader(1, 10*time.Second)
+	follower := c.Members(1)[0]
+	if follower.Name == leader.Name() {
+		follower = c.Members(1)[1]
+	}
+	fol := c.Store(follower.Name)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(fol.Collector())
+	term := uint64(metricValue(t, reg, "umstore_raft_term", nil))
+	st := fol.Status()
+
+	p := entryPayload("d", 21, size)
+	data := repository.EncodePublish(repository.Publish{Source: "d", FirstSeq: 21, Payloads: [][]byte{p}, Checksums: []uint32{repository.Checksum(p)}})
+	data[bytes.Index(data, p)+size/2] ^= 0x01
+	trans := strangerTransport(t, nil)
+	req := &raft.AppendEntriesRequest{
+		RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leader.Name()), Addr: []byte(trans.LocalAddr())},
+		Term:              term,
+		PrevLogEntry:      st.LastIndex,
+		PrevLogTerm:       st.LastTerm,
+		Entries:           []*raft.Log{{Index: st.LastIndex + 1, Term: term, Type: raft.LogCommand, Data: data}},
+		LeaderCommitIndex: st.LastIndex + 1,
+	}
+	var resp raft.AppendEntriesResponse
+	err := trans.AppendEntries(raft.ServerID(follower.Name), raft.ServerAddress(follower.RaftAddr), req, &resp)
+	if err == nil || !strings.Contains(err.Error(), "arrived damaged") || resp.Success {
+		t.Fatalf("the follower answered a damaged entry with success %v, err %v; want it refused as arrived damaged", resp.Success, err)
+	}
+	c.Eventually(5*time.Second, "the refusal is counted", func() bool {
+		return metricValue(t, reg, "umstore_raft_entries_refused_total", nil) == 1
+	})
+	publishEntries(t, c, "after", 5, size, 5) // the group goes on, the follower with it
+	c.WaitHeld(follower.Name, "after", 5, 10*time.Second)
+	if err := fol.Err(); err != nil {
+		t.Fatalf("%s stopped: %v", follower.Name, err)
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir(follower.Name), "damaged.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s marked its files damaged (%v)", follower.Name, err)
+	}
+	c.RequireSame(1, 10*time.Second)
 }
