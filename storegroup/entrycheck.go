@@ -89,9 +89,16 @@ func (s *Store) entryWithheld(target raft.ServerID, index uint64, err error) {
 	if _, ok := s.entryDamage.stepDown.Allow(now); !ok {
 		return
 	}
+	// Not on raft's replication goroutine, which must go on; the future
+	// answers within an election timeout, or when raft shuts down.
 	go func() {
-		if err := r.LeadershipTransfer().Error(); err != nil && !errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-			s.log.Warn("handing leadership away from a damaged log failed; the damaged entry is still not sent, and the transfer is tried again", "entry", index, "err", err, "retry_in", stepDownEvery.String())
+		err := r.LeadershipTransfer().Error()
+		switch {
+		case err == nil:
+			s.log.Info("handed leadership away from a damaged raft log entry", "entry", index)
+		case errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrRaftShutdown):
+		default:
+			s.log.Warn("handing leadership away from a damaged raft log entry failed; the entry is still not sent, and the transfer is tried again", "entry", index, "err", err, "retry_in", stepDownEvery.String())
 		}
 	}()
 }
