@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -16,7 +17,12 @@ import (
 //
 // The raft port checks every log entry it carries against the checksums
 // the entry's command carries (repository.VerifyEntry; raftport's
-// EntryCheck), before sending and on arrival:
+// EntryCheck), before sending and on arrival. Before sending, an entry
+// raft read from the log cache (logCache.holds: the very bytes in memory)
+// passes unchecked: it was checked as it came into memory, on arrival from
+// the leader or as this store's client server took it; what is checked is
+// what was read back from the log file, where damage at rest lives. That
+// keeps a leader from decoding every entry it just wrote once per follower.
 //
 //   - A leader whose copy of an entry is damaged (its raft-wal segment, or
 //     its memory) does not send it: raft's AppendEntries to that follower
@@ -49,6 +55,9 @@ const stepDownEvery = 5 * time.Second
 
 // entryDamage is the store's side of the raft port's entry check.
 type entryDamage struct {
+	// cache is raft's log cache, once raft is built: the entries it holds
+	// in memory were checked already.
+	cache       atomic.Pointer[logCache]
 	withheldLog logevery.Every
 	refusedLog  logevery.Every
 	stepDown    logevery.Every // paces leadership transfers, not log lines
@@ -68,7 +77,13 @@ func (s *Store) entryCheck() raftport.EntryCheck {
 	s.entryDamage.withheldLog.Interval = 10 * time.Second
 	s.entryDamage.refusedLog.Interval = 10 * time.Second
 	s.entryDamage.stepDown.Interval = stepDownEvery
-	return raftport.EntryCheck{Verify: verifyLogEntry, Withheld: s.entryWithheld, Refused: s.entryRefused}
+	verify := func(l *raft.Log) error {
+		if c := s.entryDamage.cache.Load(); c != nil && c.holds(l) {
+			return nil // checked when it came into memory
+		}
+		return verifyLogEntry(l)
+	}
+	return raftport.EntryCheck{Verify: verify, Withheld: s.entryWithheld, Refused: s.entryRefused}
 }
 
 // entryWithheld hears of an entry of this store's log that failed its
