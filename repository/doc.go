@@ -108,7 +108,10 @@
 // payloads do not match is never applied: Apply fails with ErrCorrupt), or
 // one computed at apply for the older Publish and PublishAs. Read checks
 // each message before returning it and never returns a damaged one
-// (CorruptError); a repair's copy of it replaces it (heal.go).
+// (CorruptError); a repair's copy of it replaces it (heal.go). VerifyEntry
+// checks an entry against the checksums it carries without applying it:
+// the raft port runs it on every entry a store sends or receives, so that
+// a damaged entry never reaches another store.
 //
 // With Options.Log, the repository is an index over the raft log: a
 // Publish's messages are stored as references into the entry that carried

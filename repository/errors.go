@@ -66,6 +66,11 @@ var (
 	// missing and repair it from a healthy member or group.
 	ErrCorrupt = errors.New("stored message damaged at rest")
 
+	// ErrEntryDamaged means a raft log entry's payloads do not match the
+	// checksums it carries (VerifyEntry). Where it was damaged (this
+	// store's log, its memory, the network) is for the caller to say.
+	ErrEntryDamaged = errors.New("a payload of the entry does not match the checksum it carries")
+
 	// ErrGroupMismatch is the Result.Err of an InitGroup entry naming another
 	// group than the one this repository already belongs to.
 	ErrGroupMismatch = errors.New("repository belongs to another group")

@@ -2,6 +2,7 @@ package storegroup
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/hashicorp/raft"
 )
@@ -58,6 +59,23 @@ func (c *logCache) GetLog(index uint64, log *raft.Log) error {
 	}
 	c.mu.RUnlock()
 	return c.LogStore.GetLog(index, log)
+}
+
+// holds reports whether l is this cache's copy of its entry, the very
+// bytes in memory (raft's GetLog from the cache shares them), not a copy
+// read back from the log file. The raft port checks only the others
+// before sending (entrycheck.go): a cached entry was checked when it came
+// into memory, on arrival from the leader or as this store's client
+// server took it.
+func (c *logCache) holds(l *raft.Log) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.first == 0 || l.Index < c.first || l.Index > c.last {
+		return false
+	}
+	e := c.ring[l.Index%uint64(len(c.ring))]
+	return e != nil && e.Index == l.Index && e.Term == l.Term && len(e.Data) == len(l.Data) &&
+		len(l.Data) > 0 && unsafe.SliceData(e.Data) == unsafe.SliceData(l.Data)
 }
 
 // StoreLog stores one entry (see StoreLogs).

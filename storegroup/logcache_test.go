@@ -137,3 +137,41 @@ func TestLogCacheTellsRaftTheStoreIsMonotonic(t *testing.T) {
 		})
 	}
 }
+
+// holds tells the raft port which entries it reads are the cache's own
+// bytes in memory (checked when they came in), and which were read back
+// from the log file: an entry evicted, or the same entry in other memory.
+func TestLogCacheHolds(t *testing.T) {
+	s := &countingStore{InmemStore: raft.NewInmemStore()}
+	c := newLogCache(s, 4, 1<<20)
+	must(t, c.StoreLogs(entries(1, 6, 10))) // 3..6 cached
+	read := func(i uint64) *raft.Log {
+		var l raft.Log
+		must(t, c.GetLog(i, &l))
+		return &l
+	}
+	tests := []struct {
+		name string
+		l    *raft.Log
+		want bool
+	}{
+		{"read from the cache", read(5), true},
+		{"evicted, read from the store", read(2), false},
+		{"the same entry in other memory", func() *raft.Log {
+			l := *read(5)
+			l.Data = append([]byte(nil), l.Data...)
+			return &l
+		}(), false},
+		{"another term at the index", func() *raft.Log { l := *read(5); l.Term = 2; return &l }(), false},
+		{"past the cache", &raft.Log{Index: 7, Term: 1, Data: make([]byte, 10)}, false},
+	}
+	for _, tt := range tests {
+		if got := c.holds(tt.l); got != tt.want {
+			t.Errorf("%s: holds = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	c.reset()
+	if c.holds(read(5)) {
+		t.Error("holds an entry after the cache was reset")
+	}
+}

@@ -27,6 +27,9 @@ type storeMetrics struct {
 	refusedPeers [raftport.NumRefusals]atomic.Uint64 // raft connections, by raftport.Refusal
 	leaderMoves  atomic.Uint64                       // leadership handed to the preferred host (leadership.go)
 	mismatches   atomic.Uint64                       // sequence numbers another group holds otherwise (repair_verify.go)
+
+	entriesWithheld atomic.Uint64 // raft log entries of this store's not sent: damaged (entrycheck.go)
+	entriesRefused  atomic.Uint64 // raft log entries that arrived damaged and were refused (entrycheck.go)
 }
 
 func newStoreMetrics(name string, group int) *storeMetrics {
@@ -132,6 +135,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("umstore_consistency_violations_total", "Sequence numbers with two payloads: offered to this group with a payload different from the one held (kept, never overwritten), or found held with another payload by another group (each number counted once; receivers get the lowest group's payload).", m.conflicts.Load())
 	gauge("umstore_intergroup_conflicts", "Distinct sequence numbers another group was found to hold with another payload than this group, while this store led (receivers get the payload of the lowest group index).", float64(st.Repair.IntergroupConflicts))
 	counter("umstore_leader_moves_total", "Times this store, leading, handed leadership to a member on the group's preferred host.", m.leaderMoves.Load())
+	counter("umstore_raft_entries_withheld_total", "Times this store, leading, did not send a raft log entry because its own copy fails the entry's checksums (damaged in its log file or memory).", m.entriesWithheld.Load())
+	counter("umstore_raft_entries_refused_total", "Raft log entries that arrived damaged (failing their checksums) and were refused, nothing of them written.", m.entriesRefused.Load())
 	counter("umstore_repair_mismatches_total", "Sequence numbers another group holds with a different payload than this group, found by comparing digests of the ranges both hold (a consistency violation).", m.mismatches.Load())
 	counter("umstore_messages_stored_total", "Messages newly stored by this store's applies.", m.stored.Load())
 	counter("umstore_publish_answered_before_commit_total", "Publish entries this store proposed as leader and answered once their result was decided, before the repository's commit (the rest are answered by raft).", s.proposer.AnsweredEarly())

@@ -334,6 +334,7 @@ func (s *Store) openTransport() error {
 		return err
 	}
 	s.port = port
+	port.CheckEntries(s.entryCheck())
 	return nil
 }
 

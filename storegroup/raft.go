@@ -33,6 +33,7 @@ func (s *Store) startRaft(bootstrap bool) error {
 	// come from memory instead of being read and decoded from raft.db.
 	stable := raftLogStore{s.logStore}
 	logs := newLogCache(stable, logCacheMaxEntries, logCacheMaxBytes)
+	s.entryDamage.cache.Store(logs)
 	r, err := s.newRaft(rc, logs, stable)
 	if err != nil {
 		return fmt.Errorf("start raft for store %s: %w", s.cfg.Name, err)

@@ -93,6 +93,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{} // closed once the store has stopped
+
+	// entryDamage paces the logs and leadership transfers of damaged log
+	// entries the raft port did not carry (entrycheck.go).
+	entryDamage entryDamage
 }
 
 var _ io.Closer = (*Store)(nil)

@@ -12,6 +12,7 @@
 //	refusal.go    Refusal: why a peer was refused, counted and logged at most once per address in a while
 //	votegate.go   VoteGate, Position: votes refused to candidates behind the group's last entry
 //	progress.go   Progress: the members' AppendEntries and InstallSnapshot answers, for the intragroup rule
+//	entrycheck.go EntryCheck: a damaged log entry is neither sent nor accepted
 //	member.go     Member and DialFunc, shared with package storegroup
 //
 // Package storegroup builds Config from its own Config in one place
@@ -24,5 +25,5 @@
 // optional methods (WithPreVote, WithClose, pipelining); it replaces
 // Consumer, to answer the votes the gate refuses itself, and AppendEntries,
 // AppendEntriesPipeline and InstallSnapshot, to record the members' answers
-// on their way back to raft.
+// on their way back to raft and to check the entries sent.
 package raftport

@@ -146,6 +146,9 @@ func later(a, b time.Time) time.Time {
 
 // AppendEntries implements raft.Transport, recording the member's answer.
 func (g *Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if err := g.checkOutgoing(id, args); err != nil {
+		return err
+	}
 	err := g.NetworkTransport.AppendEntries(id, target, args, resp)
 	if err == nil {
 		g.members.answered(id, args.Term, resp.Success, appendedThrough(args))
@@ -164,13 +167,13 @@ func (g *Transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress,
 }
 
 // AppendEntriesPipeline implements raft.Transport with a pipeline whose
-// answers are recorded.
+// answers are recorded and whose entries are checked.
 func (g *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := g.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil || g.members == nil {
+	if err != nil || (g.members == nil && g.entries == nil) {
 		return p, err
 	}
-	op := &observedPipeline{AppendPipeline: p, id: id, members: g.members, out: make(chan raft.AppendFuture, 128), done: make(chan struct{})}
+	op := &observedPipeline{AppendPipeline: p, g: g, id: id, members: g.members, out: make(chan raft.AppendFuture, 128), done: make(chan struct{})}
 	go op.forward()
 	return op, nil
 }
@@ -190,6 +193,7 @@ func appendedThrough(args *raft.AppendEntriesRequest) uint64 {
 // way to raft.
 type observedPipeline struct {
 	raft.AppendPipeline
+	g       *Transport
 	id      raft.ServerID
 	members *Progress
 	out     chan raft.AppendFuture
@@ -214,6 +218,16 @@ func (op *observedPipeline) forward() {
 			return
 		}
 	}
+}
+
+// AppendEntries implements raft.AppendPipeline: a request with a damaged
+// entry is not sent (checkOutgoing); raft then stops the pipeline and
+// retries without it, after its back-off.
+func (op *observedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if err := op.g.checkOutgoing(op.id, args); err != nil {
+		return nil, err
+	}
+	return op.AppendPipeline.AppendEntries(args, resp)
 }
 
 // Consumer implements raft.AppendPipeline.

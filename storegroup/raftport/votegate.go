@@ -96,11 +96,14 @@ func (g *Transport) filter() {
 	}
 }
 
-// refuse answers a vote request the gate does not allow, and reports
+// refuse answers a vote request the gate does not allow, and an
+// AppendEntries whose entries arrived damaged (entrycheck.go), and reports
 // whether it did.
 func (g *Transport) refuse(rpc raft.RPC) bool {
 	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(g.localID), Addr: []byte(g.LocalAddr())}
 	switch req := rpc.Command.(type) {
+	case *raft.AppendEntriesRequest:
+		return g.refuseDamaged(rpc, req, header)
 	case *raft.RequestVoteRequest:
 		cand := Position{Term: req.LastLogTerm, Index: req.LastLogIndex}
 		if g.gate.Allows(cand) {
