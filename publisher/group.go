@@ -270,6 +270,7 @@ func (g *group) registered(reg *wire.Registered) {
 		return
 	}
 	p.tracker.SetActive(g.index, true)
+	p.lateAnswerLocked(g.index, reg.HighSeq)
 	if reg.HighSeq >= p.nextSeq && p.tracker.Confirmed(g.index) < p.firstSeq {
 		// This group answered after the resume point was chosen, and holds
 		// sequence numbers this session has not sent yet: it will send

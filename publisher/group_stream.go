@@ -21,6 +21,7 @@ type groupStream struct {
 	reqID     uint64
 	payloads  [][]byte // the frame being built (reused)
 	checksums []uint32
+	declared  bool // a frame on this connection carried the skipped range (unused.go)
 
 	bound   time.Duration // how long the group may stay silent on this connection
 	base    time.Duration // the base bound, Config.AckTimeout
@@ -161,9 +162,12 @@ func (s *groupStream) idle() error {
 			}
 		}
 	case <-s.keepAlive:
-		if err := c.Send(&wire.KeepAlive{Source: p.cfg.Source, Session: p.session}); err != nil {
+		ka := &wire.KeepAlive{Source: p.cfg.Source, Session: p.session}
+		declaring := !s.declared && p.declareUnusedKept(ka)
+		if err := c.Send(ka); err != nil {
 			return err
 		}
+		s.declared = s.declared || declaring
 	}
 	return nil
 }
@@ -176,9 +180,11 @@ func (s *groupStream) send(first uint64) error {
 	g, c, p := s.g, s.c, s.g.p
 	s.reqID++
 	pub := &wire.Publish{ReqID: s.reqID, Source: p.cfg.Source, FirstSeq: first, Payloads: s.payloads, Checksums: s.checksums}
+	declaring := !s.declared && p.declareUnused(pub)
 	if err := c.Write(pub); err != nil {
 		return err
 	}
+	s.declared = s.declared || declaring
 	if c.Buffered() > 256<<10 {
 		// A frozen leader stops reading: do not block on it for ever.
 		_ = c.SetWriteDeadline(time.Now().Add(s.bound))

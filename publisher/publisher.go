@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"umstore/internal/groupclient"
@@ -53,6 +54,15 @@ type Publisher struct {
 	reserving  bool
 	reserveErr error
 	sentBefore uint64 // SentUpTo as New read it: the earlier incarnations' bound
+
+	// The numbers skipped past the state file's bound (unused.go): pending
+	// while the groups in unusedWaiting have not said what they hold; once
+	// they have, unusedDeclared is what each connection declares.
+	unusedPending  wire.Range
+	unusedWaiting  map[int]bool
+	unusedChecking map[int]bool // groups asked what they hold of it (checkUnusedHeld)
+	unusedDeclared atomic.Pointer[wire.Range]
+	dialer         *wire.Dialer // the groups' dialer, for such a question
 
 	flight      flight        // the unstable messages: flight size, byte limit, lifetime (flight.go)
 	events      []any         // events waiting for the event goroutine (events.go)
@@ -148,6 +158,7 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 	if cfg.Connections != nil {
 		d.Client = "publishers" // the connection is every source's
 	}
+	p.dialer = d
 	for i, addrs := range cfg.Groups {
 		g := &group{p: p, index: i, client: groupclient.New(i+1, addrs, d), wake: make(chan struct{}, 1), wait: newAckWait(cfg.AckTimeout)}
 		if cfg.Connections != nil {

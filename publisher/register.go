@@ -123,8 +123,7 @@ func (p *Publisher) resumeLocked(d resumeDecision) {
 	// file said nothing was sent beyond its last stable number.
 	p.resumedPastAll = len(d.answered) == n || p.settledBefore
 	p.firstSeq, p.nextSeq, p.delivered = d.seq, d.seq, d.seq-1
-	// d.unused is not declared to the stores (unused.go): a group that did
-	// not answer may hold acknowledged messages in it.
+	p.holdUnusedLocked(d) // declared once every group has said what it holds (unused.go)
 	p.flight.reset(d.seq - 1)
 	p.reg.ResumeSeq = d.seq
 	p.tracker = quorum.NewTracker(p.cfg.Intergroup, n, p.firstSeq)

@@ -17,7 +17,8 @@ import (
 // background once half of it is used, so that Send waits for the file only
 // when it outruns the disk. The price: a publisher restarted while a group
 // is unreachable skips the numbers reserved but never sent, at most
-// sentReserve; it declares them never published to the groups (unused.go),
+// sentReserve; once every group has said what it holds of them it declares
+// the rest never published to the groups (unused.go),
 // so receivers do not report those no group holds as lost.
 
 // sentReserve is how many sequence numbers one write of the state file

@@ -150,7 +150,7 @@ func decideResume(in resumeInput) resumeDecision {
 		// sent after its last stable number: never give those numbers a
 		// second payload (reserve.go).
 		d.warnings = append(d.warnings, warning{slog.LevelWarn,
-			"a group that did not answer may hold messages an earlier incarnation sent up to the state file's bound: resuming past it; numbers no group holds are declared never published",
+			"a group that did not answer may hold messages an earlier incarnation sent up to the state file's bound: resuming past it; the numbers skipped are declared never published once every group has said what it holds",
 			[]any{"sent_up_to", in.state.SentUpTo, "resume_after", last, "groups_answered", d.answered}})
 		d.unused = wire.Range{From: last + 1, To: in.state.SentUpTo} // declared never published (unused.go)
 		last = in.state.SentUpTo

@@ -173,7 +173,7 @@ func describe(d resumeDecision) string {
 		fmt.Fprintf(&b, "answered: %v\n", d.answered)
 	}
 	if d.unused.From != 0 {
-		fmt.Fprintf(&b, "declared never published: %d-%d\n", d.unused.From, d.unused.To)
+		fmt.Fprintf(&b, "skipped, declared never published once every group answers: %d-%d\n", d.unused.From, d.unused.To)
 	}
 	for _, w := range d.warnings {
 		fmt.Fprintf(&b, "%s: %s", w.level, w.msg)

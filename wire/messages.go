@@ -376,11 +376,18 @@ type Shutdown struct {
 // KeepAlive tells a group's leader that the publisher session holding
 // Source is alive (sent when it has nothing to publish), or, with Leaving,
 // that it is going away and the source is free. It has no answer.
+//
+// UnusedFrom..UnusedTo, when UnusedFrom is not 0, are numbers the session
+// skipped and never sent, as on a Publish (Publish.UnusedFrom): a
+// publisher that has nothing more to publish declares them this way. 0
+// from publishers older than the fields.
 type KeepAlive struct {
-	_msgpack struct{} `msgpack:",as_array"`
-	Source   string
-	Session  string
-	Leaving  bool
+	_msgpack   struct{} `msgpack:",as_array"`
+	Source     string
+	Session    string
+	Leaving    bool
+	UnusedFrom uint64
+	UnusedTo   uint64
 }
 
 // OK acknowledges a request that has no other answer.

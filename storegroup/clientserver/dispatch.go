@@ -108,6 +108,9 @@ func (cs *Server) keepAlive(m *wire.KeepAlive, conn *connState) {
 	if !cs.IsLeader() {
 		return
 	}
+	if m.UnusedFrom != 0 {
+		cs.recordUnusedKept(m)
+	}
 	if !m.Leaving {
 		cs.TouchSource(m.Source, m.Session, time.Now())
 		return

@@ -12,12 +12,28 @@ import (
 // Publish does not matter, so its answer is not waited for: a failed or
 // refused one leaves the range reported as a gap, as before.
 func (cs *Server) recordUnused(p *wire.Publish, conn *connState) {
-	if p.UnusedFrom == 0 || p.UnusedTo < p.UnusedFrom || p.UnusedTo >= p.FirstSeq {
+	if p.UnusedTo >= p.FirstSeq {
 		return
 	}
-	cs.Proposer.Propose(repository.EncodeUnpublished(repository.Unpublished{
-		Source: p.Source, Session: conn.sessions[p.Source], From: p.UnusedFrom, To: p.UnusedTo,
-	}))
+	cs.proposeUnused(p.Source, conn.sessions[p.Source], p.UnusedFrom, p.UnusedTo)
+}
+
+// recordUnusedKept is recordUnused for a KeepAlive's range (a publisher
+// with nothing more to send), from the session that holds its source on
+// this connection (keepAlive checked it).
+func (cs *Server) recordUnusedKept(m *wire.KeepAlive) {
+	cs.proposeUnused(m.Source, m.Session, m.UnusedFrom, m.UnusedTo)
+}
+
+// proposeUnused proposes the record of session's skipped numbers from..to
+// of source, if from..to is a range. The repository records it only while
+// session holds the source, and reports as never published only the
+// numbers the group does not hold.
+func (cs *Server) proposeUnused(source, session string, from, to uint64) {
+	if from == 0 || to < from {
+		return
+	}
+	cs.Proposer.Propose(repository.EncodeUnpublished(repository.Unpublished{Source: source, Session: session, From: from, To: to}))
 }
 
 // wireRanges converts repository ranges for a reply; nil for none.

@@ -164,7 +164,7 @@ Deliver = _frame(16, "Deliver", [("ReqID", U64), ("Source", STR), ("Through", U6
 Consumed = _frame(17, "Consumed", [("ReqID", U64), ("Source", STR), ("Receiver", STR), ("Seq", U64)])
 OK = _frame(18, "OK", [("ReqID", U64)])
 Shutdown = _frame(19, "Shutdown", [("ReqID", U64), ("Token", STR)])
-KeepAlive = _frame(20, "KeepAlive", [("Source", STR), ("Session", STR), ("Leaving", BOOL)])
+KeepAlive = _frame(20, "KeepAlive", [("Source", STR), ("Session", STR), ("Leaving", BOOL), ("UnusedFrom", U64), ("UnusedTo", U64)])
 Nak = _frame(21, "Nak", [("ReqID", U64), ("Source", STR), ("FirstSeq", U64), ("LastSeq", U64), ("HighSeq", U64), ("Lost", [Range])])
 
 # Durable receivers, receiver-paced persistence, confirmed delivery and
