@@ -39,6 +39,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		MaxFrame:        cfg.MaxFrame,
 		Token:           cfg.Security.Token,
 		OperatorToken:   cfg.Security.OperatorToken,
+		Identities:      cfg.Security.Clients,
 		ActivityTimeout: cfg.SourceActivityTimeout,
 		Limits:          cfg.ClientLimits,
 		Log:             s.log,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"umstore/internal/clientperm"
 	"umstore/repository"
 	"umstore/storegroup/proposal"
 	"umstore/storegroup/stagetime"
@@ -16,11 +17,16 @@ import (
 // Deps is what the client server needs from its store, and all it may
 // touch of it. The store builds it in one place (storegroup's client.go).
 type Deps struct {
-	Name            string        // the store's name
-	Group           int           // the store's group index
-	MaxFrame        int           // Config.MaxFrame
-	Token           string        // the deployment's token; "" admits every client
-	OperatorToken   string        // the operators' token for Shutdown; "" when none
+	Name          string // the store's name
+	Group         int    // the store's group index
+	MaxFrame      int    // Config.MaxFrame
+	Token         string // the deployment's token; "" admits every client
+	OperatorToken string // the operators' token for Shutdown; "" when none
+	// Identities, when set, are the deployment's client identities: each
+	// connection is named one at its Hello (or by Token, the deployment's
+	// own, which may do everything), and its requests are checked against
+	// it (permissions.go). nil: Token alone admits, to everything.
+	Identities      *clientperm.Set
 	ActivityTimeout time.Duration // Config.SourceActivityTimeout
 	Limits          Limits        // Config.ClientLimits, defaults filled in by New
 

@@ -47,7 +47,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 			return rep
 		}
 		cs.settled(ctx)
-		return reply{msg: cs.sources(m)}
+		return reply{msg: cs.sources(m, conn.who)}
 	case *wire.Consumed:
 		return cs.anonymousConsumed(m) // receivers_owned.go
 	case *wire.Members:

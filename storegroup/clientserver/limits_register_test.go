@@ -26,13 +26,20 @@ import (
 // name is free.
 func limitServer(t *testing.T, l Limits) *Server {
 	t.Helper()
+	return testServer(t, l, nil)
+}
+
+// testServer is limitServer with its Deps edited by edit (when not nil)
+// before the server starts.
+func testServer(t *testing.T, l Limits, edit func(*Deps)) *Server {
+	t.Helper()
 	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { repo.Close() })
 	applied := make(chan struct{}) // nothing is ever applied
-	cs, err := New("127.0.0.1:0", nil, Deps{
+	d := Deps{
 		Name:            "A1",
 		Group:           1,
 		MaxFrame:        1 << 20,
@@ -56,7 +63,11 @@ func limitServer(t *testing.T, l Limits) *Server {
 		Status:          func() Status { return Status{Name: "A1", Group: 1} },
 		NextApplied:     func() <-chan struct{} { return applied },
 		Expire:          func(source, session, why string) {},
-	})
+	}
+	if edit != nil {
+		edit(&d)
+	}
+	cs, err := New("127.0.0.1:0", nil, d)
 	if err != nil {
 		t.Fatal(err)
 	}
