@@ -178,7 +178,7 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 		fn(rep)
 	}
 	if reached == 0 {
-		return fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
+		return unreachable(lastErr)
 	}
 	return nil
 }
@@ -284,7 +284,7 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 		}
 		return c.through, holes, nil
 	}
-	return 0, nil, fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
+	return 0, nil, unreachable(lastErr)
 }
 
 // fetchRange reads h from one group into c, until the group's reply is cut
