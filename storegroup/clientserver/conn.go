@@ -76,6 +76,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, w
 	var subs sync.WaitGroup
 	defer func() {
 		cs.registered.give(len(conn.sessions)) // the connection's registrations end with it
+		cs.receivers.give(len(conn.receivers))
 		cancel()
 		replies.close()
 		<-writerDone // answers owed are flushed first
@@ -190,7 +191,8 @@ type connState struct {
 	sessions map[string]string
 	// receivers maps a receiver name registered on this connection to the
 	// session that registered it, against MaxReceiversPerConn
-	// (registerReceiver); the receiver's goodbye removes it.
+	// and MaxReceivers (registerReceiver); the receiver's goodbye removes
+	// it.
 	receivers map[receiverName]string
 	// delivery: the sources whose receivers' positions are pushed on this
 	// connection (receivers.go).
