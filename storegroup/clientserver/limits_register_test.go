@@ -3,6 +3,7 @@ package clientserver
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -26,12 +27,12 @@ import (
 // name is free.
 func limitServer(t *testing.T, l Limits) *Server {
 	t.Helper()
-	return testServer(t, l, nil)
+	return testServer(t, l, nil, nil)
 }
 
-// testServer is limitServer with its Deps edited by edit (when not nil)
-// before the server starts.
-func testServer(t *testing.T, l Limits, edit func(*Deps)) *Server {
+// testServer is limitServer over TLS when serverTLS is set, with its Deps
+// edited by edit (when not nil) before the server starts.
+func testServer(t *testing.T, l Limits, serverTLS *tls.Config, edit func(*Deps)) *Server {
 	t.Helper()
 	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
 	if err != nil {
@@ -67,7 +68,7 @@ func testServer(t *testing.T, l Limits, edit func(*Deps)) *Server {
 	if edit != nil {
 		edit(&d)
 	}
-	cs, err := New("127.0.0.1:0", nil, d)
+	cs, err := New("127.0.0.1:0", serverTLS, d)
 	if err != nil {
 		t.Fatal(err)
 	}

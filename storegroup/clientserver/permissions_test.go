@@ -2,12 +2,18 @@ package clientserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"umstore/internal/clientperm"
+	"umstore/internal/testpki"
+	"umstore/repository"
 	"umstore/wire"
 )
 
@@ -52,7 +58,7 @@ func dialToken(t *testing.T, cs *Server, token string) (*wire.Conn, error) {
 // CodeForbidden, naming the identity and the permission. The deployment's
 // own token may do everything.
 func TestIdentityPermissions(t *testing.T) {
-	cs := testServer(t, Limits{}, func(d *Deps) {
+	cs := testServer(t, Limits{}, nil, func(d *Deps) {
 		d.Token = deploymentToken
 		d.Identities = testIdentities(t)
 	})
@@ -112,12 +118,12 @@ func TestIdentityPermissions(t *testing.T) {
 // clear refusal; without them, the deployment's token alone admits, as
 // before identities existed.
 func TestIdentityHello(t *testing.T) {
-	withIDs := testServer(t, Limits{}, func(d *Deps) {
+	withIDs := testServer(t, Limits{}, nil, func(d *Deps) {
 		d.Token = deploymentToken
 		d.Identities = testIdentities(t)
 	})
-	without := testServer(t, Limits{}, func(d *Deps) { d.Token = deploymentToken })
-	open := testServer(t, Limits{}, nil)
+	without := testServer(t, Limits{}, nil, func(d *Deps) { d.Token = deploymentToken })
+	open := testServer(t, Limits{}, nil, nil)
 	for _, tc := range []struct {
 		name    string
 		cs      *Server
@@ -151,5 +157,110 @@ func TestIdentityHello(t *testing.T) {
 				t.Fatalf("the refusal took %v", time.Since(start))
 			}
 		})
+	}
+}
+
+// TestIdentityByTLSName names a client by its verified certificate: the
+// client certificate's Subject CN is an identity's tls-name, so a client
+// presenting it without a token is that identity, allowed what it may and
+// refused the rest by name; a certificate of the same CA that names no
+// identity is refused at Hello.
+func TestIdentityByTLSName(t *testing.T) {
+	pki := testpki.New(t, t.TempDir())
+	load := func(cert, key string) tls.Certificate {
+		kp, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp
+	}
+	caPEM, err := os.ReadFile(pki.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	serverTLS := &tls.Config{Certificates: []tls.Certificate{load(pki.Cert, pki.Key)}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	receive, _ := clientperm.ParsePatterns([]string{">"})
+	ids, err := clientperm.NewSet([]clientperm.Identity{{Name: "audit", TLSName: "umstore client", Receive: receive}}, deploymentToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := testServer(t, Limits{}, serverTLS, func(d *Deps) {
+		d.Token = deploymentToken
+		d.Identities = ids
+	})
+	dialAs := func(cert tls.Certificate) (*wire.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d := &wire.Dialer{Client: "test", TLS: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+		c, _, err := d.Dial(ctx, cs.Addr().String())
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		return c, err
+	}
+
+	c, err := dialAs(load(pki.ClientCert, pki.ClientKey))
+	if err != nil {
+		t.Fatalf("the client certificate named in tls-name was refused: %v", err)
+	}
+	if got := answer(t, c, &wire.Fetch{ReqID: 1, Source: "orders.eu", From: 1, To: 10}); got != "" {
+		t.Fatalf("a Fetch audit may make: %s", got)
+	}
+	want := `forbidden: identity "audit" may not publish source "orders.eu"`
+	if got := answer(t, c, &wire.Register{ReqID: 2, Source: "orders.eu", Session: "s1"}); !strings.HasPrefix(got, want) {
+		t.Fatalf("a Register audit may not make: answered %q, want %q", got, want)
+	}
+	if _, err := dialAs(load(pki.ElsewhereCert, pki.ElsewhereKey)); !errors.Is(err, wire.ErrUnauthorized) || !strings.Contains(err.Error(), "no client identity") {
+		t.Fatalf("a certificate naming no identity: %v, want refused at Hello", err)
+	}
+}
+
+// TestIdentitySourcesList checks that a Sources list shows an identity
+// only the sources it may publish or receive, and the deployment's own
+// token all of them.
+func TestIdentitySourcesList(t *testing.T) {
+	cs := testServer(t, Limits{}, nil, func(d *Deps) {
+		d.Token = deploymentToken
+		d.Identities = testIdentities(t)
+	})
+	for i, src := range []string{"orders.eu", "orders.us", "payments"} {
+		cmd := repository.EncodeRegister(repository.Register{Source: src, Session: "s", UnixNano: 1})
+		if _, err := cs.Repo.Apply([]repository.Entry{{Index: uint64(i + 1), Term: 1, Data: cmd}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		token string
+		want  []string
+	}{
+		{"billing-token", []string{"orders.eu", "orders.us"}}, // receives orders.eu, publishes orders.>
+		{"audit-token", []string{"orders.eu", "orders.us", "payments"}},
+		{deploymentToken, []string{"orders.eu", "orders.us", "payments"}},
+	} {
+		c, err := dialToken(t, cs, tc.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.NetConn().SetDeadline(time.Now().Add(5 * time.Second))
+		if err := c.Send(&wire.Sources{ReqID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, ok := m.(*wire.SourceList)
+		if !ok {
+			t.Fatalf("Sources answered %#v", m)
+		}
+		var got []string
+		for _, s := range list.Sources {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s sees %v, want %v", tc.token, got, tc.want)
+		}
 	}
 }
