@@ -96,4 +96,19 @@ func TestClientIdentitiesEndToEnd(t *testing.T) {
 		t.Fatalf("umrcv --name app1 as billing: exit %d after %v, stderr %q; want a refusal at once naming the identity and the permission", code, took, errOut)
 	}
 	t.Logf("umrcv --name refused in %v: %s", took, lastLine(errOut))
+
+	// The Python client reads the same deployment file and presents its
+	// --token-file as before: an identity's token publishes what it may,
+	// and a refusal every group gave ends the wait at once (it waited out
+	// --timeout before).
+	py := pythonWithMsgpack(t)
+	if out, errOut, code := runPython(t, py, "publish", "--deployment", deploy, "--token-file", billing, "--source", "orders.py", "--count", "5", "--json"); code != 0 {
+		t.Fatalf("python publish as billing on orders.py: exit %d\n%s\n%s", code, out, errOut)
+	}
+	start = time.Now()
+	_, errOut, code = runPython(t, py, "publish", "--deployment", deploy, "--token-file", billing, "--source", "payments", "--count", "1", "--timeout", "30")
+	if code == 0 || !strings.Contains(errOut, `identity "billing" may not publish source "payments"`) || time.Since(start) > 10*time.Second {
+		t.Fatalf("python publish as billing on payments: exit %d after %v, stderr %q; want a refusal naming the identity and the permission", code, time.Since(start), errOut)
+	}
+	t.Logf("python publish refused in %v: %s", time.Since(start), lastLine(errOut))
 }
