@@ -65,6 +65,16 @@ func (id *Identity) MayUseReceiver(name string) error {
 	return refusal("identity %q may not use receiver name %q (its receiver patterns: %s)", id.Name, name, join(id.Receivers))
 }
 
+// MayStop returns nil if id may stop stores (a Shutdown) in a deployment
+// without an operator token, where the client token decides: only the
+// deployment's own identity may, never a client's.
+func (id *Identity) MayStop() error {
+	if id == nil {
+		return nil
+	}
+	return refusal("identity %q may not stop stores: only the deployment's own token may (or the operator token, security.operator-token-file, when the deployment has one)", id.Name)
+}
+
 // MaySee reports whether id may learn that source exists (a Sources
 // list): it may publish or receive it.
 func (id *Identity) MaySee(source string) bool {

@@ -104,7 +104,7 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, w
 			}
 			continue
 		}
-		if e := forbidden(m, conn.who); e != nil {
+		if e := cs.forbidden(m, conn.who); e != nil {
 			cs.Metrics.refused(refusedForbidden)
 			replies.put(reply{msg: e})
 			continue

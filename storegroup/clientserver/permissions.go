@@ -54,8 +54,10 @@ func peerNames(nc net.Conn) []string {
 // again); reading one (Fetch, Subscribe, RangeDigest, a receiver's
 // registration or query) needs receive; a durable receiver name, in a
 // registration, a Subscribe or a consumption record, needs the receiver
-// permission. A Sources list is filtered instead (sources).
-func forbidden(m wire.Message, who *clientperm.Identity) *wire.Error {
+// permission. A Sources list is filtered instead (sources). A Shutdown
+// in a deployment without an operator token, where the client token would
+// decide, needs the deployment's own identity.
+func (cs *Server) forbidden(m wire.Message, who *clientperm.Identity) *wire.Error {
 	if who == nil {
 		return nil
 	}
@@ -84,6 +86,10 @@ func forbidden(m wire.Message, who *clientperm.Identity) *wire.Error {
 		reqID, err = m.ReqID, who.MayUseReceiver(m.Receiver)
 	case *wire.Consumed:
 		reqID, err = m.ReqID, who.MayUseReceiver(m.Receiver)
+	case *wire.Shutdown:
+		if cs.OperatorToken == "" {
+			reqID, err = m.ReqID, who.MayStop()
+		}
 	case *wire.ReceiverQuery:
 		reqID = m.ReqID
 		if !who.MaySee(m.Source) {

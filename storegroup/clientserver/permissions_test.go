@@ -94,6 +94,8 @@ func TestIdentityPermissions(t *testing.T) {
 			`forbidden: identity "billing" may not use receiver name "app1"`},
 		{"consumed-as another's receiver refused", "billing-token", &wire.ConsumedAs{ReqID: 1, Source: "orders.eu", Receiver: "app1", Session: "r1", Seq: 95},
 			`forbidden: identity "billing" may not use receiver name "app1"`},
+		{"stopping a store refused to a client's identity", "audit-token", &wire.Shutdown{ReqID: 1},
+			`forbidden: identity "audit" may not stop stores: only the deployment's own token may`},
 		{"the deployment's token may publish anything", deploymentToken, &wire.Register{ReqID: 1, Source: "payments", Session: "s1"}, ""},
 		{"the deployment's token may receive anything", deploymentToken, &wire.Fetch{ReqID: 1, Source: "payments", From: 1, To: 10}, ""},
 	} {
