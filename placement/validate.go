@@ -194,7 +194,7 @@ func (v *validator) security() {
 	if sec == nil {
 		return
 	}
-	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" {
+	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" && len(sec.Clients) == 0 {
 		v.add("security", "is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
 	}
 	files := []struct{ key, val string }{
@@ -208,13 +208,13 @@ func (v *validator) security() {
 			{"security.tls.client-cert", t.ClientCert}, {"security.tls.client-key", t.ClientKey},
 		}...)
 	}
+	for i, c := range sec.Clients {
+		files = append(files, struct{ key, val string }{fmt.Sprintf("security.clients[%d].token-file", i), c.TokenFile})
+	}
 	for _, f := range files {
 		if f.val != "" && !filepath.IsAbs(f.val) && !filepath.IsLocal(f.val) {
 			v.add(f.key, "%q climbs out of the deployment file's directory; a relative path names a file in that directory or below it: move the file there, or give an absolute path if you mean a file elsewhere", f.val)
 		}
-	}
-	for i, c := range sec.Clients {
-		files = append(files, struct{ key, val string }{fmt.Sprintf("security.clients[%d].token-file", i), c.TokenFile})
 	}
 	v.clients(sec)
 	if t := sec.TLS; t != nil {
