@@ -47,7 +47,8 @@ type Deps struct {
 	// incarnation of the same publisher, it first frees the source from
 	// that session through the log. Its error wraps ErrFenced when a later
 	// incarnation of the publisher holds the source, ErrEpochAhead when the
-	// session's epoch is further ahead of now than the stores allow.
+	// session's epoch is further ahead of now than the stores allow,
+	// ErrOverLimit when the leader holds MaxSessions sources.
 	ClaimSource func(source, session string, now time.Time, timeout time.Duration) error
 	// TouchSource records activity of session on source, if it holds it.
 	TouchSource func(source, session string, now time.Time)
@@ -83,6 +84,20 @@ type Deps struct {
 // ErrFenced refuses a registration from an earlier incarnation of a
 // publisher while a later one holds the source (answered CodeFenced).
 var ErrFenced = errors.New("fenced")
+
+// ErrOverLimit refuses a registration the store cannot hold more of:
+// answered CodeUnavailable, as registrations over the client server's own
+// limits are. OverLimit makes such an error.
+var ErrOverLimit = errors.New("over a limit")
+
+// OverLimit returns an error wrapping ErrOverLimit whose text is msg
+// alone: the refusal's words, naming the limit and what to do.
+func OverLimit(msg string) error { return overLimitError(msg) }
+
+type overLimitError string
+
+func (e overLimitError) Error() string { return string(e) }
+func (e overLimitError) Unwrap() error { return ErrOverLimit }
 
 // ErrEpochAhead refuses a registration whose session names an epoch
 // further ahead of the leader's clock than a publisher's could be

@@ -189,6 +189,9 @@ func (cs *Server) claimSource(conn *connState, reqID uint64, source, session str
 		if !held {
 			cs.registered.give(1)
 		}
+		if errors.Is(err, ErrOverLimit) {
+			return cs.overLimit(reqID, refusedSourceLimit, err.Error())
+		}
 		code := wire.CodeBusy
 		switch {
 		case errors.Is(err, ErrFenced):

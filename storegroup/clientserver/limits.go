@@ -85,6 +85,17 @@ type Limits struct {
 	// within its own limit, cannot together make the leader hold an
 	// unbounded number of receiver names.
 	MaxReceivers int
+	// MaxSessions bounds the sources the leader holds for publisher
+	// sessions (default 400,000). Unlike MaxSources it counts what
+	// outlives a connection: a source registered stays held for its
+	// session until the publisher's goodbye, or until it is expired after
+	// SourceActivityTimeout of silence. Without it, a client that keeps
+	// closing and reopening connections, each within its own limits, makes
+	// the leader hold (and the log record) sources without bound. A source
+	// the leader holds already (again, or taken over by a new session)
+	// does not count again. The default is twice MaxSources: every live
+	// registration, and as many left by closed connections.
+	MaxSessions int
 	// MaxSeqJump bounds the gap one Publish may open: how many sequence
 	// numbers it may skip past the highest this store knows any group holds
 	// for its source (default 1,048,576; seqjump.go). A publisher skips
@@ -107,6 +118,7 @@ const (
 	defaultMaxSources          = 200_000
 	defaultMaxReceiversPerConn = 10_000
 	defaultMaxReceivers        = 100_000
+	defaultMaxSessions         = 400_000
 	defaultMaxSeqJump          = 1 << 20
 )
 
@@ -124,6 +136,7 @@ func DefaultLimits() Limits {
 		MaxSources:          defaultMaxSources,
 		MaxReceiversPerConn: defaultMaxReceiversPerConn,
 		MaxReceivers:        defaultMaxReceivers,
+		MaxSessions:         defaultMaxSessions,
 		MaxSeqJump:          defaultMaxSeqJump,
 	}
 }
@@ -142,6 +155,7 @@ func (l Limits) Validate() error {
 		{"MaxSources", l.MaxSources < 0},
 		{"MaxReceiversPerConn", l.MaxReceiversPerConn < 0},
 		{"MaxReceivers", l.MaxReceivers < 0},
+		{"MaxSessions", l.MaxSessions < 0},
 	} {
 		if f.negative {
 			return fmt.Errorf("client limit %s must not be negative (0 takes the default)", f.name)
@@ -176,6 +190,9 @@ func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
 	l.MaxSourcesPerConn = min(l.MaxSourcesPerConn, l.MaxSources)
 	if l.MaxReceivers == 0 {
 		l.MaxReceivers = d.MaxReceivers
+	}
+	if l.MaxSessions == 0 {
+		l.MaxSessions = d.MaxSessions
 	}
 	if l.MaxReceiversPerConn == 0 {
 		l.MaxReceiversPerConn = d.MaxReceiversPerConn
