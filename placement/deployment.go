@@ -94,6 +94,33 @@ type Security struct {
 	// client token no longer suffices. Without it, the client token stops
 	// stores, and with no token at all only loopback may (docs/security.md).
 	OperatorTokenFile string `yaml:"operator-token-file,omitempty" json:"operator-token-file,omitempty"`
+	// Clients, if given, are the deployment's client identities: each
+	// client is known by its own token or its TLS certificate's name and
+	// may publish, receive and use receiver names only as its entry says
+	// (docs/security.md, "Client identities"). TokenFile stays the
+	// deployment's own token, for the stores' connections to one another
+	// and the operators' tools, and may do everything. Absent: TokenFile
+	// alone admits clients, to everything.
+	Clients []Client `yaml:"clients,omitempty" json:"clients,omitempty"`
+}
+
+// Client is one client identity of the deployment: its name, how it is
+// known (exactly one of TokenFile and TLSName), and the patterns of the
+// names it may use (package clientperm's syntax: tokens between dots, *
+// one token, a last > the rest).
+type Client struct {
+	Name string `yaml:"name" json:"name"`
+	// TokenFile holds the token this client presents (its --token-file).
+	TokenFile string `yaml:"token-file,omitempty" json:"token-file,omitempty"`
+	// TLSName is the Subject CN or a DNS SAN of the client's certificate
+	// (signed by security.tls.ca; needs security.tls.client-auth).
+	TLSName string `yaml:"tls-name,omitempty" json:"tls-name,omitempty"`
+	// Publish: the sources it may register and publish.
+	Publish []string `yaml:"publish,omitempty" json:"publish,omitempty"`
+	// Receive: the sources it may fetch, subscribe to and list.
+	Receive []string `yaml:"receive,omitempty" json:"receive,omitempty"`
+	// Receivers: the durable receiver names it may register and consume as.
+	Receivers []string `yaml:"receivers,omitempty" json:"receivers,omitempty"`
 }
 
 // TLS names PEM files: the deployment's CA, and this host's certificate and

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"umstore/internal/clientperm"
 	"umstore/quorum"
 )
 
@@ -193,7 +194,7 @@ func (v *validator) security() {
 	if sec == nil {
 		return
 	}
-	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" {
+	if sec.TLS == nil && sec.TokenFile == "" && sec.MemberSecretFile == "" && sec.OperatorTokenFile == "" && len(sec.Clients) == 0 {
 		v.add("security", "is empty; give member-secret-file, tls (ca, cert, key), token-file and/or operator-token-file, or remove the section")
 	}
 	files := []struct{ key, val string }{
@@ -207,11 +208,15 @@ func (v *validator) security() {
 			{"security.tls.client-cert", t.ClientCert}, {"security.tls.client-key", t.ClientKey},
 		}...)
 	}
+	for i, c := range sec.Clients {
+		files = append(files, struct{ key, val string }{fmt.Sprintf("security.clients[%d].token-file", i), c.TokenFile})
+	}
 	for _, f := range files {
 		if f.val != "" && !filepath.IsAbs(f.val) && !filepath.IsLocal(f.val) {
 			v.add(f.key, "%q climbs out of the deployment file's directory; a relative path names a file in that directory or below it: move the file there, or give an absolute path if you mean a file elsewhere", f.val)
 		}
 	}
+	v.clients(sec)
 	if t := sec.TLS; t != nil {
 		for _, f := range []struct{ key, val string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
 			if f.val == "" {
@@ -220,6 +225,46 @@ func (v *validator) security() {
 		}
 		if (t.ClientCert == "") != (t.ClientKey == "") {
 			v.add("security.tls.client-cert", "and client-key go together: name both the clients' certificate and its key, or neither")
+		}
+	}
+}
+
+// clients checks the client identities as far as the file alone tells
+// (the token files are read, and compared, when the stores start):
+// each named once, known by exactly one of a token file or a TLS name,
+// its patterns valid; a TLS name needs client certificates, and
+// identities need the deployment's own token, which the stores' own
+// connections present.
+func (v *validator) clients(sec *Security) {
+	if len(sec.Clients) == 0 {
+		return
+	}
+	if sec.TokenFile == "" {
+		v.add("security.clients", "needs security.token-file: the stores' connections to one another and the operators' tools present the deployment's own token, which may do everything; give it a token file no client holds")
+	}
+	names := map[string]bool{}
+	for i, c := range sec.Clients {
+		key := fmt.Sprintf("security.clients[%d]", i)
+		switch {
+		case c.Name == "":
+			v.add(key+".name", "is required: refusals and logs name the identity")
+		case names[c.Name]:
+			v.add(key+".name", "%q names another identity too: give each its own name", c.Name)
+		}
+		names[c.Name] = true
+		if (c.TokenFile == "") == (c.TLSName == "") {
+			v.add(key, "needs exactly one of token-file (the client's own token) or tls-name (its certificate's Subject CN or a DNS SAN)")
+		}
+		if c.TLSName != "" && (sec.TLS == nil || !sec.TLS.ClientAuth) {
+			v.add(key+".tls-name", "needs security.tls with client-auth: true, or the stores never see a client's certificate")
+		}
+		for _, f := range []struct {
+			key      string
+			patterns []string
+		}{{"publish", c.Publish}, {"receive", c.Receive}, {"receivers", c.Receivers}} {
+			if _, err := clientperm.ParsePatterns(f.patterns); err != nil {
+				v.add(key+"."+f.key, "%v", err)
+			}
 		}
 	}
 }

@@ -189,10 +189,11 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 // refusedByAny reports whether a leader's refusal with code is one every
 // store of the deployment would give: the source is busy, a later
 // incarnation holds it, or the request asks for what the stores do not
-// do. Open stops at it rather than trying the next store.
+// do, or the client's identity may not publish it. Open stops at it
+// rather than trying the next store.
 func refusedByAny(code string) bool {
 	switch code {
-	case wire.CodeBusy, wire.CodeFenced, wire.CodeBadRequest, wire.CodeVersion:
+	case wire.CodeBusy, wire.CodeFenced, wire.CodeBadRequest, wire.CodeVersion, wire.CodeForbidden:
 		return true
 	}
 	return false

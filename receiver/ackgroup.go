@@ -52,7 +52,8 @@ func (g *ackGroup) registerOnce(ctx context.Context) (*wire.ReceiverRegistered, 
 }
 
 // registerUntil registers, retrying: an unreachable group until wait ends,
-// a group that says the name is busy until ctx ends.
+// a group that says the name is busy until ctx ends; a group that forbids
+// this client the name or the source is not asked again.
 func (g *ackGroup) registerUntil(ctx, wait context.Context) (*wire.ReceiverRegistered, error) {
 	for {
 		rep, err := g.registerOnce(ctx)
@@ -60,6 +61,9 @@ func (g *ackGroup) registerUntil(ctx, wait context.Context) (*wire.ReceiverRegis
 			return rep, nil
 		}
 		g.lastErr = err
+		if isCode(err, wire.CodeForbidden) {
+			return nil, err
+		}
 		deadline := wait
 		pause := 200 * time.Millisecond
 		if isCode(err, wire.CodeBusy) {
@@ -180,4 +184,14 @@ func (g *ackGroup) farewell() Farewell {
 		f.Err += ": " + g.lastErr.Error()
 	}
 	return f
+}
+
+// unreachable is the error of a read no group answered, lastErr the last
+// group's: ErrForbidden when the stores refused this client the source,
+// else ErrUnreachable.
+func unreachable(lastErr error) error {
+	if isCode(lastErr, wire.CodeForbidden) {
+		return fmt.Errorf("%w: %w", ErrForbidden, lastErr)
+	}
+	return fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
 }

@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -57,7 +56,9 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 			delete(silent, a.group)
 			if a.err != nil {
 				r.failed(a.group)
-				lastErr = a.err
+				if lastErr == nil || isCode(a.err, wire.CodeForbidden) {
+					lastErr = a.err // a refusal says more than a silent group
+				}
 				continue
 			}
 			r.reached(a.group)
@@ -78,7 +79,7 @@ func (r *Receiver) eachGroupMeta(ctx context.Context, fn func(*wire.FetchReply))
 		}
 	}
 	if reached == 0 {
-		return fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
+		return unreachable(lastErr)
 	}
 	return nil
 }

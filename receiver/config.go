@@ -107,6 +107,11 @@ var (
 	// when that receiver closes, or after the stores'
 	// receiver-activity-timeout of its silence.
 	ErrNameBusy = errors.New("receiver name held by another live receiver")
+	// ErrForbidden means the stores refused this client's identity the
+	// source or the receiver name (a deployment with client identities,
+	// docs/security.md): the stores' words follow, naming the identity and
+	// the permission, and trying again does not help.
+	ErrForbidden = errors.New("the stores refused this client")
 	// ErrNotDurable is returned by Ack and Register on a receiver without a
 	// Name.
 	ErrNotDurable = errors.New("the receiver has no name: nothing is recorded")

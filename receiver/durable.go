@@ -281,7 +281,7 @@ func (d *durable) register(ctx context.Context) (Registration, error) {
 	}
 	wg.Wait()
 	registered := 0
-	var busy, lastErr error
+	var busy, forbidden, lastErr error
 	for i := range regs {
 		if regs[i].Registered {
 			registered++
@@ -293,6 +293,9 @@ func (d *durable) register(ctx context.Context) (Registration, error) {
 		}
 		if g.lastErr != nil {
 			lastErr = g.lastErr
+			if isCode(g.lastErr, wire.CodeForbidden) {
+				forbidden = g.lastErr
+			}
 		}
 	}
 	if busy != nil && registered < n {
@@ -307,6 +310,9 @@ func (d *durable) register(ctx context.Context) (Registration, error) {
 		return Registration{}, fmt.Errorf("%w: %w", ErrNameBusy, busy)
 	}
 	if registered == 0 {
+		if forbidden != nil {
+			return Registration{}, fmt.Errorf("%w: receiver %q: %w", ErrForbidden, cfg.Name, forbidden)
+		}
 		if busy != nil {
 			return Registration{}, fmt.Errorf("%w: %w", ErrNameBusy, busy)
 		}

@@ -3,7 +3,6 @@ package receiver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -41,7 +40,7 @@ func (r *Receiver) SourceNames(ctx context.Context) ([]string, error) {
 		}
 	}
 	if reached == 0 {
-		return nil, fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
+		return nil, unreachable(lastErr)
 	}
 	slices.Sort(names)
 	return names, nil

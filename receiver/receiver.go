@@ -269,7 +269,7 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 		}
 		return c.through, holes, nil
 	}
-	return 0, nil, fmt.Errorf("%w: %w", ErrUnreachable, lastErr)
+	return 0, nil, unreachable(lastErr)
 }
 
 // fetchRange reads h from group gi into c, until the group's reply is cut

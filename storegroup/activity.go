@@ -1,6 +1,7 @@
 package storegroup
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,6 +25,10 @@ type sessionState struct {
 	session string
 	last    time.Time
 }
+
+// errSessionLimit refuses a claim while the leader holds its limit of
+// sources (ClientLimits.MaxSessions).
+var errSessionLimit = errors.New("the leader holds its limit of publisher sessions")
 
 func newSessions() *sessions { return &sessions{owner: map[string]*sessionState{}} }
 
@@ -57,13 +62,18 @@ func (ss *sessions) touch(source, session string, now time.Time) {
 // refuses the old incarnation's later writes. A later incarnation holding
 // the source refuses an earlier one with errFenced; an epoch further ahead
 // of now than maxEpochAhead is refused with errEpochAhead (incarnation.go).
-func (ss *sessions) claim(source, session string, now time.Time, timeout time.Duration) (expired string, err error) {
+// A source not held yet is refused with errSessionLimit while limit (when
+// above 0) sources are held.
+func (ss *sessions) claim(source, session string, now time.Time, timeout time.Duration, limit int) (expired string, err error) {
 	if err := checkEpoch(session, now); err != nil {
 		return "", err
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	o := ss.owner[source]
+	if o == nil && limit > 0 && len(ss.owner) >= limit {
+		return "", errSessionLimit
+	}
 	if o != nil && o.session != session {
 		live := now.Sub(o.last) < timeout
 		switch newer, same := newerIncarnation(session, o.session); {

@@ -1,7 +1,10 @@
 package storegroup
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -39,6 +42,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		MaxFrame:        cfg.MaxFrame,
 		Token:           cfg.Security.Token,
 		OperatorToken:   cfg.Security.OperatorToken,
+		Identities:      cfg.Security.Clients,
 		ActivityTimeout: cfg.SourceActivityTimeout,
 		Limits:          cfg.ClientLimits,
 		Log:             s.log,
@@ -72,7 +76,12 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 // freeing the source through the log from the session it takes over from,
 // if any.
 func (s *Store) claimSource(source, session string, now time.Time, timeout time.Duration) error {
-	expired, err := s.sessions.claim(source, session, now, timeout)
+	limit := cmp.Or(s.cfg.ClientLimits.MaxSessions, DefaultClientLimits().MaxSessions)
+	expired, err := s.sessions.claim(source, session, now, timeout, limit)
+	if errors.Is(err, errSessionLimit) {
+		return clientserver.OverLimit(fmt.Sprintf("store %s already holds %d sources for publisher sessions (limit MaxSessions of its client limits, umstored --max-sessions), counting those whose connections closed without a goodbye until %v of silence expires them: close sources you no longer use (KeepAlive Leaving), retry later, or raise the limit",
+			s.cfg.Name, limit, timeout))
+	}
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"umstore/dirlock"
+	"umstore/internal/clientperm"
 	"umstore/internal/memberauth"
 	"umstore/quorum"
 	"umstore/storegroup/raftport"
@@ -49,6 +50,11 @@ type Security struct {
 	// stop): the client token then no longer stops the store. With neither
 	// token set, only a loopback client may stop it.
 	OperatorToken string
+	// Clients, if set, are the deployment's client identities: a client
+	// is admitted by its own token or TLS certificate name, to what its
+	// identity allows; Token then admits the stores and operators, to
+	// everything. nil: Token alone admits clients.
+	Clients *clientperm.Set
 }
 
 // PeerGroup is another group of the deployment.

@@ -37,7 +37,7 @@ func TestClaimIncarnations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ss := newSessions()
 			ss.reset(map[string]string{"s": tt.holder}, now.Add(-tt.heard))
-			expired, err := ss.claim("s", tt.claimer, now, timeout)
+			expired, err := ss.claim("s", tt.claimer, now, timeout, 0)
 			if (err != nil) != tt.wantErr || errors.Is(err, errFenced) != tt.wantFenced {
 				t.Fatalf("claim: %v, want error %v fenced %v", err, tt.wantErr, tt.wantFenced)
 			}
@@ -78,7 +78,7 @@ func TestClaimRefusesAnEpochFarAhead(t *testing.T) {
 			ss := newSessions()
 			holder := "session-id:0x0000000000001234#" + ns(-time.Hour)
 			ss.reset(map[string]string{"s": holder}, now.Add(-time.Second))
-			expired, err := ss.claim("s", tt.claimer, now, timeout)
+			expired, err := ss.claim("s", tt.claimer, now, timeout, 0)
 			if errors.Is(err, errEpochAhead) != tt.wantAhead {
 				t.Fatalf("claim: %v, want refused as ahead: %v", err, tt.wantAhead)
 			}
@@ -87,7 +87,7 @@ func TestClaimRefusesAnEpochFarAhead(t *testing.T) {
 					t.Fatalf("the refusal %q does not say what to do", err)
 				}
 				// The holder keeps the source.
-				if again, err := ss.claim("s", holder, now, timeout); err != nil || again != "" {
+				if again, err := ss.claim("s", holder, now, timeout, 0); err != nil || again != "" {
 					t.Fatalf("the holder after the refusal: expired %q, %v", again, err)
 				}
 				return
@@ -96,5 +96,36 @@ func TestClaimRefusesAnEpochFarAhead(t *testing.T) {
 				t.Fatalf("expired %q, want %q (err %v)", expired, tt.wantExpired, err)
 			}
 		})
+	}
+}
+
+// The leader holds at most limit sources for sessions: a source not held
+// is refused at the limit, one held is claimed again or taken over as
+// ever, and a source freed makes room.
+func TestClaimSessionLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	const timeout = 30 * time.Second
+	ss := newSessions()
+	steps := []struct {
+		source, session string
+		at              time.Duration // after now
+		want            error
+	}{
+		{"a", "s1", 0, nil},
+		{"b", "s1", 0, nil},
+		{"c", "s2", 0, errSessionLimit},
+		{"a", "s1", 0, nil},       // held: claimed again
+		{"b", "s2", timeout, nil}, // s1 silent: taken over, not counted again
+		{"c", "s2", timeout, errSessionLimit},
+	}
+	for i, st := range steps {
+		if _, err := ss.claim(st.source, st.session, now.Add(st.at), timeout, 2); !errors.Is(err, st.want) || (st.want == nil) != (err == nil) {
+			t.Fatalf("step %d: claim(%s, %s) = %v, want %v", i+1, st.source, st.session, err, st.want)
+		}
+	}
+	ss.leave("a", "s1")
+	if _, err := ss.claim("c", "s2", now.Add(timeout), timeout, 2); err != nil {
+		t.Fatalf("a source freed makes room: %v", err)
 	}
 }

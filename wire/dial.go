@@ -126,6 +126,19 @@ func ClientHandshake(c *Conn, client, token string) (*Welcome, error) {
 // version (returning ErrVersion) or, when token is not empty, a token that
 // does not match (returning ErrUnauthorized).
 func ServerHandshake(c *Conn, w Welcome, token string) (*Hello, error) {
+	return ServerHandshakeWith(c, w, func(h *Hello) string {
+		if token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(token)) != 1 {
+			return "this deployment requires a token: give the client the deployment's token file"
+		}
+		return ""
+	})
+}
+
+// ServerHandshakeWith is ServerHandshake with the client's admission
+// decided by admit, called once the Hello is read (over TLS, once the
+// handshake is done): it returns "" to admit the client, or the refusal
+// to send it (CodeAuth; the handshake then returns ErrUnauthorized).
+func ServerHandshakeWith(c *Conn, w Welcome, admit func(h *Hello) (refusal string)) (*Hello, error) {
 	m, err := c.Read()
 	if err != nil {
 		return nil, err
@@ -139,9 +152,9 @@ func ServerHandshake(c *Conn, w Welcome, token string) (*Hello, error) {
 		_ = c.Send(&Error{Code: CodeVersion, Message: fmt.Sprintf("this store speaks protocol version %d, not %d", Version, h.Version)})
 		return h, fmt.Errorf("%w: client %q speaks %d", ErrVersion, h.Client, h.Version)
 	}
-	if token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(token)) != 1 {
-		_ = c.Send(&Error{Code: CodeAuth, Message: "this deployment requires a token: give the client the deployment's token file"})
-		return h, fmt.Errorf("%w: client %q", ErrUnauthorized, h.Client)
+	if refusal := admit(h); refusal != "" {
+		_ = c.Send(&Error{Code: CodeAuth, Message: refusal})
+		return h, fmt.Errorf("%w: client %q: %s", ErrUnauthorized, h.Client, refusal)
 	}
 	w.Version = Version
 	return h, c.Send(&w)

@@ -80,6 +80,11 @@ const (
 	// publisher whose later incarnation (same session identity, higher
 	// epoch) holds the source: the earlier one must stop publishing.
 	CodeFenced = "fenced"
+	// CodeForbidden refuses a request the client's identity may not make
+	// (a deployment with client identities, docs/security.md): the message
+	// names the identity and the permission. Every store refuses it alike,
+	// so trying another store or again does not help.
+	CodeForbidden = "forbidden"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.

@@ -195,14 +195,14 @@ func TestRunAppliesTheReceiverFlags(t *testing.T) {
 // The client registration limits are store settings, no part of the
 // policy: run applies them as given, and their defaults are the store's.
 func TestRunAppliesTheClientLimitFlags(t *testing.T) {
-	cfg, fs := runConfig(t, "--max-sources-per-conn", "7", "--max-sources", "9", "--max-receivers-per-conn", "3")
+	cfg, fs := runConfig(t, "--max-sources-per-conn", "7", "--max-sources", "9", "--max-receivers-per-conn", "3", "--max-receivers", "11", "--max-sessions", "13")
 	def := storegroup.DefaultClientLimits()
-	for flag, want := range map[string]int{"max-sources-per-conn": def.MaxSourcesPerConn, "max-sources": def.MaxSources, "max-receivers-per-conn": def.MaxReceiversPerConn} {
+	for flag, want := range map[string]int{"max-sources-per-conn": def.MaxSourcesPerConn, "max-sources": def.MaxSources, "max-receivers-per-conn": def.MaxReceiversPerConn, "max-receivers": def.MaxReceivers, "max-sessions": def.MaxSessions} {
 		if got := fs.Lookup(flag).DefValue; got != fmt.Sprint(want) {
 			t.Fatalf("--%s defaults to %s, want the store's %d", flag, got, want)
 		}
 	}
-	if l := cfg.ClientLimits; l.MaxSourcesPerConn != 7 || l.MaxSources != 9 || l.MaxReceiversPerConn != 3 {
+	if l := cfg.ClientLimits; l.MaxSourcesPerConn != 7 || l.MaxSources != 9 || l.MaxReceiversPerConn != 3 || l.MaxReceivers != 11 || l.MaxSessions != 13 {
 		t.Fatalf("client limits %+v", l)
 	}
 	if cfg.PolicyDigest != placement.DefaultPolicy().Digest() {
@@ -232,6 +232,8 @@ func TestStoreFlagsValidate(t *testing.T) {
 		{[]string{"--max-sources-per-conn", "-1"}, "--max-sources-per-conn -1: must not be negative"},
 		{[]string{"--max-sources", "-5"}, "--max-sources -5: must not be negative"},
 		{[]string{"--max-receivers-per-conn", "-1"}, "--max-receivers-per-conn -1: must not be negative"},
+		{[]string{"--max-receivers", "-1"}, "--max-receivers -1: must not be negative"},
+		{[]string{"--max-sessions", "-1"}, "--max-sessions -1: must not be negative"},
 		{[]string{"--max-sources-per-conn", "0", "--max-sources", "10", "--max-receivers-per-conn", "3"}, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

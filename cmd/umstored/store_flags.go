@@ -48,6 +48,8 @@ func (f *storeFlags) bind(fs *pflag.FlagSet, lock bool) {
 	fs.IntVar(&l.MaxSourcesPerConn, "max-sources-per-conn", l.MaxSourcesPerConn, "sources one client connection may hold registered; one more is refused with an Error naming this limit (a source registered again on the same connection counts once; a publisher's goodbye or closing the connection frees its place)")
 	fs.IntVar(&l.MaxSources, "max-sources", l.MaxSources, "source registrations all client connections of one store may hold together (one per connection and source, freed by the publisher's goodbye or when its connection closes); --max-sources-per-conn is never more than this")
 	fs.IntVar(&l.MaxReceiversPerConn, "max-receivers-per-conn", l.MaxReceiversPerConn, "receiver names one client connection may register, and subscriptions it may run at once (each); one more is refused with an Error naming this limit")
+	fs.IntVar(&l.MaxSessions, "max-sessions", l.MaxSessions, "sources the leader may hold for publisher sessions, counting those whose connections closed without a goodbye until the source-activity-timeout expires them; one more source is refused with an Error naming this limit")
+	fs.IntVar(&l.MaxReceivers, "max-receivers", l.MaxReceivers, "receiver names all client connections of one store may hold registered together (one per connection and name, freed by the receiver's goodbye or when its connection closes); --max-receivers-per-conn is never more than this")
 	fs.StringVar(&s.LogStore, "log-store", s.LogStore, "raft log store of new stores: wal (segment files under wal/) or boltdb (raft.db). A store that already has a log keeps the kind it has; to move it, move its data directory aside and start it: it rejoins its group empty and catches up")
 }
 
@@ -106,6 +108,8 @@ func (f *storeFlags) Validate() error {
 		{"max-sources-per-conn", s.ClientLimits.MaxSourcesPerConn},
 		{"max-sources", s.ClientLimits.MaxSources},
 		{"max-receivers-per-conn", s.ClientLimits.MaxReceiversPerConn},
+		{"max-receivers", s.ClientLimits.MaxReceivers},
+		{"max-sessions", s.ClientLimits.MaxSessions},
 	} {
 		if l.n < 0 {
 			return fmt.Errorf("--%s %d: must not be negative (0 takes the default)", l.flag, l.n)

@@ -108,6 +108,9 @@ func StoreSecurity(d *placement.Deployment) (storegroup.Security, error) {
 		return out, err
 	}
 	out.Token = token
+	if out.Clients, err = clientIdentities(d, token); err != nil {
+		return out, err
+	}
 	t := d.Security.TLS
 	if t == nil {
 		return out, nil

@@ -2,12 +2,14 @@ package clientserver
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"umstore/internal/clientperm"
 	"umstore/quorum"
 	"umstore/wire"
 )
@@ -28,10 +30,21 @@ func (cs *Server) handle(ctx context.Context, nc net.Conn) {
 	defer cs.Metrics.Connections.Add(-1)
 	c := wire.NewConn(nc, cs.MaxFrame)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := wire.ServerHandshake(c, wire.Welcome{Store: cs.Name, Group: cs.Group}, cs.Token); err != nil {
+	var who *clientperm.Identity
+	admit := func(h *wire.Hello) (refusal string) {
+		if cs.Identities == nil {
+			if cs.Token != "" && subtle.ConstantTimeCompare([]byte(h.Token), []byte(cs.Token)) != 1 {
+				return "this deployment requires a token: give the client the deployment's token file"
+			}
+			return ""
+		}
+		who, refusal = cs.identify(nc, h) // permissions.go
+		return refusal
+	}
+	if _, err := wire.ServerHandshakeWith(c, wire.Welcome{Store: cs.Name, Group: cs.Group}, admit); err != nil {
 		if errors.Is(err, wire.ErrUnauthorized) {
 			cs.Metrics.refused(refusedUnauthorized)
-			cs.Log.Warn("refused a client without the deployment's token", "remote", nc.RemoteAddr(), "err", err)
+			cs.Log.Warn("refused a client that is none the deployment admits", "remote", nc.RemoteAddr(), "err", err)
 		} else {
 			cs.Log.Debug("client handshake failed", "remote", nc.RemoteAddr(), "err", err)
 		}
@@ -45,11 +58,12 @@ func (cs *Server) handle(ctx context.Context, nc net.Conn) {
 		return
 	}
 	rd.handedOver()
-	cs.serveConn(ctx, nc, rd, frame{m: m, err: err})
+	cs.serveConn(ctx, nc, rd, who, frame{m: m, err: err})
 }
 
 // serveConn serves a handshaken connection from its first frame on.
-func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, first frame) {
+// who is the connection's client identity (nil: may do everything).
+func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, who *clientperm.Identity, first frame) {
 	c := rd.c
 	replies := newReplyQueue(pendingReplies)
 	writerDone := make(chan struct{})
@@ -57,11 +71,12 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 		defer close(writerDone)
 		cs.writeReplies(c, replies)
 	}()
-	conn := &connState{sessions: map[string]string{}}
+	conn := &connState{sessions: map[string]string{}, who: who}
 	connCtx, cancel := context.WithCancel(ctx)
 	var subs sync.WaitGroup
 	defer func() {
 		cs.registered.give(len(conn.sessions)) // the connection's registrations end with it
+		cs.receivers.give(len(conn.receivers))
 		cancel()
 		replies.close()
 		<-writerDone // answers owed are flushed first
@@ -87,6 +102,11 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, f
 			if cs.badFrame(nc, err, replies) {
 				return
 			}
+			continue
+		}
+		if e := cs.forbidden(m, conn.who); e != nil {
+			cs.Metrics.refused(refusedForbidden)
+			replies.put(reply{msg: e})
 			continue
 		}
 		switch m := m.(type) {
@@ -160,6 +180,9 @@ func readFrames(ctx context.Context, rd *frameReader, out chan<- frame) {
 
 // connState is what the server remembers about one client connection.
 type connState struct {
+	// who is the client's identity, named at its Hello (nil: the
+	// deployment's own, or a store without identities: everything).
+	who *clientperm.Identity
 	// sessions maps a source to the session that registered it on this
 	// connection: only then may the connection publish it (publish.go) and
 	// speak for that session (keepAlive). Each entry counts against
@@ -168,7 +191,8 @@ type connState struct {
 	sessions map[string]string
 	// receivers maps a receiver name registered on this connection to the
 	// session that registered it, against MaxReceiversPerConn
-	// (registerReceiver); the receiver's goodbye removes it.
+	// and MaxReceivers (registerReceiver); the receiver's goodbye removes
+	// it.
 	receivers map[receiverName]string
 	// delivery: the sources whose receivers' positions are pushed on this
 	// connection (receivers.go).

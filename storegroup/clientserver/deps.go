@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"umstore/internal/clientperm"
 	"umstore/repository"
 	"umstore/storegroup/proposal"
 	"umstore/storegroup/stagetime"
@@ -16,11 +17,16 @@ import (
 // Deps is what the client server needs from its store, and all it may
 // touch of it. The store builds it in one place (storegroup's client.go).
 type Deps struct {
-	Name            string        // the store's name
-	Group           int           // the store's group index
-	MaxFrame        int           // Config.MaxFrame
-	Token           string        // the deployment's token; "" admits every client
-	OperatorToken   string        // the operators' token for Shutdown; "" when none
+	Name          string // the store's name
+	Group         int    // the store's group index
+	MaxFrame      int    // Config.MaxFrame
+	Token         string // the deployment's token; "" admits every client
+	OperatorToken string // the operators' token for Shutdown; "" when none
+	// Identities, when set, are the deployment's client identities: each
+	// connection is named one at its Hello (or by Token, the deployment's
+	// own, which may do everything), and its requests are checked against
+	// it (permissions.go). nil: Token alone admits, to everything.
+	Identities      *clientperm.Set
 	ActivityTimeout time.Duration // Config.SourceActivityTimeout
 	Limits          Limits        // Config.ClientLimits, defaults filled in by New
 
@@ -41,7 +47,8 @@ type Deps struct {
 	// incarnation of the same publisher, it first frees the source from
 	// that session through the log. Its error wraps ErrFenced when a later
 	// incarnation of the publisher holds the source, ErrEpochAhead when the
-	// session's epoch is further ahead of now than the stores allow.
+	// session's epoch is further ahead of now than the stores allow,
+	// ErrOverLimit when the leader holds MaxSessions sources.
 	ClaimSource func(source, session string, now time.Time, timeout time.Duration) error
 	// TouchSource records activity of session on source, if it holds it.
 	TouchSource func(source, session string, now time.Time)
@@ -80,6 +87,20 @@ type Deps struct {
 // ErrFenced refuses a registration from an earlier incarnation of a
 // publisher while a later one holds the source (answered CodeFenced).
 var ErrFenced = errors.New("fenced")
+
+// ErrOverLimit refuses a registration the store cannot hold more of:
+// answered CodeUnavailable, as registrations over the client server's own
+// limits are. OverLimit makes such an error.
+var ErrOverLimit = errors.New("over a limit")
+
+// OverLimit returns an error wrapping ErrOverLimit whose text is msg
+// alone: the refusal's words, naming the limit and what to do.
+func OverLimit(msg string) error { return overLimitError(msg) }
+
+type overLimitError string
+
+func (e overLimitError) Error() string { return string(e) }
+func (e overLimitError) Unwrap() error { return ErrOverLimit }
 
 // ErrEpochAhead refuses a registration whose session names an epoch
 // further ahead of the leader's clock than a publisher's could be

@@ -47,7 +47,7 @@ func (cs *Server) dispatch(ctx context.Context, m wire.Message, conn *connState)
 			return rep
 		}
 		cs.settled(ctx)
-		return reply{msg: cs.sources(m)}
+		return reply{msg: cs.sources(m, conn.who)}
 	case *wire.Consumed:
 		return cs.anonymousConsumed(m) // receivers_owned.go
 	case *wire.Members:
@@ -195,6 +195,9 @@ func (cs *Server) claimSource(conn *connState, reqID uint64, source, session str
 	if err := cs.ClaimSource(source, session, time.Now(), cs.ActivityTimeout); err != nil {
 		if !held {
 			cs.registered.give(1)
+		}
+		if errors.Is(err, ErrOverLimit) {
+			return cs.overLimit(reqID, refusedSourceLimit, err.Error())
 		}
 		code := wire.CodeBusy
 		switch {

@@ -3,8 +3,10 @@ package clientserver
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
+	"umstore/internal/clientperm"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -83,10 +85,15 @@ func servedMsgs(msgs []repository.Message) []wire.Msg {
 	return out
 }
 
-func (cs *Server) sources(m *wire.Sources) wire.Message {
+// sources answers a Sources request with the sources who may see
+// (publish or receive): a client identity learns nothing of the others.
+func (cs *Server) sources(m *wire.Sources, who *clientperm.Identity) wire.Message {
 	infos, err := cs.Repo.Sources()
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
+	}
+	if who != nil {
+		infos = slices.DeleteFunc(infos, func(in repository.SourceInfo) bool { return !who.MaySee(in.Name) })
 	}
 	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.Group, GroupID: cs.Repo.GroupID(), Sources: make([]wire.SourceState, len(infos))}
 	for i, in := range infos {

@@ -76,6 +76,26 @@ type Limits struct {
 	// connection; counting it on the connection that registered it is what
 	// bounds one client.
 	MaxReceiversPerConn int
+	// MaxReceivers bounds the receiver names all of this store's client
+	// connections hold registered together (default 100,000;
+	// MaxReceiversPerConn is never more). As for MaxSources, what is
+	// counted is the client server's live registrations, one per
+	// connection and name, freed by the receiver's goodbye (ConsumedAs
+	// Leaving) or when the connection closes: many connections, each
+	// within its own limit, cannot together make the leader hold an
+	// unbounded number of receiver names.
+	MaxReceivers int
+	// MaxSessions bounds the sources the leader holds for publisher
+	// sessions (default 400,000). Unlike MaxSources it counts what
+	// outlives a connection: a source registered stays held for its
+	// session until the publisher's goodbye, or until it is expired after
+	// SourceActivityTimeout of silence. Without it, a client that keeps
+	// closing and reopening connections, each within its own limits, makes
+	// the leader hold (and the log record) sources without bound. A source
+	// the leader holds already (again, or taken over by a new session)
+	// does not count again. The default is twice MaxSources: every live
+	// registration, and as many left by closed connections.
+	MaxSessions int
 	// MaxSeqJump bounds the gap one Publish may open: how many sequence
 	// numbers it may skip past the highest this store knows any group holds
 	// for its source (default 1,048,576; seqjump.go). A publisher skips
@@ -97,6 +117,8 @@ const (
 	defaultMaxSourcesPerConn   = 100_000
 	defaultMaxSources          = 200_000
 	defaultMaxReceiversPerConn = 10_000
+	defaultMaxReceivers        = 100_000
+	defaultMaxSessions         = 400_000
 	defaultMaxSeqJump          = 1 << 20
 )
 
@@ -113,6 +135,8 @@ func DefaultLimits() Limits {
 		MaxSourcesPerConn:   defaultMaxSourcesPerConn,
 		MaxSources:          defaultMaxSources,
 		MaxReceiversPerConn: defaultMaxReceiversPerConn,
+		MaxReceivers:        defaultMaxReceivers,
+		MaxSessions:         defaultMaxSessions,
 		MaxSeqJump:          defaultMaxSeqJump,
 	}
 }
@@ -130,6 +154,8 @@ func (l Limits) Validate() error {
 		{"MaxSourcesPerConn", l.MaxSourcesPerConn < 0},
 		{"MaxSources", l.MaxSources < 0},
 		{"MaxReceiversPerConn", l.MaxReceiversPerConn < 0},
+		{"MaxReceivers", l.MaxReceivers < 0},
+		{"MaxSessions", l.MaxSessions < 0},
 	} {
 		if f.negative {
 			return fmt.Errorf("client limit %s must not be negative (0 takes the default)", f.name)
@@ -162,9 +188,16 @@ func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
 		l.MaxSourcesPerConn = d.MaxSourcesPerConn
 	}
 	l.MaxSourcesPerConn = min(l.MaxSourcesPerConn, l.MaxSources)
+	if l.MaxReceivers == 0 {
+		l.MaxReceivers = d.MaxReceivers
+	}
+	if l.MaxSessions == 0 {
+		l.MaxSessions = d.MaxSessions
+	}
 	if l.MaxReceiversPerConn == 0 {
 		l.MaxReceiversPerConn = d.MaxReceiversPerConn
 	}
+	l.MaxReceiversPerConn = min(l.MaxReceiversPerConn, l.MaxReceivers)
 	if l.MaxSeqJump == 0 {
 		l.MaxSeqJump = d.MaxSeqJump
 	}
@@ -172,7 +205,8 @@ func (l Limits) withDefaults(activityTimeout time.Duration) Limits {
 }
 
 // budget counts against a bound: the client connections of the process
-// (processConnBudget), the source registrations of a store (MaxSources).
+// (processConnBudget), the source registrations of a store (MaxSources),
+// its receiver names (MaxReceivers).
 type budget struct {
 	max int
 	n   atomic.Int64
@@ -352,6 +386,11 @@ func (cs *Server) storeSourcesMessage() string {
 func (cs *Server) connReceiversMessage() string {
 	return fmt.Sprintf("this connection already holds %d receiver names (limit MaxReceiversPerConn of store %s's client limits, umstored --max-receivers-per-conn): close receivers you no longer use (ConsumedAs Leaving) or open another connection",
 		cs.Limits.MaxReceiversPerConn, cs.Name)
+}
+
+func (cs *Server) storeReceiversMessage() string {
+	return fmt.Sprintf("store %s already holds %d receiver names registered by its clients (limit MaxReceivers of its client limits, umstored --max-receivers): close receivers you no longer use (ConsumedAs Leaving, or close their connections), retry later, or raise the limit",
+		cs.Name, cs.Limits.MaxReceivers)
 }
 
 func (cs *Server) connSubscriptionsMessage() string {

@@ -3,6 +3,7 @@ package clientserver
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -26,13 +27,20 @@ import (
 // name is free.
 func limitServer(t *testing.T, l Limits) *Server {
 	t.Helper()
+	return testServer(t, l, nil, nil)
+}
+
+// testServer is limitServer over TLS when serverTLS is set, with its Deps
+// edited by edit (when not nil) before the server starts.
+func testServer(t *testing.T, l Limits, serverTLS *tls.Config, edit func(*Deps)) *Server {
+	t.Helper()
 	repo, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { repo.Close() })
 	applied := make(chan struct{}) // nothing is ever applied
-	cs, err := New("127.0.0.1:0", nil, Deps{
+	d := Deps{
 		Name:            "A1",
 		Group:           1,
 		MaxFrame:        1 << 20,
@@ -56,7 +64,11 @@ func limitServer(t *testing.T, l Limits) *Server {
 		Status:          func() Status { return Status{Name: "A1", Group: 1} },
 		NextApplied:     func() <-chan struct{} { return applied },
 		Expire:          func(source, session, why string) {},
-	})
+	}
+	if edit != nil {
+		edit(&d)
+	}
+	cs, err := New("127.0.0.1:0", serverTLS, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +147,7 @@ func TestRegistrationLimits(t *testing.T) {
 		perConn   = "unavailable: this connection already holds 2 sources (limit MaxSourcesPerConn of store A1's client limits, umstored --max-sources-per-conn): close sources you no longer use"
 		perStore  = "unavailable: store A1 already holds 3 source registrations from its clients (limit MaxSources of its client limits, umstored --max-sources)"
 		receivers = "unavailable: this connection already holds 2 receiver names (limit MaxReceiversPerConn of store A1's client limits, umstored --max-receivers-per-conn): close receivers you no longer use"
+		storeRcvs = "unavailable: store A1 already holds 3 receiver names registered by its clients (limit MaxReceivers of its client limits, umstored --max-receivers)"
 	)
 	type step struct {
 		conn  int          // which connection; opened at its first step
@@ -185,6 +198,18 @@ func TestRegistrationLimits(t *testing.T) {
 			{conn: 1, send: regRcv("r3", "x"), want: receivers},
 			{conn: 1, send: &wire.ConsumedAs{ReqID: 4, Source: "s", Receiver: "r1", Session: "y", Leaving: true}},
 			{conn: 1, send: regRcv("r3", "x")},
+		}},
+		{"receiver names per store, freed by a goodbye or a close", Limits{MaxReceiversPerConn: 2, MaxReceivers: 3}, []step{
+			{conn: 1, send: regRcv("r1", "x")}, {conn: 1, send: regRcv("r2", "x")},
+			{conn: 2, send: regRcv("r3", "y")},
+			{conn: 2, send: regRcv("r4", "y"), want: storeRcvs},
+			{conn: 3, send: regRcv("r4", "z"), want: storeRcvs}, // a new connection too
+			{conn: 1, send: regRcv("r1", "x")},                  // held already: admitted at the limit
+			{conn: 1, send: &wire.ConsumedAs{ReqID: 3, Source: "s", Receiver: "r1", Session: "x", Leaving: true}},
+			{conn: 2, send: regRcv("r4", "y")},
+			{conn: 3, send: regRcv("r5", "z"), want: storeRcvs},
+			{conn: 1},
+			{conn: 3, send: regRcv("r5", "z"), retry: true},
 		}},
 	}
 	for _, tt := range tests {

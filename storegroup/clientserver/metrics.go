@@ -46,11 +46,12 @@ const (
 	refusedChecksum      // a Publish whose payload does not match its checksum
 	refusedSourceLimit   // a registration over MaxSourcesPerConn or MaxSources (limits.go)
 	refusedReceiverLimit // a receiver or subscription over MaxReceiversPerConn (limits.go)
+	refusedForbidden     // a request the connection's client identity may not make (permissions.go)
 	refusedReasons
 )
 
 // RefusedReasonNames label Metrics.RefusedFrames, in order.
-var RefusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum", "source_limit", "receiver_limit"}
+var RefusedReasonNames = [refusedReasons]string{"malformed", "unknown_type", "too_large", "invalid", "unauthorized", "not_registered", "checksum", "source_limit", "receiver_limit", "forbidden"}
 
 // Reasons a client connection is refused at accept, for
 // umstore_client_connections_refused_total.

@@ -49,8 +49,9 @@ func badRequest(reqID uint64, err error) reply {
 // receiverName is a receiver's name within its source.
 type receiverName struct{ source, receiver string }
 
-// registerReceiver claims the name for the session, within conn's limit on
-// receivers (a name conn registered already is not counted again), and
+// registerReceiver claims the name for the session, within conn's and the
+// store's limits on receivers (a name conn registered already is not
+// counted again), and
 // records the registration through the log; the answer
 // (receiverRegistered) carries the receiver's position.
 func (cs *Server) registerReceiver(m *wire.RegisterReceiver, conn *connState) reply {
@@ -61,13 +62,22 @@ func (cs *Server) registerReceiver(m *wire.RegisterReceiver, conn *connState) re
 		return rep
 	}
 	name := receiverName{m.Source, m.Receiver}
-	if _, held := conn.receivers[name]; !held && len(conn.receivers) >= cs.Limits.MaxReceiversPerConn {
-		return reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.connReceiversMessage())}
+	_, held := conn.receivers[name]
+	if !held {
+		if len(conn.receivers) >= cs.Limits.MaxReceiversPerConn {
+			return reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.connReceiversMessage())}
+		}
+		if !cs.receivers.take() {
+			return reply{msg: cs.overLimit(m.ReqID, refusedReceiverLimit, cs.storeReceiversMessage())}
+		}
 	}
 	cs.owners.mu.Lock() // an anonymous Consumed is proposed before the claim, or sees it (receivers_owned.go)
 	err := cs.Receivers.Claim(m.Source, m.Receiver, m.Session, time.Now(), cs.ReceiverTimeout)
 	cs.owners.mu.Unlock()
 	if err != nil {
+		if !held {
+			cs.receivers.give(1)
+		}
 		return reply{msg: &wire.Error{ReqID: m.ReqID, Code: wire.CodeBusy, Message: err.Error()}}
 	}
 	if conn.receivers == nil {
@@ -108,6 +118,7 @@ func (cs *Server) consumedAs(m *wire.ConsumedAs, conn *connState) reply {
 	}
 	if name := (receiverName{m.Source, m.Receiver}); m.Leaving && conn.receivers[name] == m.Session {
 		delete(conn.receivers, name)
+		cs.receivers.give(1)
 	}
 	if m.Seq > wire.MaxSeq {
 		return badRequest(m.ReqID, fmt.Errorf("position %d is above %d, the highest sequence number a source can have", m.Seq, uint64(wire.MaxSeq)))

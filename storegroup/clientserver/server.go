@@ -38,6 +38,7 @@ type Server struct {
 	damagedLog logevery.Every // Publish frames refused for a checksum: likewise
 	limitLog   logevery.Every // registrations refused over a limit: likewise
 	registered *budget        // source registrations of every connection, against MaxSources
+	receivers  *budget        // receiver names registered on every connection, against MaxReceivers
 	owners     receiverOwners // receiver names' claims against anonymous Consumed (receivers_owned.go)
 
 	mu     sync.Mutex
@@ -73,6 +74,7 @@ func New(addr string, serverTLS *tls.Config, d Deps) (*Server, error) {
 		damagedLog: logevery.Every{Interval: limitLogInterval},
 		limitLog:   logevery.Every{Interval: limitLogInterval},
 		registered: &budget{max: d.Limits.MaxSources},
+		receivers:  &budget{max: d.Limits.MaxReceivers},
 	}, nil
 }
 

@@ -20,6 +20,12 @@ BEHAVIOURS = {"any": "any", "any-group": "any", "majority": "majority",
 CLOSE_WAIT = 2.0
 
 
+def _final_refusal(answer):
+    """Whether a group's answer is a refusal every store gives alike and
+    no retry changes: the token, or the client identity's permission."""
+    return isinstance(answer, wire.Unauthorized) or (isinstance(answer, wire.StoreError) and answer.code == wire.CODE_FORBIDDEN)
+
+
 class PublisherError(Exception):
     """Base of the publisher's errors."""
 
@@ -175,11 +181,14 @@ class Publisher:
                 waited = time.monotonic() - start
                 if len(answered) == n or (waited >= register_timeout and len(answered) >= max(1, needed(self.behaviour, n, len(answered)))):
                     break
+                final = [a for a in self.answers.values() if _final_refusal(a)]
+                if final and len(final) == n:
+                    raise final[0]  # every group refused this client: no wait changes that
                 if waited >= timeout:
                     busy = [a for a in self.answers.values() if isinstance(a, SourceBusy)]
                     if busy:
                         raise busy[0]
-                    refused = [a for a in self.answers.values() if isinstance(a, (wire.Unauthorized, IntragroupUnsupported))]
+                    refused = [a for a in self.answers.values() if isinstance(a, IntragroupUnsupported) or _final_refusal(a)]
                     if refused:
                         raise refused[0]
                     raise RegistrationError("registration incomplete: %d of %d store groups answered within %.1fs" % (len(answered), n, timeout))
@@ -337,7 +346,7 @@ class Publisher:
             if self.intragroup != "quorum":
                 req = wire.RegisterSource(req_id=1, source=self.source, session=self.session, intragroup=self.intragroup)
             try:
-                conn, reg = gc.open(req, wire.Registered, timeout=10.0, next_on_error=lambda e: e.code != wire.CODE_SOURCE_BUSY)
+                conn, reg = gc.open(req, wire.Registered, timeout=10.0, next_on_error=lambda e: e.code not in (wire.CODE_SOURCE_BUSY, wire.CODE_FORBIDDEN))
                 applied = reg.intragroup if reg.intragroup in wire.INTRAGROUP else "quorum"
                 if wire.INTRAGROUP.index(applied) < wire.INTRAGROUP.index(self.intragroup):
                     conn.close()

@@ -35,6 +35,7 @@ CODE_UNKNOWN_TYPE = "unknown-type"
 CODE_INTERNAL = "internal"
 CODE_UNAUTHORIZED = "unauthorized"
 CODE_SOURCE_BUSY = "source-busy"
+CODE_FORBIDDEN = "forbidden"  # the client's identity may not (docs/security.md); every store says the same
 CODE_NOT_REGISTERED = "not-registered"
 CODE_CHECKSUM = "checksum"
 
