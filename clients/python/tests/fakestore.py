@@ -21,6 +21,7 @@ class FakeGroup:
         self.silent = False  # acknowledge nothing
         self.hold = 0.0  # seconds each Ack is held back, with HeldBack notices meanwhile
         self.intragroup_supported = True  # False: a store older than Registered.Intragroup
+        self.refuse = None  # (code, message): every Register is answered with that Error
         # stuck: the group claims messages up to stuck_high but every Fetch
         # of a range answers at once with nothing and a Through that never
         # advances (From-1), and every subscription a heartbeat that never
@@ -84,6 +85,9 @@ class FakeGroup:
                     continue
                 if not leads:
                     c.write(wire.NotLeader(req_id=getattr(m, "req_id", 0), leader=leader, leader_name="G%dS%d" % (self.index, self.leader + 1)))
+                    continue
+                if isinstance(m, (wire.Register, wire.RegisterSource)) and self.refuse:
+                    c.write(wire.Error(req_id=m.req_id, code=self.refuse[0], message=self.refuse[1]))
                     continue
                 if isinstance(m, (wire.Register, wire.RegisterSource)):
                     asked = getattr(m, "intragroup", "") or "quorum"

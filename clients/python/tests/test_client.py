@@ -167,6 +167,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(w.store, "G3S1")
         c.close()
 
+    def test_refusal_arrives_at_once(self):
+        # Every group refusing the registration for good (a request the
+        # stores refuse, a version, a permission) ends it at once with the
+        # stores' words, not at the time-out (issue 28 case 1, the Python
+        # client's half). Before, only a refused token and a forbidden
+        # identity did; the rest waited out the 30 s time-out.
+        for code in (wire.CODE_BAD_REQUEST, wire.CODE_VERSION, wire.CODE_FORBIDDEN):
+            with self.subTest(code=code):
+                self.g1.refuse = self.g2.refuse = (code, "the stores refuse this: do something else")
+                start = time.monotonic()
+                with self.assertRaises(wire.StoreError) as cm:
+                    self.publisher(timeout=30.0, register_timeout=5.0)
+                took = time.monotonic() - start
+                self.assertEqual(cm.exception.code, code)
+                self.assertIn("do something else", str(cm.exception))
+                self.assertLess(took, 2.0, "refused after %.1fs" % took)
+
     def test_sessions(self):
         self.assertEqual(session_for(reg_id=1000), "regid:1000")
         self.assertEqual(session_for(session_id=255), "session-id:0x00000000000000ff")

@@ -99,8 +99,8 @@ class GroupClient:
                 addr = order.pop(0)
                 try:
                     conn = self._dial(addr)
-                except wire.Unauthorized:
-                    raise  # every store of a deployment checks the same token
+                except (wire.Unauthorized, wire.TLSRefused):
+                    raise  # every store of a deployment checks the same token and certificates
                 except (OSError, wire.ProtocolError, wire.StoreError) as e:
                     last = e
                     continue

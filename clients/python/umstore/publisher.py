@@ -22,8 +22,9 @@ CLOSE_WAIT = 2.0
 
 def _final_refusal(answer):
     """Whether a group's answer is a refusal every store gives alike and
-    no retry changes: the token, or the client identity's permission."""
-    return isinstance(answer, wire.Unauthorized) or (isinstance(answer, wire.StoreError) and answer.code == wire.CODE_FORBIDDEN)
+    no retry changes: the token, the client identity's permission, a
+    request the stores refuse (bad-request, version), a TLS certificate."""
+    return isinstance(answer, wire.TLSRefused) or (isinstance(answer, wire.StoreError) and answer.code in wire.FINAL_CODES)
 
 
 class PublisherError(Exception):
@@ -346,7 +347,7 @@ class Publisher:
             if self.intragroup != "quorum":
                 req = wire.RegisterSource(req_id=1, source=self.source, session=self.session, intragroup=self.intragroup)
             try:
-                conn, reg = gc.open(req, wire.Registered, timeout=10.0, next_on_error=lambda e: e.code not in (wire.CODE_SOURCE_BUSY, wire.CODE_FORBIDDEN))
+                conn, reg = gc.open(req, wire.Registered, timeout=10.0, next_on_error=lambda e: e.code != wire.CODE_SOURCE_BUSY and e.code not in wire.FINAL_CODES)
                 applied = reg.intragroup if reg.intragroup in wire.INTRAGROUP else "quorum"
                 if wire.INTRAGROUP.index(applied) < wire.INTRAGROUP.index(self.intragroup):
                     conn.close()
@@ -359,6 +360,13 @@ class Publisher:
                 if g not in self._intragroup_warned:
                     self._intragroup_warned.add(g)
                     log.error("%s", e)
+                self._pause()
+                continue
+            except wire.TLSRefused as e:
+                with self.cv:
+                    if not self.decided:
+                        self.answers.setdefault(g, e)
+                        self.cv.notify_all()
                 self._pause()
                 continue
             except wire.StoreError as e:

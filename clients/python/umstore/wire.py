@@ -72,6 +72,17 @@ class Unauthorized(StoreError):
     """The store refused the client's token."""
 
 
+class TLSRefused(OSError):
+    """The TLS handshake failed over a certificate: the store refused the
+    client's (or wanted one), or the client does not trust the store's.
+    Every store of a deployment answers alike: no retry changes it."""
+
+
+# Error codes every store of a deployment answers alike, which no retry
+# changes: a client gives up on them at once.
+FINAL_CODES = (CODE_UNAUTHORIZED, CODE_FORBIDDEN, CODE_BAD_REQUEST, CODE_VERSION)
+
+
 U64, U32, I64, INT, STR, BIN, BOOL = "u64", "u32", "i64", "int", "str", "bin", "bool"
 
 _ZERO = {U64: 0, U32: 0, I64: 0, INT: 0, STR: "", BIN: b"", BOOL: False}
@@ -464,10 +475,18 @@ def dial(addr, client="python", token="", ssl_context=None, timeout=5.0):
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if ssl_context is not None:
-            sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            try:
+                sock = ssl_context.wrap_socket(sock, server_hostname=host)
+            except ssl.SSLError as e:
+                raise _tls_refusal(addr, e) from e
         c = Conn(sock)
         c.write(Hello(version=VERSION, client=client, token=token or ""))
-        m = c.read(timeout)
+        try:
+            m = c.read(timeout)
+        except ssl.SSLError as e:
+            # With TLS 1.3 a store that wants a client certificate says so
+            # on the first read, not in the handshake.
+            raise _tls_refusal(addr, e) from e
         if m is None:
             raise TimeoutError("store %s did not answer the handshake within %.1fs" % (addr, timeout))
         if isinstance(m, Error):
@@ -482,6 +501,14 @@ def dial(addr, client="python", token="", ssl_context=None, timeout=5.0):
     except BaseException:
         sock.close()
         raise
+
+
+def _tls_refusal(addr, e):
+    """The error for a TLS failure: TLSRefused when it is over a
+    certificate, else e itself (an OSError: retried like any other)."""
+    if "CERTIFICATE" in (getattr(e, "reason", "") or "").upper() or "certificate" in str(e).lower():
+        return TLSRefused("store %s refused the TLS handshake: %s (check the client's certificate and the CA it trusts)" % (addr, e))
+    return e
 
 
 def check_source_name(name):
