@@ -74,6 +74,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "umpub:", err)
 		return 2
 	}
+	if err := servePprof(o.pprofAddr, log); err != nil {
+		fmt.Fprintln(stderr, "umpub:", err)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -36,6 +36,7 @@ type options struct {
 	showVersion                              bool
 	payload                                  string
 	timeout, lifetime                        time.Duration
+	pprofAddr                                string
 
 	// Worked out from the flags by run.
 	intra    quorum.Intragroup
@@ -67,6 +68,7 @@ func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	o.stores = cli.AddStoreFlags(fs)
 	fs.StringVar(&o.source, "source", "", "source name (required)")
 	fs.IntVar(&o.count, "count", 1, "messages to generate (ignored with --stdin); per source with --sources")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on `ADDR` while running, for measuring umpub itself in a benchmark (loopback only: it has no authentication)")
 	fs.IntVar(&o.sources, "sources", 1, fmt.Sprintf("publish on this many sources at once (1..%d), NAME-1 .. NAME-K, each with its own publisher; every source registers before any sends, and the registrations' span is reported apart (bench mode; not with --stdin)", maxSources))
 	fs.StringVar(&o.connections, "connections", "shared", "shared: every source's publisher reaches a store over one connection, as the sources of one UM context share its transport; per-source: a connection per source per group (the cost the stores pay for separate processes)")
 	fs.IntVar(&o.size, "size", 64, "bytes per generated message")
