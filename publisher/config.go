@@ -274,6 +274,14 @@ var (
 	// allow, a TLS certificate they do not accept): the store's own words
 	// follow, and trying again does not help.
 	ErrRefused = errors.New("the stores refused the registration")
+	// ErrMembersDown means a group did not complete the registration: its
+	// intragroup behaviour is all and one of its stores is not running, so
+	// it could confirm nothing (UM does not complete such a registration
+	// either). The store's words name the missing store. The publisher
+	// tries the group again, and registers with it once the store is back;
+	// New fails at once if too few other groups answer for the intergroup
+	// behaviour.
+	ErrMembersDown = errors.New("a store group does not complete the registration while one of its stores is down")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
 	// ErrSequenceExhausted means the source has used every sequence number

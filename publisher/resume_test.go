@@ -23,6 +23,7 @@ import (
 //	answer group=2 high=300 low=1 id=g2
 //	refused group=1
 //	busy group=3
+//	down group=1 (intragroup all, a store of the group down)
 //	state last-stable=500 sent-up-to=600 group1=g1
 //
 // Lines are in the order the groups first reported. Every case is also
@@ -108,6 +109,8 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 			in.replies = append(in.replies, groupReply{group: group, answered: true, highSeq: num("high"), lowSeq: num("low"), groupID: kv["id"]})
 		case "refused":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("group %d: no leader reachable: handshake with store: %w", group+1, wire.ErrUnauthorized)})
+		case "down":
+			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: group %d: store G%dS1 of group %d does not complete the registration: G%dS3 is not running", ErrMembersDown, group+1, group+1, group+1, group+1)})
 		case "busy":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: held by session other", ErrSourceBusy)})
 		case "state":
@@ -129,7 +132,7 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 				}
 			}
 		default:
-			d.Fatalf(t, "unknown line %q: want answer, refused, busy or state", line)
+			d.Fatalf(t, "unknown line %q: want answer, refused, down, busy or state", line)
 		}
 	}
 	return in
@@ -156,7 +159,7 @@ func describe(d resumeDecision) string {
 		for _, e := range []struct {
 			name string
 			err  error
-		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}, {"ErrSequenceExhausted", ErrSequenceExhausted}} {
+		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}, {"ErrSequenceExhausted", ErrSequenceExhausted}, {"ErrMembersDown", ErrMembersDown}} {
 			if errors.Is(d.err, e.err) {
 				is = append(is, e.name)
 			}

@@ -80,6 +80,12 @@ const (
 	// publisher whose later incarnation (same session identity, higher
 	// epoch) holds the source: the earlier one must stop publishing.
 	CodeFenced = "fenced"
+	// CodeMembersDown refuses a Register or RegisterSource whose intragroup
+	// behaviour is all while a store of the group is not running: the group
+	// could confirm nothing, so, as UM does, it does not complete the
+	// registration. The message names the missing store; start it (the
+	// publisher tries again) or register with all-active or quorum.
+	CodeMembersDown = "members-down"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.

@@ -162,6 +162,9 @@ func (cs *Server) register(m *wire.Register, conn *connState) reply {
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
 	}
+	if e := cs.membersDown(m.ReqID, cs.Intragroup.Floor); e != nil {
+		return reply{msg: e}
+	}
 	if e := cs.claimSource(conn, m.ReqID, m.Source, m.Session); e != nil {
 		return reply{msg: e}
 	}
