@@ -270,6 +270,12 @@ type ProbeReply struct {
 	LastTerm     uint64          // term of the last log entry
 	CatchingUp   bool            // an empty store rejoining its group, not yet caught up
 	KnownGroups  []GroupIdentity // identities of other groups this store's group has recorded
+	LastStop     string          // how the store stopped before this run: clean, dirty or new; empty from an older store
+	// CatchUpTarget and CatchUpBytes say, while CatchingUp, the index the
+	// store catches up to and the bytes it has received from its group
+	// since it opened (snapshot streams and entry payloads).
+	CatchUpTarget uint64
+	CatchUpBytes  uint64
 }
 
 // GroupIdentity names a group and the identity it was given at bootstrap.

@@ -140,7 +140,8 @@ func checkSource(name string) error {
 func (cs *Server) probe(m *wire.Probe) *wire.ProbeReply {
 	st := cs.Status()
 	rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
-		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
+		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp,
+		LastStop: st.LastStop, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes}
 	if l, ok := cs.Leader(); ok {
 		rep.Leader = l.ClientAddr
 	}
