@@ -157,6 +157,7 @@ func (o *options) resolve(stderr io.Writer) (groups [][]string, behaviour quorum
 		return nil, 0, nil, err
 	}
 	groups = list.Groups
+	list.LogDomains(log)
 	o.regID = list.RegID
 	if o.regID != 0 && o.session != 0 {
 		return nil, 0, nil, errors.New("give a RegID in the store list or --session-id, not both (each names the registration)")

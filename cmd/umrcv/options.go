@@ -109,6 +109,7 @@ func (o *options) newReceiver(stderr io.Writer) (*receiver.Receiver, error) {
 		return nil, fmt.Errorf("the store list gives RegID %d: umrcv reads without registering, so it has no RegID; give 0 (use --name to record consumption)", list.RegID)
 	}
 	groups := list.Groups
+	list.LogDomains(logger)
 	tlsCfg, token, err := cli.ClientSecurity(d, *o.security)
 	if err != nil {
 		return nil, err
