@@ -64,8 +64,13 @@ type StoreList struct {
 	// Indexes is each group's GroupIDX from the store list, or its index
 	// in the deployment when the stores came from the deployment alone.
 	Indexes []int
-	// RegID is the static RegID the list gave every store, 0 if none.
+	// RegID is the static RegID the list gave every store, 0 if none or
+	// if it gave each store its own.
 	RegID uint32
+	// RegIDs is, when the list gave the stores different RegIDs (UM gives
+	// each store its own), the RegID of each store, per group as in
+	// Groups (publisher.Config.StoreRegIDs); nil otherwise.
+	RegIDs [][]uint32
 	// Domains is the DomainID each --store entry gave, by client address,
 	// for the entries that gave one other than 0. UM names the UM domain
 	// (a routing domain of its DRO) a store is in; umstore has no routing
@@ -332,14 +337,26 @@ func buildStoreList(entries []storeEntry, sizes [][2]int) (StoreList, error) {
 	}
 	slices.Sort(list.Indexes)
 	first := entries[0]
+	differ := false
+	for _, e := range entries {
+		if e.regID != first.regID {
+			differ = true
+			if e.regID == 0 || first.regID == 0 {
+				zero, other := e, first
+				if first.regID == 0 {
+					zero, other = first, e
+				}
+				return StoreList{}, fmt.Errorf("%s %q has RegID 0 but %q has %d: give every store its RegID (one each, as UM, or the same for all), or 0 to every store for a new registration",
+					zero.flag, zero.spec, other.spec, other.regID)
+			}
+		}
+	}
 	deploymentGroup := map[int]int{} // deployment group -> GroupIDX that took it
 	for _, idx := range list.Indexes {
 		var addrs []string
+		var ids []uint32
 		for _, e := range byIndex[idx] {
-			if e.regID != first.regID {
-				return StoreList{}, fmt.Errorf("%s %q has RegID %d but %q has %d: a umstore publisher holds one registration for its source in every group (a group's stores are one replicated store), so give every store the same RegID, or 0 for a new registration",
-					e.flag, e.spec, e.regID, first.spec, first.regID)
-			}
+			ids = append(ids, e.regID)
 			if e.group != 0 {
 				if other, ok := deploymentGroup[e.group]; ok && other != idx {
 					return StoreList{}, fmt.Errorf("%s %q: the store is in deployment group %d, like the stores given GroupIDX %d: one group cannot be two (its stores are one replicated store)", e.flag, e.spec, e.group, other)
@@ -358,8 +375,13 @@ func buildStoreList(entries []storeEntry, sizes [][2]int) (StoreList, error) {
 			}
 		}
 		list.Groups = append(list.Groups, addrs)
+		if differ {
+			list.RegIDs = append(list.RegIDs, ids)
+		}
 	}
-	list.RegID = first.regID
+	if !differ {
+		list.RegID = first.regID
+	}
 	if sizes == nil {
 		return list, nil
 	}
