@@ -51,6 +51,11 @@ type SummaryStore struct {
 	AppliedIndex uint64 `json:"applied_index"`
 	GroupID      string `json:"group_id,omitempty"`
 	Error        string `json:"error,omitempty"`
+	// LastStop, CatchingUp, CatchUpTarget, CatchUpBytes: as in Store.
+	LastStop      string `json:"last_stop,omitempty"`
+	CatchingUp    bool   `json:"catching_up,omitempty"`
+	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	CatchUpBytes  uint64 `json:"catch_up_bytes,omitempty"`
 }
 
 // Summary condenses the view: groups in index order, each group's stores
@@ -68,7 +73,8 @@ func (v View) Summary() Summary {
 		for _, name := range g.Stores {
 			st := byName[name]
 			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, MovedFrom: st.MovedFrom, State: st.State,
-				AppliedIndex: st.AppliedIndex, GroupID: st.GroupID, Error: st.Error})
+				AppliedIndex: st.AppliedIndex, GroupID: st.GroupID, Error: st.Error,
+				LastStop: st.LastStop, CatchingUp: st.CatchingUp, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes})
 		}
 		if g.SourcesFrom != "" {
 			sg.Sources = append([]Source{}, g.Sources...)

@@ -125,6 +125,15 @@ type Store struct {
 	HasState      bool   `json:"has_state"`
 	CatchingUp    bool   `json:"catching_up"`
 	WaitingToJoin bool   `json:"waiting_to_join"`
+	// LastStop says how the store stopped before its current run: clean,
+	// dirty (a crash or kill: raft replayed its log) or new; empty when
+	// it did not say.
+	LastStop string `json:"last_stop,omitempty"`
+	// CatchUpTarget and CatchUpBytes are a catching-up store's progress:
+	// the index it catches up to (AppliedIndex is how far it got) and the
+	// bytes received from its group so far.
+	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	CatchUpBytes  uint64 `json:"catch_up_bytes,omitempty"`
 	Error         string `json:"error,omitempty"`
 	// PolicyDigest is the digest of the policy the store runs, when it
 	// said (a store that does not know Ping does not).
@@ -348,6 +357,7 @@ func fromStatus(sv *Store, st storegroup.Status) {
 	sv.RaftState, sv.Leader = st.State, st.Leader
 	sv.AppliedIndex, sv.LastIndex, sv.GroupID = st.AppliedIndex, st.LastIndex, st.GroupID
 	sv.HasState, sv.CatchingUp, sv.WaitingToJoin = st.HasState, st.CatchingUp, st.WaitingToJoin
+	sv.LastStop, sv.CatchUpTarget, sv.CatchUpBytes = st.LastStop, st.CatchUpTarget, st.CatchUpBytes
 	sv.Error = st.Error
 	sv.State = classify(st.State, st.HasState, st.CatchingUp, st.WaitingToJoin)
 	sv.PolicyDigest, sv.policy, sv.placement = st.PolicyDigest, st.Policy, st.Placement
@@ -375,6 +385,7 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 	}
 	sv.AppliedIndex, sv.LastIndex, sv.GroupID = rep.AppliedIndex, rep.LastIndex, rep.GroupID
 	sv.HasState, sv.CatchingUp = rep.HasState, rep.CatchingUp
+	sv.LastStop, sv.CatchUpTarget, sv.CatchUpBytes = rep.LastStop, rep.CatchUpTarget, rep.CatchUpBytes
 	sv.State = classify(rep.State, rep.HasState, rep.CatchingUp, false)
 	if res.Pong != nil {
 		sv.PolicyDigest, sv.policy = res.Pong.PolicyDigest, res.Pong.Policy

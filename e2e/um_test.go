@@ -34,7 +34,8 @@ func umStoreList(t *testing.T, deploy string, regID int) []string {
 
 // umpub and umrcv driven with UM store lists against `umstored dev`: RegID
 // 0, GroupIDX 0 and 1 (refused as "not 1..64" before), --store-name
-// through the deployment, --store-group checked, a static RegID.
+// through the deployment, --store-group checked, a static RegID, a
+// DomainID other than 0.
 func TestUMStoreLists(t *testing.T) {
 	bin := binaries(t)
 	data := t.TempDir()
@@ -93,6 +94,25 @@ func TestUMStoreLists(t *testing.T) {
 		if !strings.HasPrefix(sum.Session, "regid:4242#") || sum.FirstSeq != first || sum.Stable != 10 {
 			t.Fatalf("umpub run %d with RegID 4242: %+v, want session regid:4242#EPOCH from %d", i+1, sum, first)
 		}
+	}
+
+	// A DomainID other than 0 is accepted (it was refused): recorded and
+	// logged, not routed on; the stores are reached at their addresses.
+	var domains []string
+	for i := 0; i < len(stores); i += 2 {
+		domains = append(domains, stores[i], "7:"+stores[i+1])
+	}
+	args = append([]string{"umpub", "--source", "um-domain", "--count", "10", "--json", "--log-level", "info"}, domains...)
+	out, errOut, code = runTool(t, bin, args...)
+	if err := json.Unmarshal([]byte(lastLine(out)), &sum); err != nil || code != 0 || sum.Stable != 10 {
+		t.Fatalf("umpub with DomainID 7: exit %d, %+v (%v)\n%s", code, sum, err, errOut)
+	}
+	if n := strings.Count(errOut, "DomainID recorded, not routed"); n != 6 || !strings.Contains(errOut, "domain_id=7") {
+		t.Fatalf("umpub with DomainID 7 logs %d stores' DomainIDs, want 6:\n%s", n, errOut)
+	}
+	args = append([]string{"umrcv", "--source", "um-domain", "--json"}, domains...)
+	if out, errOut, code := runTool(t, bin, args...); code != 0 || strings.Count(out, "\n") != 10 {
+		t.Fatalf("umrcv with DomainID 7: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), errOut)
 	}
 }
 

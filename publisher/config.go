@@ -156,10 +156,19 @@ type Config struct {
 	// ume_store): the session is "regid:N", the same whenever the
 	// publisher restarts. Give it the RegID of the store list.
 	RegID uint32
+	// StoreRegIDs, if set, are static RegIDs given per store, as UM gives
+	// each store its own: per group (in Groups order), the RegIDs of its
+	// stores. A group's stores are one replicated store whose log records
+	// the registration, and any of them may lead, so the publisher is one
+	// session to the whole group: the session is "regids:" and a digest of
+	// each group's RegIDs taken as a set. A restart with the same list is
+	// the same session, whichever store leads and in whatever order a
+	// group's RegIDs are given; another assignment is another session.
+	StoreRegIDs [][]uint32
 	// SessionID, if not 0, is UM's ume_session_id (at most
 	// 0xFFFFFFFFFFFFFFFE): the session is "session-id:0x" and 16 hex
 	// digits, for every source of the application. At most one of
-	// Session, RegID and SessionID may be set.
+	// Session, RegID, StoreRegIDs and SessionID may be set.
 	SessionID uint64
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
@@ -277,6 +286,14 @@ var (
 	// allow, a TLS certificate they do not accept): the store's own words
 	// follow, and trying again does not help.
 	ErrRefused = errors.New("the stores refused the registration")
+	// ErrMembersDown means a group did not complete the registration: its
+	// intragroup behaviour is all and one of its stores is not running, so
+	// it could confirm nothing (UM does not complete such a registration
+	// either). The store's words name the missing store. The publisher
+	// tries the group again, and registers with it once the store is back;
+	// New fails at once if too few other groups answer for the intergroup
+	// behaviour.
+	ErrMembersDown = errors.New("a store group does not complete the registration while one of its stores is down")
 	// ErrClosed is returned by calls on a closed Publisher.
 	ErrClosed = errors.New("publisher closed")
 	// ErrSequenceExhausted means the source has used every sequence number

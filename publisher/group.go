@@ -159,7 +159,7 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 	c, m, err := g.client.Open(p.ctx, req, groupclient.OpenOptions{
 		Reply:       wire.TypeRegistered,
 		Timeout:     registerTimeout,
-		NextOnError: func(e *wire.Error) bool { return !refusedByAny(e.Code) },
+		NextOnError: func(e *wire.Error) bool { return !refusedByAny(e.Code) && e.Code != wire.CodeMembersDown },
 	})
 	done()
 	if err != nil {
@@ -169,6 +169,8 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 			return nil, nil, fmt.Errorf("%w: %s", ErrSourceBusy, we.Message)
 		case errors.As(err, &we) && we.Code == wire.CodeFenced:
 			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrFenced, g.index+1, we.Message)
+		case errors.As(err, &we) && we.Code == wire.CodeMembersDown:
+			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrMembersDown, g.index+1, we.Message)
 		case errors.As(err, &we) && refusedByAny(we.Code):
 			return nil, nil, fmt.Errorf("%w: group %d: %s", ErrRefused, g.index+1, we.Message)
 		case errors.Is(err, wire.ErrTLSRefused):
@@ -303,7 +305,8 @@ func (g *group) failed(err error) {
 	unavailable := errors.As(err, &we) && we.Code == wire.CodeUnavailable
 	var ll *groupclient.LeaderlessError
 	leaderless := errors.As(err, &ll)
-	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) && !errors.Is(err, ErrRefused) && !unavailable && !leaderless {
+	membersDown := errors.Is(err, ErrMembersDown)
+	if !errors.Is(err, wire.ErrUnauthorized) && !errors.Is(err, ErrSourceBusy) && !errors.Is(err, ErrIntragroup) && !errors.Is(err, ErrRefused) && !unavailable && !leaderless && !membersDown {
 		return
 	}
 	p.mu.Lock()
@@ -315,6 +318,12 @@ func (g *group) failed(err error) {
 	if errors.Is(err, ErrRefused) && !g.refusedWarned {
 		g.refusedWarned = true
 		p.log.Error("a store group refused the registration", "group", g.index+1, "detail", err)
+	}
+	if membersDown && !g.refusedWarned {
+		// Intragroup all with a store of the group down: the group does
+		// not take the registration until the store is back.
+		g.refusedWarned = true
+		p.log.Error("a store group did not complete the registration: a store of the group is down (tried again while the publisher runs)", "group", g.index+1, "detail", err)
 	}
 	if unavailable && !g.refusedWarned {
 		// Over a store's limit, say: it may pass, so the group is tried

@@ -23,7 +23,7 @@ type groupReply struct {
 	// intragroup is the intragroup behaviour the group applies to this
 	// publisher's messages.
 	intragroup quorum.Intragroup
-	err        error // without an answer: it refused the token (wire.ErrUnauthorized) or the registration (ErrRefused), does not apply the intragroup behaviour (ErrIntragroup), the source is busy (ErrSourceBusy), or a store is over a limit (wire CodeUnavailable)
+	err        error // without an answer: it refused the token (wire.ErrUnauthorized) or the registration (ErrRefused), does not complete it while a store is down (ErrMembersDown), does not apply the intragroup behaviour (ErrIntragroup), the source is busy (ErrSourceBusy), or a store is over a limit (wire CodeUnavailable)
 }
 
 // resumeInput is everything the resume decision looks at.
@@ -75,8 +75,9 @@ type warning struct {
 // ErrSequenceExhausted.
 func decideResume(in resumeInput) resumeDecision {
 	var answered []groupReply
-	var refused, busy error
+	var refused, busy, down error
 	var lost []*groupclient.LeaderlessError // groups that lost their majority
+	var downGroups int
 	for _, r := range in.replies {
 		var ll *groupclient.LeaderlessError
 		switch {
@@ -87,6 +88,11 @@ func decideResume(in resumeInput) resumeDecision {
 		case errors.As(r.err, &ll) && ll.LostMajority():
 			lost = append(lost, ll)
 			busy = cmpOr(busy, r.err)
+		case errors.Is(r.err, ErrMembersDown):
+			// Only this group refuses (a store of it is down): the others
+			// may still be enough.
+			down = cmpOr(down, r.err)
+			downGroups++
 		case r.err != nil:
 			busy = cmpOr(busy, r.err) // busy, or over a limit: named when the wait ends
 		}
@@ -94,6 +100,7 @@ func decideResume(in resumeInput) resumeDecision {
 	got := len(answered)
 	enough := in.behavior.Met(got, in.groups, got)
 	var lostWarning *warning
+	left := in.groups - downGroups // the groups that may still answer
 	switch {
 	case got == in.groups:
 	case in.settled && in.state != nil && enough:
@@ -111,10 +118,15 @@ func decideResume(in resumeInput) resumeDecision {
 		lostWarning = lostMajorityWarning(lost)
 	case refused != nil && !enough:
 		return resumeDecision{err: fmt.Errorf("%w for source %q: %w", ErrRegistration, in.source, refused)}
+	case down != nil && !enough && !in.behavior.Met(left, in.groups, left):
+		return resumeDecision{err: fmt.Errorf("%w for source %q: intergroup %s needs %s groups: %w",
+			ErrRegistration, in.source, in.behavior, in.behavior.NeededText(in.groups), down)}
 	case in.ended != nil:
 		cause := in.ended
 		if busy != nil {
 			cause = busy
+		} else if down != nil {
+			cause = down
 		}
 		return resumeDecision{err: fmt.Errorf("%w: %d of %d groups answered for source %q, %s needed for intergroup %s: %w",
 			ErrRegistration, got, in.groups, in.source, in.behavior.NeededText(in.groups), in.behavior, cause)}

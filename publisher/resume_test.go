@@ -26,6 +26,7 @@ import (
 //	refused group=1
 //	busy group=3
 //	leaderless group=3 for=2500   (its stores have known no leader for 2,500 ms)
+//	down group=1 (intragroup all, a store of the group down)
 //	state last-stable=500 sent-up-to=600 group1=g1
 //
 // Lines are in the order the groups first reported. Every case is also
@@ -111,6 +112,8 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 			in.replies = append(in.replies, groupReply{group: group, answered: true, highSeq: num("high"), lowSeq: num("low"), groupID: kv["id"]})
 		case "refused":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("group %d: no leader reachable: handshake with store: %w", group+1, wire.ErrUnauthorized)})
+		case "down":
+			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: group %d: store G%dS1 of group %d does not complete the registration: G%dS3 is not running", ErrMembersDown, group+1, group+1, group+1, group+1)})
 		case "busy":
 			in.replies = append(in.replies, groupReply{group: group, err: fmt.Errorf("%w: held by session other", ErrSourceBusy)})
 		case "leaderless":
@@ -135,7 +138,7 @@ func scenarioInput(t *testing.T, d *datadriven.TestData) resumeInput {
 				}
 			}
 		default:
-			d.Fatalf(t, "unknown line %q: want answer, refused, busy, leaderless or state", line)
+			d.Fatalf(t, "unknown line %q: want answer, refused, down, busy, leaderless or state", line)
 		}
 	}
 	return in
@@ -162,7 +165,7 @@ func describe(d resumeDecision) string {
 		for _, e := range []struct {
 			name string
 			err  error
-		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}, {"ErrSequenceExhausted", ErrSequenceExhausted}} {
+		}{{"ErrRegistration", ErrRegistration}, {"ErrUnauthorized", wire.ErrUnauthorized}, {"ErrSourceBusy", ErrSourceBusy}, {"DeadlineExceeded", context.DeadlineExceeded}, {"ErrSequenceExhausted", ErrSequenceExhausted}, {"ErrMembersDown", ErrMembersDown}} {
 			if errors.Is(d.err, e.err) {
 				is = append(is, e.name)
 			}

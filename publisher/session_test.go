@@ -21,7 +21,11 @@ func TestSessionIdentity(t *testing.T) {
 		{name: "session", tune: func(c *Config) { c.Session = "mine" }, want: "mine"},
 		{name: "largest session ID", tune: func(c *Config) { c.SessionID = MaxSessionID }, want: "session-id:0xfffffffffffffffe"},
 		{name: "session ID too large", tune: func(c *Config) { c.SessionID = MaxSessionID + 1 }, wantErr: "above the largest UM session ID"},
-		{name: "RegID and session ID", tune: func(c *Config) { c.RegID, c.SessionID = 1, 2 }, wantErr: "at most one of Session, RegID and SessionID"},
+		{name: "RegID and session ID", tune: func(c *Config) { c.RegID, c.SessionID = 1, 2 }, wantErr: "at most one of Session, RegID, StoreRegIDs and SessionID"},
+		{name: "RegID per store", tune: func(c *Config) { c.StoreRegIDs = [][]uint32{{7, 5}, {9}} }, want: storeRegIDsSession([][]uint32{{5, 7}, {9}})},
+		{name: "RegID per store and RegID", tune: func(c *Config) { c.StoreRegIDs, c.RegID = [][]uint32{{7, 5}, {9}}, 1 }, wantErr: "at most one"},
+		{name: "RegID per store, one 0", tune: func(c *Config) { c.StoreRegIDs = [][]uint32{{7, 0}, {9}} }, wantErr: "group 1 has a RegID 0"},
+		{name: "RegID per store, too few", tune: func(c *Config) { c.StoreRegIDs = [][]uint32{{7}, {9}} }, wantErr: "gives group 1 1 RegIDs for its 2 stores"},
 		{name: "RegID and session", tune: func(c *Config) { c.RegID, c.Session = 1, "s" }, wantErr: "at most one"},
 		{name: "notify and bytes", tune: func(c *Config) { c.Flight, c.FlightSizeBytes = FlightNotify, 10 }},
 		{name: "negative bytes", tune: func(c *Config) { c.FlightSizeBytes = -1 }, wantErr: "FlightSizeBytes must not be negative"},
@@ -31,7 +35,7 @@ func TestSessionIdentity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Source, cfg.Groups = "s", [][]string{{"127.0.0.1:1"}}
+			cfg.Source, cfg.Groups = "s", [][]string{{"127.0.0.1:1", "127.0.0.1:2"}, {"127.0.0.1:3"}}
 			tt.tune(&cfg)
 			err := cfg.Validate()
 			if tt.wantErr != "" {
@@ -49,6 +53,18 @@ func TestSessionIdentity(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A group's RegIDs are a set (its stores are one replicated store, any
+	// of which may lead): the order a list gives them in is no other
+	// session, the same RegIDs in other groups are.
+	same := storeRegIDsSession([][]uint32{{1, 2, 3}, {4, 5, 6}})
+	if got := storeRegIDsSession([][]uint32{{3, 1, 2}, {6, 5, 4}}); got != same || !strings.HasPrefix(same, "regids:") || len(same) != len("regids:")+16 {
+		t.Fatalf("RegIDs per store in another order within their groups: %q, want %q (regids: and 16 hex digits)", got, same)
+	}
+	for _, other := range [][][]uint32{{{1, 2, 4}, {3, 5, 6}}, {{4, 5, 6}, {1, 2, 3}}, {{1, 2, 3}, {4, 5, 7}}} {
+		if got := storeRegIDsSession(other); got == same {
+			t.Fatalf("RegIDs %v give the session of %v", other, [][]uint32{{1, 2, 3}, {4, 5, 6}})
+		}
 	}
 	cfg := DefaultConfig()
 	if id := cfg.staticIdentity(); id != "" {

@@ -26,6 +26,9 @@ var (
 	// with ErrFormat. Nothing was changed, and the file is not damaged: run
 	// the newer umstored.
 	ErrNewerFormat = errors.New("repository written by a newer umstored")
+	// ErrLocked means another process has the repository file open (bbolt's
+	// lock on it did not come within the time allowed).
+	ErrLocked = errors.New("file is locked by another process")
 
 	// ErrUnknownSource is returned by reads naming a source the group has never
 	// seen registered or published. The publisher must register first. It is

@@ -289,7 +289,7 @@ func openBolt(path string, bo *bolt.Options, readOnly bool) (*bolt.DB, error) {
 			return nil, fmt.Errorf("open repository %s: %w: %v", path, ErrFormat, err)
 		}
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open repository %s: file is locked by another process (is another umstored running on this data directory?): %w", path, err)
+			return nil, fmt.Errorf("open repository %s: %w (is another umstored running on this data directory?): %w", path, ErrLocked, err)
 		}
 		return nil, fmt.Errorf("open repository %s: %w", path, err)
 	}

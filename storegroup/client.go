@@ -101,7 +101,8 @@ func (s *Store) clientLeader() (clientserver.Member, bool) {
 func (s *Store) clientStatus() clientserver.Status {
 	st := s.statusCore()
 	return clientserver.Status{Name: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
-		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
+		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp,
+		LastStop: st.LastStop, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes}
 }
 
 // appliedSignal returns a channel closed at the next applied batch.

@@ -34,7 +34,10 @@ type fsm struct {
 	// commits it (see proposals).
 	decided func(logs []*raft.Log, results []repository.Result)
 	metrics *storeMetrics
-	lock    interface{ Check() error } // the data directory's lock: checked before every write batch
+	// received counts the entries applied and their payload bytes (nil:
+	// not counted), for a catching-up store's progress.
+	received *received
+	lock     interface{ Check() error } // the data directory's lock: checked before every write batch
 	// onLogDamaged hears of an entry whose payloads do not match the
 	// checksums it carries: this store's copy of the log is damaged, and
 	// its files are marked so that it rejoins.
@@ -88,12 +91,15 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 		return out
 	}
 	entries := make([]repository.Entry, len(logs))
+	payload := 0
 	for i, l := range logs {
 		entries[i] = repository.Entry{Index: l.Index, Term: l.Term}
 		if l.Type == raft.LogCommand {
 			entries[i].Data = l.Data
+			payload += len(l.Data)
 		}
 	}
+	f.received.applied(len(logs), payload)
 	start := time.Now()
 	var err error
 	if f.lock != nil {

@@ -192,8 +192,8 @@ func (s *Store) openFiles() error {
 	if err != nil {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
-	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, metrics: s.metrics, lock: s.lock,
+	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics, received: &s.received}
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, metrics: s.metrics, lock: s.lock, received: &s.received,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if err := s.checkSnapshotsCoverLog(); err != nil {

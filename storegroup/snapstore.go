@@ -48,6 +48,8 @@ type snapshotStore struct {
 	dir     string // raft's snapshots directory, dir/snapshots
 	repo    *repository.Repo
 	metrics *storeMetrics
+	// received counts the bytes of streams received (nil: not counted).
+	received *received
 	// intact finds intact copies of messages damaged in this store's
 	// files, so that a stream it sends carries them instead of failing
 	// (the damage repair's; nil in tests without one).
@@ -139,6 +141,7 @@ type stageResult struct {
 }
 
 func (k *stagingSink) Write(p []byte) (int, error) {
+	k.store.received.snapshot(len(p))
 	switch {
 	case k.plain:
 		return k.SnapshotSink.Write(p)

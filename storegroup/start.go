@@ -122,12 +122,14 @@ func (s *Store) catchUp(target raftport.Position, release func()) {
 				return
 			}
 			s.port.Gate().Open()
-			s.log.Info("caught up with the group; voting normally", "applied", applied, "took", time.Since(start).Round(time.Millisecond))
+			s.log.Info("caught up with the group; voting normally", "applied", applied, "took", time.Since(start).Round(time.Millisecond),
+				"entries", s.received.entries.Load(), "bytes", s.received.bytes())
 			return
 		}
 		if time.Since(lastReport) > 3*time.Second {
 			lastReport = time.Now()
-			s.log.Info("catching up", "applied", applied, "target", target.Index, "percent", 100*applied/max(target.Index, 1))
+			s.log.Info("catching up", "applied", applied, "target", target.Index, "percent", 100*applied/max(target.Index, 1),
+				"entries", s.received.entries.Load(), "bytes", s.received.bytes(), "snapshot_bytes", s.received.snapshotBytes.Load())
 		}
 		select {
 		case <-s.ctx.Done():

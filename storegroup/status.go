@@ -29,6 +29,9 @@ type Status struct {
 	// CatchUpTarget (the group's last entry when it joined).
 	CatchingUp    bool   `json:"catching_up"`
 	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
+	// CatchUpBytes is, while CatchingUp, what the store has received from
+	// its group since it opened: snapshot streams and entry payloads.
+	CatchUpBytes uint64 `json:"catch_up_bytes,omitempty"`
 	// WaitingToJoin is true while an empty store waits for its turn: another
 	// empty store of its group on this host is still catching up.
 	WaitingToJoin bool   `json:"waiting_to_join,omitempty"`
@@ -148,7 +151,7 @@ func (s *Store) statusCore() Status {
 		st.KnownGroups = peers
 	}
 	if shut, target := s.port.Gate().State(); shut {
-		st.CatchingUp, st.CatchUpTarget = true, target.Index
+		st.CatchingUp, st.CatchUpTarget, st.CatchUpBytes = true, target.Index, s.received.bytes()
 	}
 	if err := s.refusalErr(); err != nil {
 		st.State = "refused"

@@ -43,6 +43,7 @@ type Store struct {
 	snaps    *snapshotStore
 	port     *raftport.Transport // what raft uses: the raft port, behind its vote gate
 	fsm      *fsm
+	received received // what the group sent this store since it opened (catchup_progress.go)
 	client   *clientserver.Server
 	repair   *repairer
 	retain   *retainer

@@ -85,6 +85,13 @@ const (
 	// names the identity and the permission. Every store refuses it alike,
 	// so trying another store or again does not help.
 	CodeForbidden = "forbidden"
+
+	// CodeMembersDown refuses a Register or RegisterSource whose intragroup
+	// behaviour is all while a store of the group is not running: the group
+	// could confirm nothing, so, as UM does, it does not complete the
+	// registration. The message names the missing store; start it (the
+	// publisher tries again) or register with all-active or quorum.
+	CodeMembersDown = "members-down"
 )
 
 // Error reports that a request (ReqID, or 0 for the connection) failed.
@@ -277,6 +284,12 @@ type ProbeReply struct {
 	LastTerm     uint64          // term of the last log entry
 	CatchingUp   bool            // an empty store rejoining its group, not yet caught up
 	KnownGroups  []GroupIdentity // identities of other groups this store's group has recorded
+	LastStop     string          // how the store stopped before this run: clean, dirty or new; empty from an older store
+	// CatchUpTarget and CatchUpBytes say, while CatchingUp, the index the
+	// store catches up to and the bytes it has received from its group
+	// since it opened (snapshot streams and entry payloads).
+	CatchUpTarget uint64
+	CatchUpBytes  uint64
 }
 
 // GroupIdentity names a group and the identity it was given at bootstrap.

@@ -80,13 +80,24 @@
       " — " + v.reason);
   }
 
+  function mebibytes(n) {
+    return (n / 1048576).toFixed(1) + " MiB";
+  }
+
   function storeBox(s, group) {
     const leader = s.state === "leader";
     const facts = [];
     if (s.state === "down") {
       facts.push("no answer");
+    } else if (s.catching_up && s.catch_up_target) {
+      // A restore's progress: entries applied of the target, bytes received.
+      facts.push("caught up " + num(s.applied_index) + " of " + num(s.catch_up_target) +
+        " entries, " + mebibytes(s.catch_up_bytes || 0) + " received");
     } else {
       facts.push("applied " + num(s.applied_index));
+    }
+    if (s.last_stop) {
+      facts.push("last stop " + s.last_stop);
     }
     const title = [
       s.name + " (group " + s.group + ", host " + s.host + ", " + s.address + ")",

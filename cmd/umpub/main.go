@@ -266,7 +266,7 @@ func (r *sourceRun) publish(ctx context.Context, o options, groups [][]string, b
 	cfg.TLS, cfg.Token = o.tls, o.token
 	cfg.Connections = conns
 	cfg.Flight, cfg.FlightSizeBytes, cfg.StabilityLifetime = o.behavior, o.flightBytes, o.lifetime
-	cfg.RegID, cfg.SessionID = o.regID, o.session
+	cfg.RegID, cfg.StoreRegIDs, cfg.SessionID = o.regID, o.regIDs, o.session
 	cfg.OnFlightSize = func(e publisher.FlightEvent) {
 		r.flightOver.Add(boolInt(e.State == publisher.FlightOver))
 		log.Info("flight size", "source", r.source, "state", e.State, "in_flight", e.InFlight, "in_flight_bytes", e.InFlightBytes)

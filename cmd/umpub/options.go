@@ -42,6 +42,7 @@ type options struct {
 	intra    quorum.Intragroup
 	behavior publisher.FlightBehavior
 	regID    uint32
+	regIDs   [][]uint32 // a RegID per store, per group (cli.StoreList.RegIDs)
 	session  uint64
 }
 
@@ -159,8 +160,9 @@ func (o *options) resolve(stderr io.Writer) (groups [][]string, behaviour quorum
 		return nil, 0, nil, err
 	}
 	groups = list.Groups
-	o.regID = list.RegID
-	if o.regID != 0 && o.session != 0 {
+	list.LogDomains(log)
+	o.regID, o.regIDs = list.RegID, list.RegIDs
+	if (o.regID != 0 || o.regIDs != nil) && o.session != 0 {
 		return nil, 0, nil, errors.New("give a RegID in the store list or --session-id, not both (each names the registration)")
 	}
 	tlsCfg, token, err := cli.ClientSecurity(d, *o.security)

@@ -105,10 +105,14 @@ func (o *options) newReceiver(stderr io.Writer) (*receiver.Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if list.RegIDs != nil {
+		return nil, errors.New("the store list gives the stores RegIDs: umrcv reads without registering, so it has no RegID; give 0 (use --name to record consumption)")
+	}
 	if list.RegID != 0 {
 		return nil, fmt.Errorf("the store list gives RegID %d: umrcv reads without registering, so it has no RegID; give 0 (use --name to record consumption)", list.RegID)
 	}
 	groups := list.Groups
+	list.LogDomains(logger)
 	tlsCfg, token, err := cli.ClientSecurity(d, *o.security)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ import (
 	"umstore/storehost"
 )
 
-const devUsage = `Usage: umstored dev [--data-dir DIR] [--base-port N] [--admin-addr ADDR]
+const devUsage = `Usage: umstored dev [--data-dir DIR] [--base-port N] [--client-base-port N] [--admin-addr ADDR]
 
 Runs the headline topology in one process on 127.0.0.1: two groups of three
 stores laid out 2+1 / 1+2 over two "hosts" A and B, as "umstored plan" lays
@@ -40,7 +40,8 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("dev", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", "umstore-dev", "directory for the stores' data and the deployment file")
-	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store")
+	basePort := fs.Int("base-port", placement.DefaultBasePort, "raft ports are BASE+10*group+store, client ports BASE+1000+10*group+store (unless --client-base-port)")
+	clientBase := fs.Int("client-base-port", 0, "client ports are CLIENT_BASE+10*group+store (0: BASE+1000), for when BASE+1000 and up are taken")
 	adminAddr := fs.String("admin-addr", "127.0.0.1:9100", "address of the status page, /healthz, /readyz and /v1/status (empty: none)")
 	pprofOn := fs.Bool("pprof", false, "also serve Go's profiler under /debug/pprof/ on the admin address")
 	flags := defaultStoreFlags()
@@ -67,18 +68,26 @@ func cmdDev(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "umstored dev: --base-port %d leaves no room for the ports (1..%d)\n", *basePort, 65535-1023)
 		return 2
 	}
+	if *clientBase < 0 || *clientBase+10*2+3 > 65535 {
+		fmt.Fprintf(stderr, "umstored dev: --client-base-port %d leaves no room for the client ports (1..%d, or 0 for BASE+1000)\n", *clientBase, 65535-23)
+		return 2
+	}
 	dir, err := filepath.Abs(*dataDir)
 	if err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
-	d := placement.Dev("127.0.0.1", *basePort)
+	d := devDeployment(*basePort, *clientBase)
+	if err := d.Validate(); err != nil {
+		fmt.Fprintln(stderr, "umstored dev: --base-port and --client-base-port:", err)
+		return 2
+	}
 	d.Policy = flags.policy.WithDefaults() // the flags are the policy: dev owns its file
 	if ka, timeout := d.Policy.KeepAliveInterval, d.Policy.SourceActivityTimeout; ka >= timeout {
 		d.Policy.KeepAliveInterval = timeout / 3 // a short --source-activity-timeout for a test: keep-alives well within it
 	}
 	path := filepath.Join(dir, "deployment.yaml")
-	if err := checkDevDeployment(path, d, fs.Changed("base-port")); err != nil {
+	if err := checkDevDeployment(path, d, fs.Changed("base-port") || fs.Changed("client-base-port")); err != nil {
 		fmt.Fprintln(stderr, "umstored dev:", err)
 		return 1
 	}
@@ -220,8 +229,28 @@ func checkDevDeployment(path string, want *placement.Deployment, portChosen bool
 		return nil
 	}
 	base := old.Groups[0].Stores[0].RaftPort - 11
-	if !portChosen {
-		return fmt.Errorf("%s was created with --base-port %d; run again with --base-port %d, or use another --data-dir", filepath.Dir(path), base, base)
+	flags := fmt.Sprintf("--base-port %d", base)
+	if client := old.Groups[0].Stores[0].ClientPort - 11; client != base+1000 {
+		flags += fmt.Sprintf(" --client-base-port %d", client)
 	}
-	return fmt.Errorf("%s holds stores created with --base-port %d, not the one given; use --base-port %d or another --data-dir", filepath.Dir(path), base, base)
+	if !portChosen {
+		return fmt.Errorf("%s was created with %s; run again with %s, or use another --data-dir", filepath.Dir(path), flags, flags)
+	}
+	return fmt.Errorf("%s holds stores created with %s, not the ports given; use %s or another --data-dir", filepath.Dir(path), flags, flags)
+}
+
+// devDeployment is dev's deployment: placement.Dev's, with the client
+// ports moved to clientBase+10*group+store when clientBase is not 0.
+func devDeployment(basePort, clientBase int) *placement.Deployment {
+	d := placement.Dev("127.0.0.1", basePort)
+	if clientBase == 0 {
+		return d
+	}
+	for g := range d.Groups {
+		for s := range d.Groups[g].Stores {
+			st := &d.Groups[g].Stores[s]
+			st.ClientPort = clientBase + st.RaftPort - basePort
+		}
+	}
+	return d
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -15,6 +17,7 @@ import (
 	"umstore/dirlock"
 	"umstore/internal/cli"
 	"umstore/placement"
+	"umstore/repository"
 	"umstore/storegroup"
 )
 
@@ -52,6 +55,8 @@ func cmdRecover(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the stores' state and backups")
 	promote := fs.String("promote", "", "make this backup `PATH` its store's state")
 	acceptLoss := fs.Bool("accept-loss", false, "start the group empty under a new identity: its messages are lost")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log as text (key=value pairs) or json (one object per line), as umstored run does")
 	fs.Usage = func() { fmt.Fprint(stderr, recoverUsage); fs.PrintDefaults() }
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
@@ -67,6 +72,14 @@ func cmdRecover(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	log, err := cli.Logger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "umstored recover:", err)
+		return 2
+	}
+	// The packages recover calls log through the default logger: in the
+	// daemon's format, not Go's.
+	slog.SetDefault(log)
 	d, err := placement.Load(*deployment)
 	if err != nil {
 		fmt.Fprintln(stderr, "umstored recover:", err)
@@ -122,10 +135,11 @@ func recoverList(stdout, stderr io.Writer, dataDir string, refs []placement.Stor
 	fmt.Fprintln(tw, "STORE\tWHAT\tTAKEN\tGROUP ID\tAPPLIED\tSOURCES (highest seq)")
 	for _, ref := range refs {
 		dir := filepath.Join(dataDir, ref.Store.Name)
-		row := func(what, taken, path string) {
+		row := func(what, taken, path string, inUse *dirlock.LockedError) {
 			c, err := storegroup.InspectDataDir(path)
 			if err != nil {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t(%v)\n", ref.Store.Name, what, taken, shortErr(err))
+				// The whole reason: an operator decides on it.
+				fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t(%s)\n", ref.Store.Name, what, taken, unreadableReason(err, inUse))
 				return
 			}
 			var srcs []string
@@ -134,14 +148,16 @@ func recoverList(stdout, stderr io.Writer, dataDir string, refs []placement.Stor
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ref.Store.Name, what, taken, orDash(c.GroupID), c.AppliedIndex, orDash(strings.Join(srcs, " ")))
 		}
-		row("current", "-", dir)
+		inUse, release := holdForList(dir)
+		row("current", "-", dir, inUse)
+		release()
 		backups, err := storegroup.ListBackups(dir)
 		if err != nil {
 			fmt.Fprintln(stderr, "umstored recover:", err)
 			return 1
 		}
 		for _, b := range backups {
-			row(b.Path, b.Time.UTC().Format(time.RFC3339), b.Path)
+			row(b.Path, b.Time.UTC().Format(time.RFC3339), b.Path, nil)
 		}
 	}
 	tw.Flush()
@@ -178,10 +194,46 @@ func orDash(s string) string {
 	return s
 }
 
-func shortErr(err error) string {
-	s := err.Error()
-	if len(s) > 60 {
-		s = s[:60] + "…"
+// holdForList takes a store's data directory lock for the time of its
+// listing, so that what the list says of a lock is the truth: inUse is
+// the holder's refusal when a live process (umstored run) holds the
+// directory, nil when the lock was free, however a dead holder left its
+// files (a stale lock file is no lock: flock ends with its process).
+// release frees the lock if taken.
+func holdForList(dir string) (inUse *dirlock.LockedError, release func()) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, func() {} // nothing to lock; the row says what is missing
 	}
-	return s
+	l, err := storegroup.LockDataDirs(dir)
+	if err != nil {
+		var le *dirlock.LockedError
+		if errors.As(err, &le) {
+			return le, func() {}
+		}
+		return nil, func() {}
+	}
+	return nil, l
+}
+
+// unreadableReason says why a store's state could not be read, whole:
+// running (its directory held by a live process, named), locked by some
+// other process while the directory lock was free, or the error itself.
+func unreadableReason(err error, inUse *dirlock.LockedError) string {
+	locked := errors.Is(err, repository.ErrLocked)
+	switch {
+	case locked && inUse != nil:
+		return fmt.Sprintf("running: its files are open in %s; stop umstored run on this host to read or replace them", holder(inUse))
+	case locked:
+		return fmt.Sprintf("its repository is open in another process, though no umstored holds the data directory: %v", err)
+	case inUse != nil:
+		return fmt.Sprintf("%v (the data directory is held by %s)", err, holder(inUse))
+	}
+	return err.Error()
+}
+
+func holder(le *dirlock.LockedError) string {
+	if le.Holder == nil {
+		return "a process that left no holder information"
+	}
+	return le.Holder.String()
 }

@@ -109,7 +109,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *standby {
 		log.Info("standby: each store waits for its data directory's lock and takes over when the holder exits", "lock", cfg.Lock.Mode)
 	}
+	adminOpts := adminhttp.Options{Pprof: *pprofOn, Clock: *debugClock, Log: log, AllowedHosts: *allowedHosts}
+	var waiting *adminhttp.StandbyServer
+	if *standby && *adminAddr != "" {
+		// While it waits, the standby says so on its admin address.
+		if waiting, err = adminhttp.StartStandby(*adminAddr, d, *host, log, adminOpts); err != nil {
+			fmt.Fprintln(stderr, "umstored run:", err)
+			return 1
+		}
+		*adminAddr = waiting.Addr // the full server takes the same port over
+		log.Info("standby status page", "url", "http://"+waiting.Addr+"/")
+	}
 	h, err := storehost.Start(ctx, d, *host, *dataDir, cfg, log)
+	if waiting != nil {
+		waiting.Close()
+	}
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped while waiting")
 		return 0
@@ -120,7 +134,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	hosts := storehost.Hosts{h}
 	if *adminAddr != "" {
-		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminhttp.Options{Pprof: *pprofOn, Clock: *debugClock, Log: log, AllowedHosts: *allowedHosts})
+		srv, err := adminhttp.Start(*adminAddr, d, hosts, log, adminOpts)
 		if err != nil {
 			h.Stop()
 			fmt.Fprintln(stderr, "umstored run:", err)

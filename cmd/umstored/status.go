@@ -94,17 +94,24 @@ func placementNote(g deploystatus.SummaryGroup) string {
 // cli.Printable, so it cannot move the cursor or forge a row.
 func printStatus(w io.Writer, st deploystatus.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\n")
+	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\tLAST STOP\n")
+	var catching []deploystatus.SummaryStore
 	for _, g := range st.Groups {
 		for _, s := range g.Stores {
 			addr := s.Address
 			if s.MovedFrom != "" {
 				addr += " (moved from " + s.MovedFrom + ")"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\n", g.Index, s.Name, s.Host, cli.Printable(addr), s.State, s.AppliedIndex)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", g.Index, s.Name, s.Host, cli.Printable(addr), s.State, s.AppliedIndex, orDash(cli.Printable(s.LastStop)))
+			if s.CatchingUp {
+				catching = append(catching, s)
+			}
 		}
 	}
 	tw.Flush()
+	for _, s := range catching {
+		fmt.Fprintf(w, "%s catching up: %s\n", s.Name, catchUpText(s))
+	}
 	fmt.Fprintln(w)
 	for _, g := range st.Groups {
 		leader := g.Leader
@@ -156,3 +163,15 @@ func printConflicts(w io.Writer, st deploystatus.Summary) {
 		}
 	}
 }
+
+// catchUpText is a catching-up store's progress for people: entries
+// applied of the target, and the bytes received from its group.
+func catchUpText(s deploystatus.SummaryStore) string {
+	if s.CatchUpTarget == 0 {
+		return fmt.Sprintf("applied %d, %s received", s.AppliedIndex, mib(s.CatchUpBytes))
+	}
+	return fmt.Sprintf("applied %d of %d entries (%d%%), %s received", s.AppliedIndex, s.CatchUpTarget, 100*min(s.AppliedIndex, s.CatchUpTarget)/s.CatchUpTarget, mib(s.CatchUpBytes))
+}
+
+// mib writes a byte count in MiB with one decimal.
+func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

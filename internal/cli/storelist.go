@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -63,18 +64,42 @@ type StoreList struct {
 	// Indexes is each group's GroupIDX from the store list, or its index
 	// in the deployment when the stores came from the deployment alone.
 	Indexes []int
-	// RegID is the static RegID the list gave every store, 0 if none.
+	// RegID is the static RegID the list gave every store, 0 if none or
+	// if it gave each store its own.
 	RegID uint32
+	// RegIDs is, when the list gave the stores different RegIDs (UM gives
+	// each store its own), the RegID of each store, per group as in
+	// Groups (publisher.Config.StoreRegIDs); nil otherwise.
+	RegIDs [][]uint32
+	// Domains is the DomainID each --store entry gave, by client address,
+	// for the entries that gave one other than 0. UM names the UM domain
+	// (a routing domain of its DRO) a store is in; umstore has no routing
+	// domains, and reaches every store at its address directly: the
+	// DomainID is recorded and shown (LogDomains), never routed on.
+	Domains map[string]uint32
+}
+
+// LogDomains tells, at info, each store the list gave a DomainID, and
+// what that means here.
+func (l StoreList) LogDomains(log *slog.Logger) {
+	for _, g := range l.Groups {
+		for _, addr := range g {
+			if d, ok := l.Domains[addr]; ok {
+				log.Info("store list: DomainID recorded, not routed (umstore has no UM routing domains: the store is reached at its address directly)", "store", addr, "domain_id", d)
+			}
+		}
+	}
 }
 
 // storeEntry is one store of a UM store list.
 type storeEntry struct {
-	spec  string // as given, for messages
-	flag  string // "--store" or "--store-name"
-	addr  string
-	regID uint32
-	index int
-	group int // the deployment group of a named store; 0 for --store
+	spec   string // as given, for messages
+	flag   string // "--store" or "--store-name"
+	addr   string
+	domain uint32 // UM DomainID, 0 if none given
+	regID  uint32
+	index  int
+	group  int // the deployment group of a named store; 0 for --store
 }
 
 // Stores works out the stores a client uses: the deployment's groups, or a
@@ -170,13 +195,11 @@ func ParseStores(specs []string) ([][]string, error) {
 func parseStore(spec string) (storeEntry, bool, error) {
 	const want = "want IP:port[:RegID[:GroupIDX]], optionally after DomainID:"
 	parts := strings.Split(spec, ":")
+	var domain uint64
 	if len(parts) >= 3 && net.ParseIP(parts[0]) == nil && net.ParseIP(parts[1]) != nil {
-		domain, err := strconv.ParseUint(parts[0], 10, 32)
-		if err != nil {
-			return storeEntry{}, false, fmt.Errorf("--store %q: %q is neither an IP address nor a DomainID", spec, parts[0])
-		}
-		if domain != 0 {
-			return storeEntry{}, false, fmt.Errorf("--store %q: DomainID %d: umstore has no UM routing domains; omit the DomainID or give 0", spec, domain)
+		var err error
+		if domain, err = strconv.ParseUint(parts[0], 10, 32); err != nil {
+			return storeEntry{}, false, fmt.Errorf("--store %q: %q is neither an IP address nor a DomainID (0..4294967295)", spec, parts[0])
 		}
 		parts = parts[1:]
 	}
@@ -193,7 +216,7 @@ func parseStore(spec string) (storeEntry, bool, error) {
 	if p, err := strconv.Atoi(parts[1]); err != nil || p < 1 || p > 65535 {
 		return storeEntry{}, false, fmt.Errorf("--store %q: port %q is not 1..65535", spec, parts[1])
 	}
-	e := storeEntry{spec: spec, flag: "--store", addr: net.JoinHostPort(parts[0], parts[1])}
+	e := storeEntry{spec: spec, flag: "--store", addr: net.JoinHostPort(parts[0], parts[1]), domain: uint32(domain)}
 	if err := e.parseIDs("--store", parts[2:]); err != nil {
 		return storeEntry{}, false, err
 	}
@@ -314,14 +337,26 @@ func buildStoreList(entries []storeEntry, sizes [][2]int) (StoreList, error) {
 	}
 	slices.Sort(list.Indexes)
 	first := entries[0]
+	differ := false
+	for _, e := range entries {
+		if e.regID != first.regID {
+			differ = true
+			if e.regID == 0 || first.regID == 0 {
+				zero, other := e, first
+				if first.regID == 0 {
+					zero, other = first, e
+				}
+				return StoreList{}, fmt.Errorf("%s %q has RegID 0 but %q has %d: give every store its RegID (one each, as UM, or the same for all), or 0 to every store for a new registration",
+					zero.flag, zero.spec, other.spec, other.regID)
+			}
+		}
+	}
 	deploymentGroup := map[int]int{} // deployment group -> GroupIDX that took it
 	for _, idx := range list.Indexes {
 		var addrs []string
+		var ids []uint32
 		for _, e := range byIndex[idx] {
-			if e.regID != first.regID {
-				return StoreList{}, fmt.Errorf("%s %q has RegID %d but %q has %d: a umstore publisher holds one registration for its source in every group (a group's stores are one replicated store), so give every store the same RegID, or 0 for a new registration",
-					e.flag, e.spec, e.regID, first.spec, first.regID)
-			}
+			ids = append(ids, e.regID)
 			if e.group != 0 {
 				if other, ok := deploymentGroup[e.group]; ok && other != idx {
 					return StoreList{}, fmt.Errorf("%s %q: the store is in deployment group %d, like the stores given GroupIDX %d: one group cannot be two (its stores are one replicated store)", e.flag, e.spec, e.group, other)
@@ -332,10 +367,21 @@ func buildStoreList(entries []storeEntry, sizes [][2]int) (StoreList, error) {
 				}
 			}
 			addrs = append(addrs, e.addr)
+			if e.domain != 0 {
+				if list.Domains == nil {
+					list.Domains = map[string]uint32{}
+				}
+				list.Domains[e.addr] = e.domain
+			}
 		}
 		list.Groups = append(list.Groups, addrs)
+		if differ {
+			list.RegIDs = append(list.RegIDs, ids)
+		}
 	}
-	list.RegID = first.regID
+	if !differ {
+		list.RegID = first.regID
+	}
 	if sizes == nil {
 		return list, nil
 	}

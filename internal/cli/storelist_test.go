@@ -10,7 +10,7 @@ import (
 )
 
 // UM store lists: GroupIDX from 0 labels groups in increasing order, RegIDs
-// are numbers and must agree, DomainID 0 is accepted, 0.0.0.0:0 clears, and
+// are numbers, the same for all or one per store (none 0 then), a DomainID is accepted and recorded, 0.0.0.0:0 clears, and
 // --store-group is checked against the stores given.
 func TestStoresUMLists(t *testing.T) {
 	tests := []struct {
@@ -37,6 +37,12 @@ func TestStoresUMLists(t *testing.T) {
 		{name: "DomainID 0",
 			f:    StoreFlags{Stores: []string{"0:127.0.0.1:1:0:1"}},
 			want: StoreList{Groups: [][]string{{"127.0.0.1:1"}}, Indexes: []int{1}}},
+		{name: "DomainID not 0: recorded",
+			f:    StoreFlags{Stores: []string{"5:127.0.0.1:1:0:1", "127.0.0.1:2:0:1"}},
+			want: StoreList{Groups: [][]string{{"127.0.0.1:1", "127.0.0.1:2"}}, Indexes: []int{1}, Domains: map[string]uint32{"127.0.0.1:1": 5}}},
+		{name: "a RegID per store",
+			f:    StoreFlags{Stores: []string{"127.0.0.1:3:12:1", "127.0.0.1:1:10:0", "127.0.0.1:2:11:0"}},
+			want: StoreList{Groups: [][]string{{"127.0.0.1:1", "127.0.0.1:2"}, {"127.0.0.1:3"}}, Indexes: []int{0, 1}, RegIDs: [][]uint32{{10, 11}, {12}}}},
 		{name: "clear",
 			f:    StoreFlags{Stores: []string{"127.0.0.9:9", "0.0.0.0:0", "127.0.0.1:1"}},
 			want: StoreList{Groups: [][]string{{"127.0.0.1:1"}}, Indexes: []int{0}}},
@@ -49,10 +55,9 @@ func TestStoresUMLists(t *testing.T) {
 
 		{name: "RegID not a number", f: StoreFlags{Stores: []string{"127.0.0.1:1:abc:0"}}, wantErr: `RegID "abc" is not a number`},
 		{name: "RegID too large", f: StoreFlags{Stores: []string{"127.0.0.1:1:4294967296"}}, wantErr: "RegID"},
-		{name: "RegIDs differ", f: StoreFlags{Stores: []string{"127.0.0.1:1:1000:0", "127.0.0.1:2:1001:1"}}, wantErr: "give every store the same RegID"},
+		{name: "RegIDs differ, one 0", f: StoreFlags{Stores: []string{"127.0.0.1:1:1000:0", "127.0.0.1:2:0:1"}}, wantErr: `"127.0.0.1:2:0:1" has RegID 0 but "127.0.0.1:1:1000:0" has 1000`},
 		{name: "GroupIDX negative", f: StoreFlags{Stores: []string{"127.0.0.1:1:0:-1"}}, wantErr: `group index "-1" is not 0..255`},
 		{name: "GroupIDX too large", f: StoreFlags{Stores: []string{"127.0.0.1:1:0:256"}}, wantErr: "is not 0..255"},
-		{name: "DomainID not 0", f: StoreFlags{Stores: []string{"5:127.0.0.1:1"}}, wantErr: "no UM routing domains"},
 		{name: "too many fields", f: StoreFlags{Stores: []string{"127.0.0.1:1:0:0:9"}}, wantErr: "want IP:port[:RegID[:GroupIDX]]"},
 		{name: "listed twice", f: StoreFlags{Stores: []string{"127.0.0.1:1", "127.0.0.1:1:0:1"}}, wantErr: "already listed"},
 		{name: "cleared to nothing", f: StoreFlags{Stores: []string{"127.0.0.1:1", "0.0.0.0:0"}}, wantErr: "the list is empty"},

@@ -124,6 +124,10 @@ type Status struct {
 	LastIndex    uint64
 	LastTerm     uint64
 	CatchingUp   bool
+	LastStop     string // how the store stopped before this run
+	// CatchUpTarget and CatchUpBytes: a catching-up store's progress.
+	CatchUpTarget uint64
+	CatchUpBytes  uint64
 }
 
 // Receivers is the leader's view of which receiver instance (session)

@@ -147,7 +147,8 @@ func checkSource(name string) error {
 func (cs *Server) probe(m *wire.Probe) *wire.ProbeReply {
 	st := cs.Status()
 	rep := &wire.ProbeReply{ReqID: m.ReqID, Store: st.Name, Group: st.Group, GroupID: st.GroupID, HasState: st.HasState, State: st.State,
-		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp}
+		AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastTerm: st.LastTerm, CatchingUp: st.CatchingUp,
+		LastStop: st.LastStop, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes}
 	if l, ok := cs.Leader(); ok {
 		rep.Leader = l.ClientAddr
 	}
@@ -168,6 +169,9 @@ func (cs *Server) register(m *wire.Register, conn *connState) reply {
 	}
 	if rep, ok := cs.notLeader(m.ReqID); !ok {
 		return rep
+	}
+	if e := cs.membersDown(m.ReqID, cs.Intragroup.Floor); e != nil {
+		return reply{msg: e}
 	}
 	if e := cs.claimSource(conn, m.ReqID, m.Source, m.Session); e != nil {
 		return reply{msg: e}

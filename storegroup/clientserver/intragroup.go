@@ -75,19 +75,59 @@ type MemberView struct {
 // gets: the stricter of the deployment's and asked ("" asks nothing). It
 // returns that behaviour's name, for Registered.
 func (cs *Server) setIntragroup(conn *connState, source, asked string) (string, error) {
-	b := cs.Intragroup.Floor
-	if asked != "" {
-		want, err := quorum.ParseIntragroupBehavior(asked)
-		if err != nil {
-			return "", fmt.Errorf("%w: ask for quorum, all-active or all", err)
-		}
-		b = max(b, want)
+	b, err := cs.intragroupFor(asked)
+	if err != nil {
+		return "", err
 	}
 	if conn.intragroup == nil {
 		conn.intragroup = map[string]quorum.Intragroup{}
 	}
 	conn.intragroup[source] = b
 	return b.String(), nil
+}
+
+// intragroupFor is the behaviour a registration asking for asked gets: the
+// stricter of the deployment's and asked ("" asks nothing).
+func (cs *Server) intragroupFor(asked string) (quorum.Intragroup, error) {
+	b := cs.Intragroup.Floor
+	if asked != "" {
+		want, err := quorum.ParseIntragroupBehavior(asked)
+		if err != nil {
+			return 0, fmt.Errorf("%w: ask for quorum, all-active or all", err)
+		}
+		b = max(b, want)
+	}
+	return b, nil
+}
+
+// membersDown refuses a registration under intragroup all while a member
+// of the group is not running (UM does not complete such a registration:
+// the group could confirm nothing until the member is back). It returns
+// the Error to answer, naming the missing stores and what to do, or nil.
+// A new leader counts every member as just heard from (raftport's
+// Progress), so a registration right after an election is not refused
+// for a member the leader has not had the time to hear from.
+func (cs *Server) membersDown(reqID uint64, b quorum.Intragroup) *wire.Error {
+	if b != quorum.IntragroupAll || cs.Intragroup.Members == nil {
+		return nil
+	}
+	_, views := cs.Intragroup.Members.Held(b, 0, time.Now())
+	var down []string
+	for _, v := range views {
+		if !v.Running {
+			down = append(down, fmt.Sprintf("%s (not heard from for %v)", v.Name, v.Quiet.Round(time.Second)))
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	verb := "is"
+	if len(down) > 1 {
+		verb = "are"
+	}
+	return &wire.Error{ReqID: reqID, Code: wire.CodeMembersDown, Message: fmt.Sprintf(
+		"store %s of group %d does not complete the registration: intragroup all needs every store of the group, and %s %s not running; start it (the publisher registers once it is back), or publish with intragroup all-active or quorum",
+		cs.Name, cs.Group, strings.Join(down, ", "), verb)}
 }
 
 // memberHold is what a Publish answer waits for beyond the commit: the

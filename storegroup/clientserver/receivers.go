@@ -272,11 +272,16 @@ func (cs *Server) registerSource(ctx context.Context, c *wire.Conn, m *wire.Regi
 		replies.put(rep)
 		return
 	}
-	intragroup, err := cs.setIntragroup(conn, m.Source, m.Intragroup)
+	b, err := cs.intragroupFor(m.Intragroup)
 	if err != nil {
 		replies.put(badRequest(m.ReqID, err))
 		return
 	}
+	if e := cs.membersDown(m.ReqID, b); e != nil {
+		replies.put(reply{msg: e})
+		return
+	}
+	intragroup, _ := cs.setIntragroup(conn, m.Source, m.Intragroup)
 	if e := cs.claimSource(conn, m.ReqID, m.Source, m.Session); e != nil {
 		if _, held := conn.sessions[m.Source]; !held {
 			delete(conn.intragroup, m.Source) // nothing kept of a refused source
