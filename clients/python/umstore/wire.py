@@ -167,7 +167,8 @@ FetchReply = _frame(10, "FetchReply", [("ReqID", U64), ("Source", STR), ("Known"
                                        ("Released", U64), ("Unpublished", [Range])])
 Probe = _frame(11, "Probe", [("ReqID", U64)])
 ProbeReply = _frame(12, "ProbeReply", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("HasState", BOOL), ("State", STR), ("Leader", STR),
-                                       ("AppliedIndex", U64), ("LastIndex", U64), ("LastTerm", U64), ("CatchingUp", BOOL), ("KnownGroups", [GroupIdentity])])
+                                       ("AppliedIndex", U64), ("LastIndex", U64), ("LastTerm", U64), ("CatchingUp", BOOL), ("KnownGroups", [GroupIdentity]),
+                                       ("LastStop", STR), ("CatchUpTarget", U64), ("CatchUpBytes", U64)])
 Sources = _frame(13, "Sources", [("ReqID", U64)])
 SourceList = _frame(14, "SourceList", [("ReqID", U64), ("Group", INT), ("GroupID", STR), ("Sources", [SourceState])])
 Subscribe = _frame(15, "Subscribe", [("ReqID", U64), ("Source", STR), ("From", U64), ("Receiver", STR)])
