@@ -120,7 +120,7 @@ func (p *rcvProc) handle(inc int, line []byte) {
 	switch e.Ev {
 	case "d":
 		p.hist.DurableHanded(src, inc, Handed{Seq: e.Seq, Hash: e.Hash, PubInc: e.PubInc, Damage: e.Damage, At: at})
-	case "missing":
+	case "missing", "unpublished": // a range no group holds, or one its publisher declared never published: told either way
 		p.hist.DurableHanded(src, inc, Handed{Seq: e.Seq, Missing: true, Through: e.Through, At: at})
 	case "registered":
 		p.hist.DurableRegistered(src, inc, e.Resume, e.Consumed, e.Groups, at)

@@ -99,6 +99,9 @@ func receiverChildMain(config string) int {
 	rcfg.Source, rcfg.Groups = cfg.Source, cli.DeploymentGroups(d)
 	rcfg.Name, rcfg.Session, rcfg.Paced = cfg.Name, cfg.Session, cfg.Paced
 	rcfg.Logger = log
+	rcfg.OnUnpublished = func(rg receiver.Range) { // told, as a missing range is (rcvproc.go)
+		emit(receiverEvent{Ev: "unpublished", Seq: rg.From, Through: rg.To, At: time.Now().UnixNano()})
+	}
 	r, err := receiver.New(rcfg)
 	if err != nil {
 		return fatal(err)

@@ -226,7 +226,7 @@ func (s *groupStream) check() (stalled, ping, awaiting bool) {
 	p.mu.Unlock()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	quiet := time.Since(g.lastHeard)
+	quiet := s.quiet(g.lastHeard)
 	awaiting = waiting || !g.pingSent.IsZero()
 	stalled = awaiting && quiet > s.bound
 	ping = !g.noPing && g.pingSent.IsZero() && quiet >= s.bound/2
@@ -234,6 +234,29 @@ func (s *groupStream) check() (stalled, ping, awaiting bool) {
 		g.pingSent = time.Now()
 	}
 	return stalled, ping, awaiting
+}
+
+// sharedLiveness is how long a source that heard nothing itself takes a
+// shared connection's answers to other sources as proof that the leader
+// is alive: past it, its own silence counts (a leader that serves others
+// but has lost this source's frames).
+const sharedLiveness = 30 * time.Second
+
+// quiet is how long the group has been silent for this stream: since
+// lastHeard, this source's last answer, or, on a connection shared with
+// other sources (connmux), since the store last answered any of them, as
+// long as this source's own silence is under sharedLiveness. A thousand
+// sources on one connection wait for one another's answers in the store
+// (its window of proposals per connection); each alone would take the
+// wait for a stall, reconnect and send everything again.
+func (s *groupStream) quiet(lastHeard time.Time) time.Duration {
+	quiet := time.Since(lastHeard)
+	if shared, ok := s.c.(interface{ Heard() time.Time }); ok && quiet < sharedLiveness {
+		if h := shared.Heard(); h.After(lastHeard) {
+			quiet = time.Since(h)
+		}
+	}
+	return quiet
 }
 
 // silent ends a stream whose group answered nothing within the bound: the
@@ -249,7 +272,7 @@ func (s *groupStream) silent() error {
 func (s *groupStream) probe() {
 	g := s.g
 	g.mu.Lock()
-	quiet := time.Since(g.lastHeard)
+	quiet := s.quiet(g.lastHeard)
 	g.mu.Unlock()
 	if s.probing || s.bound <= s.base || quiet < s.base || time.Since(s.probedAt) < reprobeEvery(quiet, s.base) {
 		return

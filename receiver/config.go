@@ -71,6 +71,11 @@ type Config struct {
 	// group whose host is down is delivered when the host returns, never
 	// skipped.
 	MissingGrace time.Duration
+	// OnUnpublished, if set, hears of each range Read or Follow passes over
+	// because its publisher declared it never published (unpublished.go):
+	// neither delivered nor reported as missing, but an application (or a
+	// checker) that accounts for every number can hear of it here.
+	OnUnpublished func(Range)
 	// LocalIP, if set, is the address connections leave from.
 	LocalIP net.IP
 	// TLS, if set, is used for every connection to the stores.

@@ -75,6 +75,7 @@ func (r *Receiver) Follow(ctx context.Context, from uint64, fn func(Message) err
 		downSince:   make([]time.Time, len(r.groups)),
 		released:    &r.released,
 		unpublished: &r.unpublished,
+		passedOver:  r.passedOver,
 	}
 	start := time.Now()
 	for i := range m.downSince {
@@ -107,6 +108,7 @@ type merger struct {
 	downSince   []time.Time
 	released    *releasedMark   // the receiver's: what the streams say retention released
 	unpublished *unpublishedSet // the receiver's: what the streams say was never published
+	passedOver  func([]Range)   // tells Config.OnUnpublished of a skipped run's unpublished parts
 }
 
 func (m *merger) apply(ev streamEvent) {
@@ -162,6 +164,9 @@ func (m *merger) deliver(fn func(Message) error, onMissing func(Range)) error {
 			for _, rg := range m.unpublished.without([]Range{{From: m.next, To: end}}) {
 				onMissing(rg) // never-published numbers are not missing
 			}
+		}
+		if m.passedOver != nil {
+			m.passedOver([]Range{{From: m.next, To: end}})
 		}
 		m.next = end + 1
 	}

@@ -210,6 +210,7 @@ func (r *Receiver) Read(ctx context.Context, from, to uint64, fn func(Message) e
 		}
 		next = through + 1
 	}
+	r.passedOver(missing)
 	gone, missing := splitReleased(r.unpublished.without(missing), r.released.get())
 	if len(gone) > 0 {
 		r.log.Info("skipped what retention released", "ranges", rangesString(gone))
@@ -253,13 +254,11 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 		}
 		for j := 1; j < last && len(holes) > 0; j++ {
 			other := (gi + j) % len(r.groups)
-			askCtx, cancel := r.askBound(ctx, other)
 			for _, h := range holes {
-				if !r.fetchRange(askCtx, other, h, &c) {
-					break // the chunk was cut short at the end of what other sent
+				if !r.fetchRange(ctx, other, h, &c) {
+					break // the chunk was cut short at the end of what other sent, or other did not answer
 				}
 			}
-			cancel()
 			holes = c.holes()
 		}
 		for _, m := range c.msgs {
@@ -275,13 +274,14 @@ func (r *Receiver) readChunk(ctx context.Context, from, to uint64, fn func(Messa
 // fetchRange reads h from group gi into c, until the group's reply is cut
 // short by a limit: c then ends where that reply ends (the rest is the next
 // chunk's), so a chunk holds at most about one fetch's worth per group, and
-// fetchRange reports false. Errors leave the remaining holes to the caller.
+// fetchRange reports false. A group that does not answer is asked for
+// none of the chunk's other holes (false too): each would cost the same.
 func (r *Receiver) fetchRange(ctx context.Context, gi int, h Range, c *chunk) bool {
 	g := r.groups[gi]
 	rep, err := g.Fetch(ctx, &wire.Fetch{Source: r.cfg.Source, From: h.From, To: h.To, MaxCount: r.cfg.FetchCount, MaxBytes: r.cfg.FetchBytes})
 	if err != nil {
 		r.failed(gi)
-		return true
+		return false
 	}
 	r.reached(gi)
 	r.released.see(rep.Released)

@@ -88,3 +88,33 @@ func (u *unpublishedSet) without(rs []Range) []Range {
 	}
 	return out
 }
+
+// within returns the parts of r (ascending) that are unpublished: r less
+// what without(r) leaves.
+func (u *unpublishedSet) within(r Range) []Range {
+	var out []Range
+	next := r.From
+	for _, kept := range u.without([]Range{r}) {
+		if kept.From > next {
+			out = append(out, Range{From: next, To: kept.From - 1})
+		}
+		next = kept.To + 1
+	}
+	if next <= r.To && next >= r.From {
+		out = append(out, Range{From: next, To: r.To})
+	}
+	return out
+}
+
+// passedOver tells Config.OnUnpublished of the unpublished parts of rs, a
+// read's holes or a Follow's skipped run.
+func (r *Receiver) passedOver(rs []Range) {
+	if r.cfg.OnUnpublished == nil {
+		return
+	}
+	for _, h := range rs {
+		for _, u := range r.unpublished.within(h) {
+			r.cfg.OnUnpublished(u)
+		}
+	}
+}

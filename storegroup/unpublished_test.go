@@ -126,6 +126,8 @@ func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := receiver.DefaultConfig()
 			cfg.Source, cfg.Groups, cfg.Group = "jump", c.Addrs(), tc.group
+			var told []receiver.Range
+			cfg.OnUnpublished = func(rg receiver.Range) { told = append(told, rg) }
 			r, err := receiver.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +136,11 @@ func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
 			n := 0
 			if err := r.Read(ctx, tc.from, 4116, func(receiver.Message) error { n++; return nil }); err != nil || n != 20 {
 				t.Fatalf("read %d messages, %v; want 20 and no error", n, err)
+			}
+			// The reader passed over 11-4106 without reporting it, and
+			// told Config.OnUnpublished so.
+			if len(told) != 1 || told[0] != (receiver.Range{From: 11, To: 4106}) {
+				t.Fatalf("OnUnpublished heard %v, want [11-4106]", told)
 			}
 		})
 	}

@@ -163,6 +163,17 @@ func (l *Lane) Abandon() {
 	l.link.end(errAbandoned)
 }
 
+// Heard is when the store last sent anything on the shared connection,
+// to any lane (zero before it did): a store that answers some lanes is
+// alive for all of them, though one lane's answer may wait behind many
+// others' (a connection's window of proposals in the store).
+func (l *Lane) Heard() time.Time {
+	if n := l.link.heard.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // Store is the address of the store the lane goes to.
 func (l *Lane) Store() string { return l.link.addr }
 

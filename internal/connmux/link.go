@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"umstore/wire"
@@ -41,6 +42,10 @@ type link struct {
 
 	kick chan struct{} // asks the writer to flush
 	stop chan struct{} // closed when the connection ends
+
+	// heard is when the store last sent anything on the connection (unix
+	// nanoseconds): it is alive for every lane, whichever lane it answered.
+	heard atomic.Int64
 
 	mu       sync.Mutex
 	waiters  int // Dial calls waiting for this connection and not yet given a lane
@@ -180,6 +185,7 @@ func (lk *link) read() {
 			lk.broadcast(err) // an unreadable frame: every lane hears of it, as on its own connection
 			continue
 		}
+		lk.heard.Store(time.Now().UnixNano())
 		lk.route(m)
 	}
 }
