@@ -72,6 +72,8 @@ type stranger struct {
 	out   *json.Encoder
 	outMu sync.Mutex
 	sent  int // payloads made so far
+
+	flooded map[int]bool // the groups a Register flood went to (stranger_flood.go)
 }
 
 // strangerMain runs the stranger: round after round, for cfg.For, it sends
@@ -147,6 +149,14 @@ func (s *stranger) round(st placement.StoreRef, first bool) {
 		return
 	}
 	s.receiverSpoofs(st)
+	s.seqJumpOwn(st) // stranger_flood.go
+	if !s.flooded[st.Group] {
+		if s.flooded == nil {
+			s.flooded = map[int]bool{}
+		}
+		s.flooded[st.Group] = true
+		s.registerFlood(st) // stranger_flood.go: once per group
+	}
 	s.appendNextTerm(st)
 	s.requestVote(st)
 	s.timeoutNow(st)
