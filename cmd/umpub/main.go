@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"umstore/internal/cli"
+	"umstore/internal/formats"
 	"umstore/internal/pace"
 	"umstore/internal/version"
 	"umstore/publisher"
@@ -63,6 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if o.showVersion {
 		fmt.Fprintln(stdout, "umpub", version.String())
+		fmt.Fprint(stdout, formats.String())
 		return 0
 	}
 	if err := o.check(); err != nil {

@@ -89,7 +89,7 @@ func bindFlags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
-	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version, the formats the binary reads and writes, and exit")
 	o.security = cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	return fs

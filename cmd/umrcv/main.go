@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"umstore/internal/cli"
+	"umstore/internal/formats"
 	"umstore/internal/version"
 	"umstore/receiver"
 )
@@ -81,6 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.showVersion {
 		fmt.Fprintln(stdout, "umrcv", version.String())
+		fmt.Fprint(stdout, formats.String())
 		return 0
 	}
 	if err := o.validate(); err != nil {

@@ -55,7 +55,7 @@ func bindFlags(stderr io.Writer) *options {
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "give up reading after this long (not with --follow)")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log as text (key=value pairs) or json (one object per line)")
-	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version, the formats the binary reads and writes, and exit")
 	o.security = cli.AddSecurityFlags(fs)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	return o

@@ -6,7 +6,7 @@
 //	umstored status  show groups, leaders and stores of a deployment
 //	umstored stop    stop every store of a deployment (or a host) cleanly
 //	umstored recover list, promote or give up a group's backups when no store has state
-//	umstored version print the version (also --version)
+//	umstored version print the version and the formats it reads and writes (also --version)
 //
 // `umstored COMMAND --help` explains each command's flags.
 //

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"umstore/internal/formats"
 	"umstore/internal/version"
 )
 
@@ -22,7 +23,8 @@ Commands:
   stop     stop every store of a deployment (or a host) cleanly
   recover  the way out of "cannot recover group N: no store with state":
            list backups, promote one, or accept the loss
-  version  print the version and build of this binary (also --version)
+  version  print the version and build of this binary and the formats it
+           reads and writes (also --version)
 
 Run "umstored COMMAND --help" for a command's flags.
 `
@@ -52,6 +54,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Fprintln(stdout, "umstored", version.String())
+		fmt.Fprint(stdout, formats.String())
 		return 0
 	}
 	cmd, ok := commands[args[0]]

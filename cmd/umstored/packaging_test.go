@@ -7,12 +7,15 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"umstore/internal/formats"
 )
 
 // TestStaticBuild builds the three commands as the Dockerfile does
@@ -42,9 +45,8 @@ func TestStaticBuild(t *testing.T) {
 			t.Errorf("%s --version: %v", name, err)
 			continue
 		}
-		line := string(out)
-		if !strings.HasPrefix(line, name+" "+want+" (") || strings.Count(line, "\n") != 1 {
-			t.Errorf("%s --version printed %q, want one line starting %q", name, line, name+" "+want+" (")
+		if err := checkVersionOutput(string(out), name+" "+want+" ("); err != nil {
+			t.Errorf("%s --version: %v", name, err)
 		}
 	}
 }
@@ -121,8 +123,31 @@ func TestVersionCommand(t *testing.T) {
 	for _, arg := range []string{"--version", "version"} {
 		var out, errOut bytes.Buffer
 		code := dispatch([]string{arg}, &out, &errOut)
-		if code != 0 || !strings.HasPrefix(out.String(), "umstored ") || strings.Count(out.String(), "\n") != 1 || errOut.Len() != 0 {
-			t.Errorf("umstored %s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errOut.String())
+		if code != 0 || errOut.Len() != 0 {
+			t.Errorf("umstored %s: exit %d, stderr %q", arg, code, errOut.String())
+		}
+		if err := checkVersionOutput(out.String(), "umstored "); err != nil {
+			t.Errorf("umstored %s: %v", arg, err)
 		}
 	}
+}
+
+// checkVersionOutput checks what --version printed: the build on a first
+// line starting with prefix, then the formats the binary reads and writes
+// (internal/formats), so that an operator can tell before an upgrade
+// whether two binaries can share a group.
+func checkVersionOutput(out, prefix string) error {
+	first, rest, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(first, prefix) {
+		return fmt.Errorf("first line %q, want it to start %q", first, prefix)
+	}
+	if rest != formats.String() {
+		return fmt.Errorf("after the first line %q, want the formats:\n%s", rest, formats.String())
+	}
+	for _, want := range []string{"repository format: writes ", "snapshot stream: writes UMSNAP", "client protocol: version ", "command types: 1 InitGroup, "} {
+		if !strings.Contains(rest, want) {
+			return fmt.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	return nil
 }
