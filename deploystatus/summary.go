@@ -35,7 +35,10 @@ type SummaryGroup struct {
 	Placement     string         `json:"placement,omitempty"`
 	Stores        []SummaryStore `json:"stores"`
 	// Sources are as the leader holds them; null when no leader told.
-	Sources []Source `json:"sources"`
+	// SourcesTotal, when more, is how many it holds (a store's status
+	// lists a bounded number).
+	Sources      []Source `json:"sources"`
+	SourcesTotal int      `json:"sources_total,omitempty"`
 	// Confirms is Group.Confirms: set under an intragroup behaviour other
 	// than quorum.
 	Confirms *bool `json:"confirms,omitempty"`
@@ -77,7 +80,7 @@ func (v View) Summary() Summary {
 				LastStop: st.LastStop, CatchingUp: st.CatchingUp, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes})
 		}
 		if g.SourcesFrom != "" {
-			sg.Sources = append([]Source{}, g.Sources...)
+			sg.Sources, sg.SourcesTotal = append([]Source{}, g.Sources...), g.SourcesTotal
 		}
 		s.Groups = append(s.Groups, sg)
 	}

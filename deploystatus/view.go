@@ -71,6 +71,9 @@ type Group struct {
 	// SourcesFrom is empty when no store told.
 	Sources     []Source `json:"sources"`
 	SourcesFrom string   `json:"sources_from,omitempty"`
+	// SourcesTotal, when more than len(Sources), is how many sources the
+	// group holds: a store's status lists a bounded number of them.
+	SourcesTotal int `json:"sources_total,omitempty"`
 	// Repair is the intergroup repair's progress, known when the observer
 	// runs the group's leader.
 	Repair *storegroup.RepairStatus `json:"repair,omitempty"`
@@ -396,8 +399,11 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 // the observer runs it (with the repair's progress), else the remote
 // leader's answer, else a member with state run by the observer.
 func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, remote Round) {
-	use := func(from string, list []storegroup.SourceStatus) {
+	use := func(from string, list []storegroup.SourceStatus, total int) {
 		gv.SourcesFrom = from
+		if total > len(list) {
+			gv.SourcesTotal = total
+		}
 		for _, s := range list {
 			gv.Sources = append(gv.Sources, Source{Name: s.Name, HighSeq: s.HighSeq, LowSeq: s.LowSeq, Count: s.Count, Gaps: s.Gaps, Conflicts: s.Conflicts,
 				Pacing: s.Pacing, Receivers: statusReceivers(s.Receivers)})
@@ -405,7 +411,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	}
 	if leader != nil && leader.Local {
 		st := local[leader.Name]
-		use(st.Name, st.Sources)
+		use(st.Name, st.Sources, st.SourcesTotal)
 		repair := st.Repair
 		gv.Repair = &repair
 		return
@@ -417,7 +423,7 @@ func groupSources(gv *Group, leader *Store, local map[string]storegroup.Status, 
 	}
 	for _, name := range gv.Stores {
 		if st, ok := local[name]; ok && st.HasState && st.State != "failed" {
-			use(name, st.Sources)
+			use(name, st.Sources, st.SourcesTotal)
 			return
 		}
 	}

@@ -39,8 +39,12 @@ type Status struct {
 	// KnownGroups are the identities of the other groups this store's
 	// group has recorded, by group index.
 	KnownGroups map[int]string `json:"known_groups,omitempty"`
-	// Sources is what this store holds of each source.
-	Sources []SourceStatus `json:"sources"`
+	// Sources is what this store holds of each source, at most
+	// maxSourcesListed of them (status_sources.go): the sources with
+	// messages, gaps or records first, in name order. SourcesTotal is how
+	// many the store holds; when it is more, the rest are left out.
+	Sources      []SourceStatus `json:"sources"`
+	SourcesTotal int            `json:"sources_total"`
 	// Repair is the intergroup repair's progress (it runs on the leader).
 	Repair RepairStatus `json:"repair"`
 	// PreferredHost is where the group prefers to be led from ("" for no
@@ -95,17 +99,20 @@ const maxGapsShown = 10
 // Status reports the store's current state, with every source it holds.
 func (s *Store) Status() Status {
 	st := s.statusCore()
-	st.Sources = s.sourceStatuses()
+	st.Sources, st.SourcesTotal = s.sourceStatuses()
 	return st
 }
 
-// sourceStatuses is what the store holds of each source: a read of every
-// source, which statusCore leaves out.
-func (s *Store) sourceStatuses() []SourceStatus {
+// sourceStatuses is what the store holds of the sources it lists (at most
+// maxSourcesListed, status_sources.go), and how many it holds: a read of
+// every source, which statusCore leaves out.
+func (s *Store) sourceStatuses() ([]SourceStatus, int) {
 	infos, err := s.repo.Sources()
 	if err != nil {
-		return nil
+		return nil, 0
 	}
+	total := len(infos)
+	infos = sourcesToList(infos, maxSourcesListed)
 	var out []SourceStatus
 	for _, in := range infos {
 		gaps := lostGaps(in)
@@ -115,7 +122,7 @@ func (s *Store) sourceStatuses() []SourceStatus {
 		ss.Pacing, ss.Receivers = s.receiverStatuses(in)
 		out = append(out, ss)
 	}
-	return out
+	return out, total
 }
 
 // statusCore is Status without the sources: what a Probe answers, asked

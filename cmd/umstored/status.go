@@ -137,6 +137,11 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 	}
 	if printed {
 		tw.Flush()
+		for _, g := range st.Groups {
+			if g.SourcesTotal > len(g.Sources) {
+				fmt.Fprintf(w, "group %d: %d of its %d sources listed (those with messages first); /v1/status of a store says the same\n", g.Index, len(g.Sources), g.SourcesTotal)
+			}
+		}
 		fmt.Fprintln(w)
 	}
 	printConflicts(w, st)
