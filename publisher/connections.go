@@ -2,6 +2,7 @@ package publisher
 
 import (
 	"context"
+	"sync"
 
 	"umstore/internal/connmux"
 )
@@ -19,34 +20,46 @@ import (
 // longer leading, is given up for all of them at once.
 type Connections struct {
 	pool *connmux.Pool
-	// registering bounds the registrations in flight from the
+	// registering bounds, per group, the registrations in flight from the
 	// publishers given these connections (maxRegistering): ten thousand
 	// publishers starting at once queue here, each timed from when its
 	// Register leaves, rather than at the stores, where every Register is
 	// a raft entry and one that outwaits registerTimeout is sent again.
-	registering chan struct{}
+	// Per group, so that a slow group's registrations do not hold up the
+	// others' (one bound for all let 20,000 sources register with group 2
+	// and reach group 1 only after RegisterTimeout).
+	mu          sync.Mutex
+	registering map[int]chan struct{}
 }
 
 // maxRegistering is how many registrations the publishers sharing
-// Connections have in flight at once.
+// Connections have in flight at once to one group.
 const maxRegistering = 256
 
 // NewConnections returns a set of shared connections, empty until a
 // publisher uses it. It holds a connection only while a publisher uses
 // it: nothing to close.
 func NewConnections() *Connections {
-	return &Connections{pool: connmux.NewPool(), registering: make(chan struct{}, maxRegistering)}
+	return &Connections{pool: connmux.NewPool(), registering: map[int]chan struct{}{}}
 }
 
-// startRegistering waits for a registration slot; the func it returns
-// gives it back. Without Connections there is nothing to wait for.
-func (c *Connections) startRegistering(ctx context.Context) (done func(), err error) {
+// startRegistering waits for a registration slot of group (its 0-based
+// index in the publishers' store lists); the func it returns gives it
+// back. Without Connections there is nothing to wait for.
+func (c *Connections) startRegistering(ctx context.Context, group int) (done func(), err error) {
 	if c == nil {
 		return func() {}, nil
 	}
+	c.mu.Lock()
+	slots := c.registering[group]
+	if slots == nil {
+		slots = make(chan struct{}, maxRegistering)
+		c.registering[group] = slots
+	}
+	c.mu.Unlock()
 	select {
-	case c.registering <- struct{}{}:
-		return func() { <-c.registering }, nil
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

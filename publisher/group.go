@@ -152,7 +152,7 @@ func (g *group) connect() (wire.FrameConn, *wire.Registered, error) {
 		}
 		req = rs
 	}
-	done, err := p.cfg.Connections.startRegistering(p.ctx)
+	done, err := p.cfg.Connections.startRegistering(p.ctx, g.index)
 	if err != nil {
 		return nil, nil, err
 	}
