@@ -104,6 +104,7 @@ func Check(h *History) Result {
 	checkLocks(h, add)
 	checkLifetimes(h, add)
 	checkExits(h, add)
+	checkBackups(h, add)
 	for _, p := range h.Problems {
 		add("liveness", "%s: %s", p.Kind, p.Detail)
 	}

@@ -379,5 +379,6 @@ func (r *scheduleRun) scanHostLogs() {
 		r.hist.AddSnapshotLog(scan.Snapshots)
 		r.hist.AddRetentionLog(scan.Retention)
 		r.hist.AddSessionLog(scan)
+		r.hist.AddBackups(scan.Backups)
 	}
 }
