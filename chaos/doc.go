@@ -217,6 +217,12 @@
 //     checkSessions for why this holds in every schedule);
 //   - lifetime: no leader released messages for age or forgot a
 //     receiver's state, neither of which a schedule lives long enough for;
+//   - unpublished: no range a publisher declared never published (the
+//     numbers it skipped past its state file's bound, read from its log)
+//     holds an acknowledged message; the followers and the durable
+//     receivers pass over such a range without being told, as the
+//     receiver SDK does by design, and the receiver and durable rules
+//     accept that;
 //   - damage: no store found its files damaged at start (and moved them
 //     to a backup, to rejoin empty) but after a corrupt-store fault on its
 //     host: a crash or a power cut, of one host or of both, may lose what
