@@ -54,6 +54,12 @@
 //     then both filesystems shut down as lost-writes does, both daemons
 //     killed, both disks mounted again, and both hosts started on what
 //     their disks kept (no store keeps anything it had not synced);
+//   - disk-full: a host's disk filled to the last block (fallocate, as
+//     root, beside its data directory) while the publishers publish, kept
+//     full for the hold, then freed; the stores that could not write stop
+//     themselves (SPEC §4 rule 6) and the daemon, which must stay up, is
+//     restarted as an operator would once there is room (only if a store
+//     stopped), and its stores replay what they refused and catch up;
 //   - kill-receiver: kill -9 a source's durable receiver child and start
 //     its next incarnation under the same name (alone, or in the middle of
 //     a host fault), with the killed one's session (let in at once) or,

@@ -35,7 +35,7 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 			for _, f := range plan {
 				kinds[f.Kind]++
 				switch {
-				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites || f.Kind == PowerCutAll) && !partitions:
+				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites || f.Kind == PowerCutAll || f.Kind == DiskFull) && !partitions:
 					t.Fatalf("seed %d: %s was planned with it off", seed, f.Kind)
 				case f.Kind == SlowDisk && (f.IOPS < 5 || f.IOPS > 50):
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
