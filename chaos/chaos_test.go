@@ -34,6 +34,7 @@ var shortKinds = []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, KillPubli
 // needs, or room in the short variant's twelve faults.
 var shortKindsPending = map[FaultKind]string{
 	DiskFull:    "room: as power-cut-all's; run `go run ./chaos --kinds disk-full` meanwhile",
+	Overlap:     "room: as power-cut-all's; run `go run ./chaos --kinds overlap` meanwhile",
 	PowerCutAll: "room: the twelve faults of the short variant already draw thirteen kinds, and pinning a seed that draws a fourteenth too, within shortBudget, needs a longer seed search or a fourth schedule; run `go run ./chaos --kinds power-cut-all` meanwhile",
 }
 

@@ -60,6 +60,12 @@
 //     themselves (SPEC §4 rule 6) and the daemon, which must stay up, is
 //     restarted as an operator would once there is room (only if a store
 //     stopped), and its stores replay what they refused and catch up;
+//   - overlap: two faults at once: the link cut while a host is killed
+//     and restarted (partition+restart), or the other host frozen while a
+//     wiped host's stores catch up (pause+catch-up); the groups may lose
+//     their quorum while a pair lasts, so the liveness rule asks only that
+//     the deployment come back within --restore-timeout once both are
+//     healed;
 //   - kill-receiver: kill -9 a source's durable receiver child and start
 //     its next incarnation under the same name (alone, or in the middle of
 //     a host fault), with the killed one's session (let in at once) or,
@@ -141,7 +147,8 @@
 // pacing nothing. The other sources keep source-paced retention.
 //
 // Only one host is ever down, paused, wiped or cut off at a time, but for
-// power-cut-all, which takes both down together and starts both again
+// overlap (two such faults at once) and power-cut-all, which takes both
+// down together and starts both again
 // (the layout survives the loss of one host, not of both: publishing
 // stalls for the whole cut, and the liveness rule asks only that the
 // deployment come back once both are started again). After each host

@@ -258,3 +258,22 @@ func quoted(ss []string) string {
 	}
 	return b.String()
 }
+
+// TestOverlapDrawsBothPairs: an overlap draws each of its pairs, and the
+// partition's only with partitions on.
+func TestOverlapDrawsBothPairs(t *testing.T) {
+	for _, partitions := range []bool{true, false} {
+		pairs := map[string]int{}
+		for seed := int64(0); seed < 50; seed++ {
+			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
+				if f.Kind != Overlap || (f.Host != "A" && f.Host != "B") {
+					t.Fatalf("seed %d: %+v", seed, f)
+				}
+				pairs[f.Pair]++
+			}
+		}
+		if pairs[pairPauseCatchUp] == 0 || (pairs[pairPartitionRestart] == 0) == partitions {
+			t.Errorf("partitions %v: pairs drawn %v", partitions, pairs)
+		}
+	}
+}
