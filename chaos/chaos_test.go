@@ -29,9 +29,14 @@ func TestMain(m *testing.M) {
 // pin the new seed and plan TestShortVariantPlan prints.
 var shortKinds = []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, KillPublisher, Partition, SlowDisk, LostWrites, Stranger, KillReceiver, ReplaceHost, CorruptStore, ClockJump}
 
-// shortKindsPending are the kinds a CI machine can inject but the product
-// fails today, with the fix that lets them into the short variant.
-var shortKindsPending = map[FaultKind]string{}
+// shortKindsPending are the kinds a CI machine can inject but the short
+// variant does not draw yet, with what lets them in: a fix the product
+// needs, or room in the short variant's twelve faults.
+var shortKindsPending = map[FaultKind]string{
+	DiskFull:    "room: as power-cut-all's; run `go run ./chaos --kinds disk-full` meanwhile",
+	Overlap:     "room: as power-cut-all's; run `go run ./chaos --kinds overlap` meanwhile",
+	PowerCutAll: "room: the twelve faults of the short variant already draw thirteen kinds, and pinning a seed that draws a fourteenth too, within shortBudget, needs a longer seed search or a fourth schedule; run `go run ./chaos --kinds power-cut-all` meanwhile",
+}
 
 // shortSeed is the short variant's seed: the first whose three schedules
 // of four faults draw every kind in shortKinds (a publisher or receiver

@@ -104,6 +104,8 @@ func Check(h *History) Result {
 	checkLocks(h, add)
 	checkLifetimes(h, add)
 	checkExits(h, add)
+	checkBackups(h, add)
+	checkUnpublished(h, acks, add)
 	for _, p := range h.Problems {
 		add("liveness", "%s: %s", p.Kind, p.Detail)
 	}
@@ -405,7 +407,7 @@ func checkReceiver(h *History, acks map[string]map[uint64]string, add addFunc) {
 					return true
 				}
 			}
-			return false
+			return h.unpublishedCovers(src, seq, seq)
 		}
 		var prev uint64
 		var disorder, silent []string

@@ -102,3 +102,13 @@ func (c *cluster) host(name string) *host {
 	}
 	return nil
 }
+
+// otherHost is the host that is not h (the deployment has two).
+func (c *cluster) otherHost(h *host) *host {
+	for _, o := range c.hosts {
+		if o != h {
+			return o
+		}
+	}
+	return nil
+}

@@ -50,6 +50,22 @@
 //     disk's ext4 filesystem shut down without flushing the journal or
 //     dirty pages (EXT4_IOC_SHUTDOWN, NOLOGFLUSH), the daemon killed, the
 //     filesystem mounted again; its stores restart on what was synced;
+//   - power-cut-all: a power cut of the whole site: both daemons frozen,
+//     then both filesystems shut down as lost-writes does, both daemons
+//     killed, both disks mounted again, and both hosts started on what
+//     their disks kept (no store keeps anything it had not synced);
+//   - disk-full: a host's disk filled to the last block (fallocate, as
+//     root, beside its data directory) while the publishers publish, kept
+//     full for the hold, then freed; the stores that could not write stop
+//     themselves (SPEC §4 rule 6) and the daemon, which must stay up, is
+//     restarted as an operator would once there is room (only if a store
+//     stopped), and its stores replay what they refused and catch up;
+//   - overlap: two faults at once: the link cut while a host is killed
+//     and restarted (partition+restart), or the other host frozen while a
+//     wiped host's stores catch up (pause+catch-up); the groups may lose
+//     their quorum while a pair lasts, so the liveness rule asks only that
+//     the deployment come back within --restore-timeout once both are
+//     healed;
 //   - kill-receiver: kill -9 a source's durable receiver child and start
 //     its next incarnation under the same name (alone, or in the middle of
 //     a host fault), with the killed one's session (let in at once) or,
@@ -130,10 +146,14 @@
 // with a new session, some 30 s). Its in-process follower stays unnamed,
 // pacing nothing. The other sources keep source-paced retention.
 //
-// Only one host is ever down, paused, wiped or cut off at a time, and after
-// each host fault the harness waits until every store is up, every group
-// has a leader and `umstored status` says publishing is possible: the
-// layout survives the loss of one host, not of both. All stores of a host
+// Only one host is ever down, paused, wiped or cut off at a time, but for
+// overlap (two such faults at once) and power-cut-all, which takes both
+// down together and starts both again
+// (the layout survives the loss of one host, not of both: publishing
+// stalls for the whole cut, and the liveness rule asks only that the
+// deployment come back once both are started again). After each host
+// fault the harness waits until every store is up, every group has a
+// leader and `umstored status` says publishing is possible. All stores of a host
 // run in one process, so there is no single store process to kill.
 //
 // The history records every message a publisher reported stable (source,
@@ -210,6 +230,16 @@
 //     checkSessions for why this holds in every schedule);
 //   - lifetime: no leader released messages for age or forgot a
 //     receiver's state, neither of which a schedule lives long enough for;
+//   - unpublished: no range a publisher declared never published (the
+//     numbers it skipped past its state file's bound, read from its log)
+//     holds an acknowledged message; the followers and the durable
+//     receivers pass over such a range without being told, as the
+//     receiver SDK does by design, and the receiver and durable rules
+//     accept that;
+//   - damage: no store found its files damaged at start (and moved them
+//     to a backup, to rejoin empty) but after a corrupt-store fault on its
+//     host: a crash or a power cut, of one host or of both, may lose what
+//     a store did not sync, never make its files unusable (checkBackups);
 //   - lock: no store's data directory was locked while the daemon that
 //     had locked it before was still running;
 //   - liveness: the deployment came back within --restore-timeout after

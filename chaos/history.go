@@ -86,6 +86,12 @@ type History struct {
 	Expiries   []SessionExpiry     `json:"session_expiries,omitempty"`
 	Forgotten  []ReceiverForgotten `json:"forgotten_receivers,omitempty"`
 	Locks      []LockTaken         `json:"locks,omitempty"`
+	// Backups are the stores that found their files damaged at start and
+	// moved them to a backup, from the daemons' logs (history_backups.go).
+	Backups []StoreBackup `json:"backups,omitempty"`
+	// Unpublished are the ranges the publishers declared never published
+	// (history_unpublished.go): a receiver passes over them silently.
+	Unpublished []Unpublished `json:"unpublished,omitempty"`
 }
 
 // NewHistory returns an empty history for one schedule.

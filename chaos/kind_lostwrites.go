@@ -69,28 +69,64 @@ const (
 // powerCut freezes the host's daemon, cuts its disk's power, kills it and
 // brings the disk back, and says which files lost writes.
 func powerCut(h *host) (string, error) {
-	pid := h.pid()
-	if err := h.pause(); err != nil {
+	cut, err := freezeForCut(h)
+	if err != nil {
 		return "", err
 	}
+	return cut.finish()
+}
+
+// frozenHost is a host whose daemon is frozen for a power cut, with the
+// digests of its files taken while nothing could write them.
+type frozenHost struct {
+	h      *host
+	before map[string]fileDigest
+}
+
+// freezeForCut freezes the host's daemon (SIGSTOP, and waits until it is
+// stopped) and takes its files' digests.
+func freezeForCut(h *host) (*frozenHost, error) {
+	pid := h.pid()
+	if err := h.pause(); err != nil {
+		return nil, err
+	}
 	waitStopped(pid)
-	before := fileDigests(h.disk.mount)
+	return &frozenHost{h: h, before: fileDigests(h.disk.mount)}, nil
+}
+
+// shutdown shuts the frozen host's filesystem down without flushing and
+// kills its daemon; its disk is left shut down until remount.
+func (c *frozenHost) shutdown() error {
+	h := c.h
 	d, err := os.Open(h.disk.mount)
 	if err != nil {
 		h.kill9()
-		return "", err
+		return err
 	}
 	err = unix.IoctlSetPointerInt(int(d.Fd()), ext4IocShutdown, ext4GoingNoLogFlush)
 	d.Close()
 	h.kill9()
 	if err != nil {
-		return "", fmt.Errorf("shut down the filesystem of host %s (EXT4_IOC_SHUTDOWN): %w", h.name, err)
+		return fmt.Errorf("shut down the filesystem of host %s (EXT4_IOC_SHUTDOWN): %w", h.name, err)
 	}
-	if err := h.disk.remount(); err != nil {
+	return nil
+}
+
+// remount brings the cut host's disk back and says which files lost
+// writes.
+func (c *frozenHost) remount() (string, error) {
+	if err := c.h.disk.remount(); err != nil {
 		return "", err
 	}
-	after := fileDigests(h.disk.mount)
-	return lostFiles(before, after), nil
+	return lostFiles(c.before, fileDigests(c.h.disk.mount)), nil
+}
+
+// finish shuts the disk down, kills the daemon and remounts the disk.
+func (c *frozenHost) finish() (string, error) {
+	if err := c.shutdown(); err != nil {
+		return "", err
+	}
+	return c.remount()
 }
 
 // waitStopped waits (bounded) until process pid is stopped.

@@ -24,6 +24,10 @@ const (
 	logCaughtUp  = "caught up with the group"
 )
 
+// The store's message when it finds its files damaged at start and moves
+// them to a numbered backup (storegroup/open.go).
+const logDamagedFiles = "damaged files: the store cannot use"
+
 // The leader's messages about retention (storegroup/retention.go,
 // pacing.go): a Trim that took effect (with its source and reason), and a
 // paced source's publisher held back at the limit.
@@ -83,6 +87,8 @@ type hostLog struct {
 	Expiries  []SessionExpiry
 	Forgotten []ReceiverForgotten
 	Locks     []LockTaken
+	// Backups are the stores that moved their files to a backup at start.
+	Backups []StoreBackup
 }
 
 var logField = regexp.MustCompile(`(\w+)=("(?:[^"\\]|\\.)*"|\S*)`)
@@ -176,6 +182,9 @@ func scanHostLog(host string, r io.Reader) (hostLog, error) {
 		case strings.HasPrefix(msg, logForgot):
 			at, _ := time.Parse(time.RFC3339Nano, f["time"])
 			out.Forgotten = append(out.Forgotten, ReceiverForgotten{Host: host, Incarnation: inc, Store: store, Source: f["source"], Receiver: f["receiver"], At: at})
+		case strings.HasPrefix(msg, logDamagedFiles):
+			at, _ := time.Parse(time.RFC3339Nano, f["time"])
+			out.Backups = append(out.Backups, StoreBackup{Host: host, Incarnation: inc, Store: store, File: f["file"], Why: f["err"], At: at})
 		case msg == logFlockTaken, msg == logLeaseTaken, msg == logLeaseTakeover:
 			at, _ := time.Parse(time.RFC3339Nano, f["time"])
 			mode := f["mode"]

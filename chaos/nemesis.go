@@ -61,6 +61,8 @@ type Fault struct {
 	// back.
 	ClockStep    time.Duration `json:"clock_step,omitempty"`
 	ClockThrough bool          `json:"clock_through,omitempty"`
+	// Pair is the two faults an Overlap injects at once (kind_overlap.go).
+	Pair string `json:"pair,omitempty"`
 }
 
 func (f Fault) String() string {

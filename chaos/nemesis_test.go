@@ -35,7 +35,7 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 			for _, f := range plan {
 				kinds[f.Kind]++
 				switch {
-				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites) && !partitions:
+				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites || f.Kind == PowerCutAll || f.Kind == DiskFull) && !partitions:
 					t.Fatalf("seed %d: %s was planned with it off", seed, f.Kind)
 				case f.Kind == SlowDisk && (f.IOPS < 5 || f.IOPS > 50):
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
@@ -47,7 +47,7 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 					t.Fatalf("seed %d: nested receiver kill out of its host fault: %+v", seed, f)
 				case f.Takeover && f.Kind != KillReceiver && f.AlsoKillReceiver == "":
 					t.Fatalf("seed %d: a new receiver session without a receiver kill: %+v", seed, f)
-				case f.hostFault() && f.Kind != Partition && f.Host != "A" && f.Host != "B":
+				case f.hostFault() && f.Kind != Partition && f.Kind != PowerCutAll && f.Host != "A" && f.Host != "B":
 					t.Fatalf("seed %d: host fault without one host: %+v", seed, f)
 				case f.AlsoKillPublisher != "" && (!f.hostFault() || f.PublisherAt > f.Hold):
 					t.Fatalf("seed %d: nested publisher kill out of its host fault: %+v", seed, f)
@@ -257,4 +257,23 @@ func quoted(ss []string) string {
 		fmt.Fprintf(&b, "\t\t%q,\n", s)
 	}
 	return b.String()
+}
+
+// TestOverlapDrawsBothPairs: an overlap draws each of its pairs, and the
+// partition's only with partitions on.
+func TestOverlapDrawsBothPairs(t *testing.T) {
+	for _, partitions := range []bool{true, false} {
+		pairs := map[string]int{}
+		for seed := int64(0); seed < 50; seed++ {
+			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
+				if f.Kind != Overlap || (f.Host != "A" && f.Host != "B") {
+					t.Fatalf("seed %d: %+v", seed, f)
+				}
+				pairs[f.Pair]++
+			}
+		}
+		if pairs[pairPauseCatchUp] == 0 || (pairs[pairPartitionRestart] == 0) == partitions {
+			t.Errorf("partitions %v: pairs drawn %v", partitions, pairs)
+		}
+	}
 }

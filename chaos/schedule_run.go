@@ -364,7 +364,9 @@ func (r *scheduleRun) readBack(ctx context.Context) {
 }
 
 // scanHostLogs reads both hosts' logs, once the deployment has stopped,
-// into the history: bootstraps, catch-ups, snapshots, retention, sessions.
+// into the history: bootstraps, catch-ups, snapshots, retention, sessions,
+// backups; and the publishers' logs: the ranges they declared never
+// published.
 func (r *scheduleRun) scanHostLogs() {
 	for _, h := range r.c.hosts {
 		scan, err := scanHostLogFile(h.name, h.logPath)
@@ -379,5 +381,14 @@ func (r *scheduleRun) scanHostLogs() {
 		r.hist.AddSnapshotLog(scan.Snapshots)
 		r.hist.AddRetentionLog(scan.Retention)
 		r.hist.AddSessionLog(scan)
+		r.hist.AddBackups(scan.Backups)
+	}
+	for _, s := range r.sources {
+		u, err := scanPublisherLogFile(s, filepath.Join(r.dir, "publisher-"+s+".log"))
+		if err != nil {
+			r.hist.Problemf("harness", "%v", err)
+			continue
+		}
+		r.hist.AddUnpublished(u)
 	}
 }

@@ -188,9 +188,10 @@ func keys(m map[int]bool) []int {
 var ErrStoreStopped = errors.New("a store stopped itself")
 
 // Serve serves until ctx ends (SIGINT, SIGTERM), then stops every store;
-// or until every store has stopped (`umstored stop`). A store that stops
-// itself (it could not apply an entry) is logged once and the host's other
-// stores keep serving their groups; one that stopped on damage it marked in
+// or until every store has stopped, one at least by `umstored stop`. A
+// store that stops itself (it could not apply an entry) is logged once and
+// the host's other stores keep serving their groups (when every store
+// stopped itself, the process stays, for its status); one that stopped on damage it marked in
 // its files is started again, a bounded number of times, which moves the
 // files to a backup and rejoins its group empty (damage_restart.go). Serve
 // returns an error wrapping ErrStoreStopped when a store is still stopped
@@ -259,14 +260,21 @@ func (hs Hosts) restarting() bool {
 	return false
 }
 
-// allStopped reports whether every store of the hosts has stopped.
+// allStopped reports whether every store of the hosts has stopped and one
+// at least was stopped (`umstored stop`) rather than stopping itself. A
+// host whose stores all stopped themselves (a full disk takes every store
+// of a host at once) keeps its process, as for one store: its status page
+// says why, and its exit would have a supervisor restart it into the same
+// fault (docs/operations.md, "A failed store").
 func (hs Hosts) allStopped() bool {
+	asked := false
 	for _, s := range hs.Stores() {
 		select {
 		case <-s.Done():
+			asked = asked || s.Err() == nil
 		default:
 			return false
 		}
 	}
-	return true
+	return asked
 }
