@@ -56,22 +56,7 @@ func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
 	if err := p1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The state file moves forward: not settled, sent up to 4106.
-	var f map[string]any
-	b, err := os.ReadFile(state)
-	if err == nil {
-		err = json.Unmarshal(b, &f)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	f["settled"], f["sent_up_to"] = false, 4106
-	if b, err = json.Marshal(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(state, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	unsettle(t, state, 4106) // the state file moves forward: not settled, sent up to 4106
 	for _, m := range c.Members(2) {
 		c.Kill(m.Name)
 	}
