@@ -34,13 +34,16 @@ func TestStateFileJumpIsNotLoss(t *testing.T) {
 
 	d.b.kill9()
 	time.Sleep(2500 * time.Millisecond) // group 2's store on A has known no leader for longer than an election takes
+	restarted := make(chan struct{})
 	go func() {
+		defer close(restarted)
 		time.Sleep(1500 * time.Millisecond)
 		d.b.start()
 	}()
 	// 40 messages over 8 s: umpub is still sending when group 2 answers.
 	out, errOut, code := runTool(t, bin, "umpub", "--deployment", d.deploy, "--source", "jump", "--count", "40", "--rate", "5",
 		"--state-file", state, "--json", "--log-level", "info")
+	<-restarted // host B's process is the test's again (a fatal below reads it)
 	if code != 0 {
 		t.Fatalf("umpub after the jump: exit %d\n%s\n%s", code, out, errOut)
 	}
