@@ -209,18 +209,22 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"wipe-crash host A for 3s (+ kill-receiver s1 at 2.8s, new session)",
-		"stranger host B for 2.8s (+ kill-publisher s1 at 1s)",
-		"slow-disk host A to 45 writes/s for 6.3s (+ kill-publisher s2 at 3.2s) (+ kill-receiver s2 at 1.4s, new session)",
-		"replace-host host A for 4.1s (+ kill-publisher s2 at 3s)",
-		"replace-host host A for 2.4s",
-		"wipe-host host A for 4.1s (+ kill-receiver s2 at 2.1s)",
-		"clock-jump host B by -22m0s, then to +22m0s, then back for 2.5s",
-		"partition A|B for 5.6s",
-		"kill-host host B for 4.4s (+ kill-receiver s2 at 800ms)",
-		"corrupt-store host A 2 stores after kill -9 for 2.2s",
-		"pause-host host A for 5.8s",
-		"lost-writes host A for 1s",
+		"wipe-host host B for 3.6s",
+		"power-cut-all for 1.3s (+ kill-publisher s1 at 200ms) (+ kill-receiver s2 at 100ms)",
+		"slow-disk host A to 26 writes/s for 2.1s",
+		"lost-writes host A for 2.3s (+ kill-publisher s2 at 1.2s)",
+		"partition A|B for 5.9s",
+		"kill-host host A for 2.4s",
+		"overlap host A partition+restart for 2.8s",
+		"disk-full host B for 3.2s",
+		"pause-host host A for 3s (+ kill-receiver s1 at 2.1s)",
+		"stranger host A for 4.2s",
+		"clock-jump host B by +50m0s, then to -50m0s, then back for 4.5s (+ kill-publisher s2 at 1.9s)",
+		"corrupt-store host A 2 stores after kill -9 for 2.9s (+ kill-receiver s1 at 1.1s, new session)",
+		"kill-host host A for 2.3s (+ kill-receiver s2 at 1.1s)",
+		"wipe-host host B for 2.6s",
+		"replace-host host B for 3.9s",
+		"wipe-crash host B for 1.5s (+ kill-receiver s2 at 700ms)",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)
