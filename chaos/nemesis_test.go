@@ -263,21 +263,34 @@ func quoted(ss []string) string {
 	return b.String()
 }
 
-// TestOverlapDrawsBothPairs: an overlap draws each of its pairs, and the
-// partition's only with partitions on.
-func TestOverlapDrawsBothPairs(t *testing.T) {
-	for _, partitions := range []bool{true, false} {
+// TestOverlapDrawsEveryPair: an overlap draws each of its pairs, the
+// partition's only with partitions on and the power cut's only with disks.
+func TestOverlapDrawsEveryPair(t *testing.T) {
+	for _, tc := range []struct {
+		partitions, disks bool
+		want              []string
+	}{
+		{true, true, []string{pairPauseCatchUp, pairPartitionRestart, pairPowerCutReplace}},
+		{true, false, []string{pairPauseCatchUp, pairPartitionRestart}},
+		{false, true, []string{pairPauseCatchUp, pairPowerCutReplace}},
+		{false, false, []string{pairPauseCatchUp}},
+	} {
 		pairs := map[string]int{}
 		for seed := int64(0); seed < 50; seed++ {
-			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
+			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: tc.partitions, SlowDisks: tc.disks, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
 				if f.Kind != Overlap || (f.Host != "A" && f.Host != "B") {
 					t.Fatalf("seed %d: %+v", seed, f)
 				}
 				pairs[f.Pair]++
 			}
 		}
-		if pairs[pairPauseCatchUp] == 0 || (pairs[pairPartitionRestart] == 0) == partitions {
-			t.Errorf("partitions %v: pairs drawn %v", partitions, pairs)
+		if len(pairs) != len(tc.want) {
+			t.Errorf("partitions %v, disks %v: pairs drawn %v, want %v", tc.partitions, tc.disks, pairs, tc.want)
+		}
+		for _, p := range tc.want {
+			if pairs[p] == 0 {
+				t.Errorf("partitions %v, disks %v: pairs drawn %v, want %v", tc.partitions, tc.disks, pairs, tc.want)
+			}
 		}
 	}
 }
