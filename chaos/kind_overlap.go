@@ -127,25 +127,14 @@ func waitJoining(ctx context.Context, h *host, limit time.Duration) {
 // hold) and cuts the other host's power once the replaced host's stores
 // are catching up; the other host starts again after the hold.
 func (n *nemesis) powerCutDuringReplace(ctx context.Context, f Fault, rec *FaultRecord) error {
-	mv := n.move
-	n.move = nil
-	if mv == nil || mv.host != f.Host {
-		return errors.New("an overlap with a replacement was injected without its preparation")
-	}
-	h := n.c.host(f.Host)
-	other := n.c.otherHost(h)
+	other := n.c.otherHost(n.c.host(f.Host))
 	if other.disk == nil {
 		return errors.New("an overlap with a power cut was planned but the hosts have no disks of their own (--slow-disks=false)")
 	}
-	h.kill9()
-	if err := h.wipe(); err != nil {
-		return err
-	}
-	from, err := h.moveTo(mv.addr, mv.file.Path)
+	h, mv, err := n.moveWiped(f)
 	if err != nil {
 		return err
 	}
-	n.log.Info("host replaced (overlap)", "host", f.Host, "from", from, "to", mv.addr, "deployment", filepath.Base(mv.file.Path))
 	if err := h.start(fmt.Sprintf("replaced (overlap): data directory wiped, at %s with %s", mv.addr, filepath.Base(mv.file.Path))); err != nil {
 		return err
 	}
