@@ -28,7 +28,7 @@ func TestSourcesPage(t *testing.T) {
 		{"bb", 0, 0, []string{"c", "d", "e"}, ""}, // a name not in the list
 		{"e", 2, 0, nil, ""},
 		{"", 5, 0, []string{"a", "b", "c", "d", "e"}, ""},
-		{"", 0, 1, []string{"a"}, "a"}, // one source passes any byte bound
+		{"", 0, 1, []string{"a"}, "a"},       // one source passes any byte bound
 		{"", 0, 66, []string{"a", "b"}, "b"}, // 33 bytes each, names and fixed fields
 		{"", 0, 67, []string{"a", "b", "c"}, "c"},
 	} {
