@@ -158,7 +158,10 @@ func writeRestoredSnapshot(dir string, index, term uint64, members []Member) err
 	for _, m := range members {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.Name), Address: raft.ServerAddress(m.RaftAddr)})
 	}
-	sink, err := files.Create(raft.SnapshotVersionMax, index, term, raft.Configuration{Servers: servers}, index, nil)
+	// The transport only encodes the configuration's legacy peer list.
+	_, trans := raft.NewInmemTransport("")
+	defer trans.Close()
+	sink, err := files.Create(raft.SnapshotVersionMax, index, term, raft.Configuration{Servers: servers}, index, trans)
 	if err != nil {
 		return fmt.Errorf("create the restored snapshot in %s: %w", dir, err)
 	}
