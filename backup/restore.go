@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"umstore/placement"
 	"umstore/storegroup"
@@ -32,6 +33,10 @@ func RestoreHost(dir string, d *placement.Deployment, host, dataDir, logStore st
 	m, err := Verify(dir)
 	if err != nil {
 		return nil, err
+	}
+	taken, err := time.Parse(time.RFC3339, m.Taken)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: taken %q: %v", ErrDamaged, filepath.Join(dir, ManifestFile), m.Taken, err)
 	}
 	byIndex := map[int]Group{}
 	peers := map[string]string{}
@@ -68,7 +73,7 @@ func RestoreHost(dir string, d *placement.Deployment, host, dataDir, logStore st
 			return out, err
 		}
 		sd := filepath.Join(dataDir, ref.Store.Name)
-		index, _, err := storegroup.RestoreDataDir(sd, f, storegroup.Restore{GroupID: peers[g.GroupID], Peers: peers, Members: members, LogStore: logStore})
+		index, _, err := storegroup.RestoreDataDir(sd, f, storegroup.Restore{GroupID: peers[g.GroupID], Peers: peers, Members: members, LogStore: logStore, SessionsFreedAt: taken.UnixNano()})
 		f.Close()
 		if err != nil {
 			return out, fmt.Errorf("store %s: %w", ref.Store.Name, err)

@@ -128,7 +128,9 @@ func TestBackupWhilePublishingAndRestore(t *testing.T) {
 			t.Fatalf("restore host %s: exit %d\n%s\n%s", h.name, code, out, errOut)
 		}
 	}
+	t0 := time.Now()
 	d2.startAll(t)
+	t.Logf("restored deployment up in %s", time.Since(t0))
 
 	for g, h := range high {
 		out, errOut, code := runTool(t, bin, "umrcv", "--deployment", d2.deploy, "--source", "bk", "--group", fmt.Sprint(g), "--to", fmt.Sprint(h))

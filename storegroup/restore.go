@@ -72,6 +72,10 @@ type Restore struct {
 	Members []Member
 	// LogStore is the kind of raft log the store keeps (Config.LogStore).
 	LogStore string
+	// SessionsFreedAt is when the restored group frees every source and
+	// receiver from the sessions of the deployment the backup came from
+	// (repository.FreeSessions): the backup's time, the same on every host.
+	SessionsFreedAt int64
 }
 
 // RestoreDataDir lays out data directory dir so that its store starts
@@ -99,6 +103,9 @@ func RestoreDataDir(dir string, stream io.Reader, r Restore) (index, term uint64
 	err = repo.Restore(stream)
 	if err == nil {
 		err = repo.Reidentify(r.GroupID, r.Peers)
+	}
+	if err == nil {
+		err = repo.FreeSessions(r.SessionsFreedAt)
 	}
 	index, term = repo.AppliedIndex(), repo.AppliedTerm()
 	if cerr := repo.Close(); err == nil {
