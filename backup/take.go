@@ -158,16 +158,13 @@ func copyFrom(ctx context.Context, addr string, index int, dir string, opts Opti
 			if err := os.Rename(tmp, path); err != nil {
 				return Group{}, "", err
 			}
-			g := Group{Index: index, GroupID: msg.GroupID, Store: msg.Store, AppliedIndex: msg.Index, AppliedTerm: msg.Term,
-				File: groupFile(index), Size: got, SHA256: hex.EncodeToString(h.Sum(nil))}
-			dec, err := decode(path)
+			g, err := describe(path, index, msg.Store)
 			if err != nil {
-				return Group{}, "", fmt.Errorf("%s does not decode as a repository: %w", path, err)
+				return Group{}, "", err
 			}
-			if dec.AppliedIndex != g.AppliedIndex || dec.GroupID != g.GroupID {
-				return Group{}, "", fmt.Errorf("%s holds %s at index %d, the store said %s at %d", path, dec.GroupID, dec.AppliedIndex, g.GroupID, g.AppliedIndex)
+			if g.SHA256 != hex.EncodeToString(h.Sum(nil)) || g.AppliedIndex != msg.Index || g.GroupID != msg.GroupID {
+				return Group{}, "", fmt.Errorf("%s holds %s at index %d, the store sent %s at %d", path, g.GroupID, g.AppliedIndex, msg.GroupID, msg.Index)
 			}
-			g.Sources = dec.Sources
 			return g, "", nil
 		default:
 			return Group{}, "", fmt.Errorf("%w: unexpected frame type %d", wire.ErrMalformed, msg.Type())
@@ -176,3 +173,23 @@ func copyFrom(ctx context.Context, addr string, index int, dir string, opts Opti
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// describe reads a group's file of a backup (group index, sent by store)
+// into its manifest entry: its size and SHA-256, and what it holds, read
+// back by decoding it.
+func describe(path string, index int, store string) (Group, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Group{}, err
+	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return Group{}, err
+	}
+	dec, err := decode(path)
+	if err != nil {
+		return Group{}, fmt.Errorf("%s does not decode as a repository: %w", path, err)
+	}
+	return Group{Index: index, GroupID: dec.GroupID, Store: store, AppliedIndex: dec.AppliedIndex, AppliedTerm: dec.AppliedTerm,
+		File: filepath.Base(path), Size: st.Size(), SHA256: sum, Sources: dec.Sources}, nil
+}
