@@ -51,6 +51,9 @@ func RestoreHost(dir string, d *placement.Deployment, host, dataDir, logStore st
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("the deployment places no stores on host %q", host)
 	}
+	if len(d.Groups) != len(m.Groups) {
+		return nil, fmt.Errorf("the backup holds %d groups (of deployment %q), deployment %q has %d: restore into a deployment with the backup's groups", len(m.Groups), m.Deployment, d.Name, len(d.Groups))
+	}
 	for _, g := range d.Groups {
 		if _, ok := byIndex[g.Index]; !ok {
 			return nil, fmt.Errorf("the backup holds no group %d of deployment %q (it holds %d groups of %q): restore into a deployment with the backup's groups", g.Index, d.Name, len(m.Groups), m.Deployment)
