@@ -30,6 +30,7 @@ func writeGroupRepo(t *testing.T, path string, index, count int) {
 		repository.EncodePublish(repository.Publish{Source: "s", FirstSeq: 1, Payloads: payloads}),
 		repository.EncodeRegisterReceiver(repository.RegisterReceiver{Source: "s", Receiver: "r", Session: "q", UnixNano: 3}),
 		repository.EncodeConsumed(repository.Consumed{Source: "s", Receiver: "r", Seq: 3, UnixNano: 4}),
+		repository.EncodePeerGroup(repository.PeerGroup{Index: 3 - index, GroupID: fmt.Sprintf("id-of-group-%d", 3-index), UnixNano: 5}),
 	}
 	var entries []repository.Entry
 	for i, c := range cmds {
@@ -87,7 +88,7 @@ func TestVerifyAnIntactBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := m.Groups[1]
-	if g.GroupID != "id-of-group-2" || g.AppliedIndex != 5 || len(g.Sources) != 1 {
+	if g.GroupID != "id-of-group-2" || g.AppliedIndex != 6 || len(g.Sources) != 1 {
 		t.Fatalf("group 2 in the manifest: %+v", g)
 	}
 	s := g.Sources[0]
