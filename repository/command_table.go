@@ -64,6 +64,7 @@ func init() {
 		CmdMemberAddress:      command("MemberAddress", decodeMemberAddress, (*applier).memberAddress),
 		CmdPublishKeyed:       command("PublishKeyed", decodePublishKeyed, (*applier).publishKeyed),
 		CmdUnpublished:        command("Unpublished", decodeUnpublished, (*applier).unpublished),
+		CmdForgetSource:       command("ForgetSource", decodeForgetSource, (*applier).forgetSource),
 	}
 }
 

@@ -50,6 +50,7 @@ var goldenCommands = []struct {
 	{"publish-checksums-v1.hex", Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}, []byte("world")}, Checksums: []uint32{0x9a71bb4c, 0, 0x7f51f3d1}}},
 	{"publishas-checksums-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}, Checksums: []uint32{0x9a71bb4c, 0}}}},
 	{"unpublished-v1.hex", Unpublished{Source: "orders", Session: "pub-7:3", From: 11, To: 4106}},
+	{"forgetsource-v1.hex", ForgetSource{Source: "orders", Session: "pub-7:3"}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -206,6 +207,12 @@ type libUnpublished struct {
 	From, To uint64
 }
 
+type libForgetSource struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+}
+
 type libExpireSession struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Source   string
@@ -289,6 +296,10 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				v := libDecode[libUnpublished](t, data)
 				lib, back = Unpublished{v.Source, v.Session, v.From, v.To}, c
 				checkLibEncoded(t, CmdUnpublished|IgnorableFlag, &libUnpublished{Source: c.Source, Session: c.Session, From: c.From, To: c.To}, c)
+			case ForgetSource:
+				v := libDecode[libForgetSource](t, data)
+				lib, back = ForgetSource{v.Source, v.Session}, c
+				checkLibEncoded(t, CmdForgetSource, &libForgetSource{Source: c.Source, Session: c.Session}, c)
 			case ExpireSession:
 				v := libDecode[libExpireSession](t, data)
 				lib, back = ExpireSession{v.Source, v.Session, v.UnixNano}, c

@@ -150,6 +150,9 @@ func libRead(data []byte, cmd any) (lib any, err error) {
 	case Unpublished:
 		var v libUnpublished
 		err, lib = msgpack.Unmarshal(data[1:], &v), Unpublished{v.Source, v.Session, v.From, v.To}
+	case ForgetSource:
+		var v libForgetSource
+		err, lib = msgpack.Unmarshal(data[1:], &v), ForgetSource{v.Source, v.Session}
 	case MemberAddress:
 		var v libMemberAddress
 		err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}
