@@ -188,6 +188,9 @@ func TestBackupIsAPrefixAndRestores(t *testing.T) {
 	if err := c.PublishDirect(ctx, 1, "s", high+1, [][]byte{payload(high + 1)}); err != nil {
 		t.Fatalf("publishing after the backed-up high: %v", err)
 	}
+	if st := restored.Status(); st.LastTerm <= last.Term+storegroup.RestoredTermStep {
+		t.Fatalf("the restored group's last term is %d, want above the backup's %d plus %d", st.LastTerm, last.Term, storegroup.RestoredTermStep)
+	}
 	if got := restored.Repository().AppliedIndex(); got <= last.Index {
 		t.Fatalf("the restored group's applied index %d, want past the backup's %d", got, last.Index)
 	}
@@ -221,5 +224,53 @@ func TestRestoredStoreRefusesTheGroupItCameFrom(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "restored from a backup of group identity "+oldID) {
 		t.Fatalf("the refusal: %v", err)
+	}
+}
+
+// A store of the old group started among restored ones, holding more
+// than the backup, never brings its state in: it finds its group under
+// the restored identity, moves its files to a numbered backup and rejoins
+// empty, and the group keeps the restored state.
+func TestOldStoreAmongRestoredOnesRejoinsEmpty(t *testing.T) {
+	c := clustertest.Start(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.PublishDirect(ctx, 1, "s", 1, [][]byte{payload(1), payload(2)}); err != nil {
+		t.Fatal(err)
+	}
+	oldID := c.GroupID(1, 10*time.Second)
+	leader := c.WaitLeader(1, 10*time.Second)
+	stream, _ := askBackup(t, clientAddrOf(c, 1, leader.Status().Name))
+	if err := c.PublishDirect(ctx, 1, "s", 3, [][]byte{payload(3)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Eventually(10*time.Second, "G1S3 holds message 3", func() bool {
+		info, _, _ := c.Store("G1S3").Repository().Source("s")
+		return info.HighSeq == 3
+	})
+	for _, n := range []string{"G1S1", "G1S2", "G1S3"} {
+		c.Stop(n)
+	}
+	newID := storegroup.RestoredGroupID("b", oldID)
+	for _, n := range []string{"G1S1", "G1S2"} {
+		c.Wipe(n)
+		if _, _, err := storegroup.RestoreDataDir(c.DataDir(n), bytes.NewReader(stream), storegroup.Restore{GroupID: newID, Members: c.Members(1)}); err != nil {
+			t.Fatal(err)
+		}
+		c.StartStore(n)
+	}
+	c.WaitLeader(1, 20*time.Second)
+	old := c.StartStore("G1S3")
+	c.Eventually(20*time.Second, "the old store rejoined the restored group", func() bool {
+		return old.Repository().GroupID() == newID && !old.Status().CatchingUp
+	})
+	for _, n := range []string{"G1S1", "G1S2", "G1S3"} {
+		if info, _, _ := c.Store(n).Repository().Source("s"); info.HighSeq != 2 {
+			t.Errorf("%s holds s up to %d, want the backup's 2", n, info.HighSeq)
+		}
+	}
+	backups, err := storegroup.ListBackups(c.DataDir("G1S3"))
+	if err != nil || len(backups) != 1 {
+		t.Fatalf("the old store's files: %d backups (%v), want 1", len(backups), err)
 	}
 }

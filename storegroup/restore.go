@@ -117,7 +117,7 @@ func RestoreDataDir(dir string, stream io.Reader, r Restore) (index, term uint64
 	if index == 0 {
 		return 0, 0, fmt.Errorf("restore into %s: the backup stands for no applied entry", dir)
 	}
-	if err := setRestoredTerm(dir, r.LogStore, term); err != nil {
+	if err := setRestoredTerm(dir, r.LogStore, term+RestoredTermStep); err != nil {
 		return 0, 0, err
 	}
 	if err := writeRestoredSnapshot(dir, index, term, r.Members); err != nil {
@@ -126,9 +126,19 @@ func RestoreDataDir(dir string, stream io.Reader, r Restore) (index, term uint64
 	return index, term, nil
 }
 
-// setRestoredTerm makes the backup's term raft's current term, so that the
-// restored group's first election is at a later term than every entry the
-// snapshot stands for (raft compares logs by their last term).
+// RestoredTermStep is how far above the backup's term a restored group's
+// raft terms start. Every election of the restored group is then at a
+// term no group it came from plausibly reached, so a store of the old
+// group that is still about (restoring into the same deployment, one host
+// forgotten) can neither win a restored member's vote, its log's last term
+// being lower, nor have its messages taken, their term being lower: the
+// restored group never accepts the old one as a peer. checkIdentity also
+// refuses to start a restored store among old ones.
+const RestoredTermStep = 1 << 32
+
+// setRestoredTerm makes term raft's current term, so that the restored
+// group's first election is at a later term than every entry the snapshot
+// stands for (raft compares logs by their last term).
 func setRestoredTerm(dir, setting string, term uint64) error {
 	kind, _, err := logStoreFor(dir, setting)
 	if err != nil {
