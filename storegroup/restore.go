@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"umstore/repository"
+	"umstore/wire"
 )
 
 // A store restored from a backup (`umstored restore`) starts as a store
@@ -30,35 +30,21 @@ import (
 // to start (checkIdentity), rather than joining, replacing or merging with
 // them.
 
-// restoredMark separates a restored group's own identity from the identity
-// of the group it was restored from.
-const restoredMark = "-restored-from-"
-
 // RestoredGroupID is the identity of group identity old restored from the
 // backup named backupID: the same on every host that restores the backup
 // (each restores its own stores), never old itself, and naming old's own
 // part (an identity restored twice names only its parent).
 func RestoredGroupID(backupID, old string) string {
 	sum := sha256.Sum256([]byte("umstore restore\x00" + backupID + "\x00" + old))
-	return hex.EncodeToString(sum[:16]) + restoredMark + ownID(old)
+	return hex.EncodeToString(sum[:16]) + wire.RestoredMark + ownID(old)
 }
 
 // RestoredFrom returns the identity that group identity id was restored
 // from ("" if id is not a restored group's): its parent's own part.
-func RestoredFrom(id string) string {
-	if i := strings.Index(id, restoredMark); i >= 0 {
-		return id[i+len(restoredMark):]
-	}
-	return ""
-}
+func RestoredFrom(id string) string { return wire.RestoredFrom(id) }
 
 // ownID is identity id without what it says it was restored from.
-func ownID(id string) string {
-	if i := strings.Index(id, restoredMark); i >= 0 {
-		return id[:i]
-	}
-	return id
-}
+func ownID(id string) string { return wire.OwnGroupID(id) }
 
 // Restore is what RestoreDataDir lays out.
 type Restore struct {

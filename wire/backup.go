@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // Frames of an online backup (umstored backup): an operator asks a group's
 // leader for a consistent copy of its repository, and the leader streams
 // the repository's snapshot stream (repository.Snapshot.WriteTo, UMSNAP02),
@@ -49,4 +51,29 @@ func newBackupMessage(t Type) Message {
 		return &BackupChunk{}
 	}
 	return nil
+}
+
+// RestoredMark separates, in the identity of a group restored from a
+// backup (umstored restore), the group's own identity from the identity of
+// the group it was restored from: "<own>-restored-from-<parent>". Clients
+// see it in GroupID fields, and may tell an operator that a group was
+// restored rather than re-created empty.
+const RestoredMark = "-restored-from-"
+
+// RestoredFrom returns the identity group identity id was restored from
+// (the parent's own part), or "" if id is not a restored group's.
+func RestoredFrom(id string) string {
+	if i := strings.Index(id, RestoredMark); i >= 0 {
+		return id[i+len(RestoredMark):]
+	}
+	return ""
+}
+
+// OwnGroupID is group identity id without what it says it was restored
+// from.
+func OwnGroupID(id string) string {
+	if i := strings.Index(id, RestoredMark); i >= 0 {
+		return id[:i]
+	}
+	return id
 }
