@@ -74,6 +74,10 @@ func takeGroup(ctx context.Context, d *placement.Deployment, index int, dir stri
 			if err == nil {
 				return g, nil
 			}
+			var refusal *wire.Error
+			if errors.As(err, &refusal) && (refusal.Code == wire.CodeAuth || refusal.Code == wire.CodeForbidden) {
+				return Group{}, fmt.Errorf("%s refused: %w", addr, err) // every store checks the same token
+			}
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			addr = leader
 		}
