@@ -23,7 +23,11 @@ type backupManifest struct {
 			Name    string `json:"name"`
 			HighSeq uint64 `json:"high_seq"`
 			LowSeq  uint64 `json:"low_seq"`
-			Count   uint64 `json:"count"`
+			Count     uint64 `json:"count"`
+			Receivers []struct {
+				Name string `json:"name"`
+				Seq  uint64 `json:"seq"`
+			} `json:"receivers"`
 		} `json:"sources"`
 	} `json:"groups"`
 }
@@ -32,8 +36,9 @@ type backupManifest struct {
 // is a consistent prefix of each group; it verifies; restored into a new
 // deployment at other ports and run, every message up to each group's
 // backed-up high is readable and intact, a publisher of the same source
-// resumes at the next sequence number, and the restored groups carry new
-// identities naming the old ones. A backup with one flipped byte is
+// resumes at the next sequence number, a durable receiver resumes after
+// its backed-up position, and the restored groups carry new identities
+// naming the old ones. A backup with one flipped byte is
 // refused by --verify and by restore, naming the file.
 func TestBackupWhilePublishingAndRestore(t *testing.T) {
 	if testing.Short() {
@@ -51,6 +56,11 @@ func TestBackupWhilePublishingAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
+	// A durable receiver that has consumed 1..100: its position is backed
+	// up, and it resumes after it in the restored deployment.
+	if out, errOut, code := runTool(t, bin, "umrcv", "--deployment", d.deploy, "--source", "bk", "--name", "rc", "--to", "100"); code != 0 || strings.Count(out, "\n") != 100 {
+		t.Fatalf("umrcv --name rc --to 100: exit %d, %d lines\n%s", code, strings.Count(out, "\n"), errOut)
+	}
 	bdir := filepath.Join(t.TempDir(), "backup")
 	out, errOut, code := runTool(t, bin, "umstored", "backup", "--deployment", d.deploy, "--out", bdir)
 	if code != 0 {
@@ -79,6 +89,15 @@ func TestBackupWhilePublishingAndRestore(t *testing.T) {
 			// missing, and publishing went on past it.
 			if s.LowSeq != 1 || s.Count != s.HighSeq || s.HighSeq == 0 || s.HighSeq >= total {
 				t.Errorf("group %d's backup of bk: low %d high %d count %d, want 1..high complete, below %d", g.Index, s.LowSeq, s.HighSeq, s.Count, total)
+			}
+			rc := uint64(0)
+			for _, r := range s.Receivers {
+				if r.Name == "rc" {
+					rc = r.Seq
+				}
+			}
+			if rc != 100 {
+				t.Errorf("group %d's backup holds receiver rc at %d, want 100", g.Index, rc)
 			}
 			high[g.Index] = s.HighSeq
 			highest = max(highest, s.HighSeq)
@@ -148,6 +167,10 @@ func TestBackupWhilePublishingAndRestore(t *testing.T) {
 				t.Fatalf("group %d message %d after the restore: %q", g, seq, line)
 			}
 		}
+	}
+	out, errOut, code = runTool(t, bin, "umrcv", "--deployment", d2.deploy, "--source", "bk", "--name", "rc", "--to", "110")
+	if code != 0 || !strings.HasPrefix(out, "101 bk #101 ") || strings.Count(out, "\n") != 10 {
+		t.Fatalf("durable receiver rc in the restored deployment: exit %d, want 101..110\n%s\n%s", code, out, errOut)
 	}
 	sum := publishJSON(t, bin, d2.deploy, "bk", 10)
 	if sum.FirstSeq != highest+1 {
