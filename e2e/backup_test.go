@@ -20,9 +20,9 @@ type backupManifest struct {
 		AppliedIndex uint64 `json:"applied_index"`
 		File         string `json:"file"`
 		Sources      []struct {
-			Name    string `json:"name"`
-			HighSeq uint64 `json:"high_seq"`
-			LowSeq  uint64 `json:"low_seq"`
+			Name      string `json:"name"`
+			HighSeq   uint64 `json:"high_seq"`
+			LowSeq    uint64 `json:"low_seq"`
 			Count     uint64 `json:"count"`
 			Receivers []struct {
 				Name string `json:"name"`
