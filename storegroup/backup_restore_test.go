@@ -21,6 +21,13 @@ import (
 // and its last chunk.
 func askBackup(t *testing.T, addr string) ([]byte, *wire.BackupChunk) {
 	t.Helper()
+	stream, last, _ := askBackupChunks(t, addr)
+	return stream, last
+}
+
+// askBackupChunks is askBackup, also counting the chunks.
+func askBackupChunks(t *testing.T, addr string) ([]byte, *wire.BackupChunk, int) {
+	t.Helper()
 	d := &wire.Dialer{Client: "backup test", Timeout: 5 * time.Second}
 	c, _, err := d.Dial(context.Background(), addr)
 	if err != nil {
@@ -31,7 +38,7 @@ func askBackup(t *testing.T, addr string) ([]byte, *wire.BackupChunk) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	for {
+	for chunks := 1; ; chunks++ {
 		m, err := c.Read()
 		if err != nil {
 			t.Fatalf("the backup broke off after %d bytes: %v", buf.Len(), err)
@@ -45,7 +52,7 @@ func askBackup(t *testing.T, addr string) ([]byte, *wire.BackupChunk) {
 			if int64(buf.Len()) != ch.Size {
 				t.Fatalf("the backup has %d bytes, its chunks say %d", buf.Len(), ch.Size)
 			}
-			return buf.Bytes(), ch
+			return buf.Bytes(), ch, chunks
 		}
 	}
 }
@@ -272,5 +279,42 @@ func TestOldStoreAmongRestoredOnesRejoinsEmpty(t *testing.T) {
 	backups, err := storegroup.ListBackups(c.DataDir("G1S3"))
 	if err != nil || len(backups) != 1 {
 		t.Fatalf("the old store's files: %d backups (%v), want 1", len(backups), err)
+	}
+}
+
+// A backup larger than a chunk arrives in order, whole, and decodes.
+func TestBackupOfSeveralChunks(t *testing.T) {
+	c := clustertest.Start(t, 1, clustertest.PatientRaft)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	big := bytes.Repeat([]byte("x"), 100<<10)
+	batch := make([][]byte, 40)
+	for i := range batch {
+		batch[i] = append(payload(uint64(i+1)), big...)
+	}
+	if err := c.PublishDirect(ctx, 1, "s", 1, batch); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.WaitLeader(1, 10*time.Second)
+	stream, last, chunks := askBackupChunks(t, clientAddrOf(c, 1, leader.Status().Name))
+	if chunks < 4 {
+		t.Fatalf("a %d-byte backup came in %d chunks, want 4 or more", len(stream), chunks)
+	}
+	r, err := repository.Open(filepath.Join(t.TempDir(), "repo.db"), repository.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Restore(bytes.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := r.Read("s", 1, 40, 100, 1<<30)
+	if err != nil || len(msgs) != 40 || r.AppliedIndex() != last.Index {
+		t.Fatalf("the backup holds %d messages at index %d (%v), want 40 at %d", len(msgs), r.AppliedIndex(), err, last.Index)
+	}
+	for i, m := range msgs {
+		if !bytes.Equal(m.Payload, append(payload(uint64(i+1)), big...)) {
+			t.Fatalf("message %d differs", i+1)
+		}
 	}
 }

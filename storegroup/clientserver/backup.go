@@ -9,8 +9,14 @@ import (
 	"umstore/wire"
 )
 
-// backupChunk is how many bytes of the stream each BackupChunk carries.
-const backupChunk = 1 << 20
+// backupChunk is how many bytes of the stream each BackupChunk carries,
+// and backupChunksAhead how many chunks may wait for the connection's
+// writer: a slow client holds the copy back instead of the store
+// buffering it.
+const (
+	backupChunk       = 1 << 20
+	backupChunksAhead = 8
+)
 
 // backup answers an operator's Backup: the leader streams a copy of its
 // repository, taken at one applied index while publishing goes on
@@ -45,7 +51,7 @@ func (cs *Server) backup(m *wire.Backup, nc net.Conn, rd *frameReader, who *clie
 	st := cs.Status()
 	cs.Log.Info("sending a backup", "remote", nc.RemoteAddr(), "applied_index", snap.Index(), "bytes", snap.Size())
 	head := wire.BackupChunk{ReqID: m.ReqID, Store: cs.Name, Group: cs.Group, GroupID: st.GroupID, Index: snap.Index(), Term: snap.Term(), Size: snap.Size()}
-	w := &chunkWriter{head: head, replies: replies}
+	w := &chunkWriter{head: head, replies: replies, slots: make(chan struct{}, backupChunksAhead)}
 	if _, err := snap.WriteTo(w); err != nil {
 		// The client sees the stream end without Last: the copy is refused.
 		cs.Log.Error("a backup failed", "remote", nc.RemoteAddr(), "err", err)
@@ -61,6 +67,7 @@ type chunkWriter struct {
 	head    wire.BackupChunk
 	buf     []byte
 	replies *replyQueue
+	slots   chan struct{} // a chunk holds one from queued until the writer takes it
 }
 
 func (w *chunkWriter) Write(p []byte) (int, error) {
@@ -79,7 +86,8 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 func (w *chunkWriter) flush(last bool) {
 	c := w.head
 	c.Data, c.Last = w.buf, last
-	w.replies.put(reply{msg: &c})
+	w.slots <- struct{}{}
+	w.replies.put(reply{msg: &c, release: func() { <-w.slots }})
 	w.buf = make([]byte, 0, backupChunk)
 }
 
