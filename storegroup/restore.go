@@ -3,14 +3,18 @@ package storegroup
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/atomicfile"
 	"umstore/repository"
 	"umstore/wire"
 )
@@ -109,7 +113,67 @@ func RestoreDataDir(dir string, stream io.Reader, r Restore) (index, term uint64
 	if err := writeRestoredSnapshot(dir, index, term, r.Members); err != nil {
 		return 0, 0, err
 	}
+	era := restoredEra{From: wire.RestoredFrom(r.GroupID), GroupID: r.GroupID, Index: index, Term: term + RestoredTermStep}
+	if err := era.write(dir); err != nil {
+		return 0, 0, err
+	}
 	return index, term, nil
+}
+
+// restoredFile, in a restored store's data directory, records where the
+// restored group's own log begins (restoredEra).
+const restoredFile = "restored.json"
+
+// restoredEra is where a restored group's own log begins: every entry
+// after the backup's index has at least the restored term. One with a
+// lower term after that index was written by a store of the group the
+// backup came from (one left running, or started with its old files, at
+// the addresses of the restored deployment): the store stops rather than
+// apply it, so a backup is never merged with its origin. The zero value
+// checks nothing.
+type restoredEra struct {
+	From    string `json:"restored_from"`
+	GroupID string `json:"group_id"`
+	Index   uint64 `json:"index"`
+	Term    uint64 `json:"term"`
+}
+
+func (e restoredEra) write(dir string) error {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, restoredFile), append(b, '\n'), 0o640)
+}
+
+// readRestoredEra reads dir's restoredFile; the zero era if it has none.
+func readRestoredEra(dir string) (restoredEra, error) {
+	var e restoredEra
+	b, err := os.ReadFile(filepath.Join(dir, restoredFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return e, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &e)
+	}
+	if err != nil {
+		return e, fmt.Errorf("read %s: %w", filepath.Join(dir, restoredFile), err)
+	}
+	return e, nil
+}
+
+// check refuses a batch holding an entry of the group the backup came
+// from.
+func (e restoredEra) check(logs []*raft.Log) error {
+	if e.Term == 0 {
+		return nil
+	}
+	for _, l := range logs {
+		if l.Index > e.Index && l.Term < e.Term {
+			return fmt.Errorf("entry %d has term %d, but this store was restored from a backup of group %s at index %d and the restored group's terms begin at %d: a store of the group the backup came from is sending it (one still running, or started with its old files, at this deployment's addresses); the store does not apply it. Stop that store and move its data directory aside, then move this store's aside too and restore it again (umstored restore)", l.Index, l.Term, e.From, e.Index, e.Term)
+		}
+	}
+	return nil
 }
 
 // RestoredTermStep is how far above the backup's term a restored group's
