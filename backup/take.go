@@ -110,7 +110,8 @@ func copyFrom(ctx context.Context, addr string, index int, dir string, opts Opti
 	}
 	path := filepath.Join(dir, groupFile(index))
 	tmp := path + ".part"
-	f, err := os.Create(tmp)
+	// Readable by the owner and its group only: it holds every message.
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
 		return Group{}, "", err
 	}
