@@ -98,6 +98,7 @@ type storeStatus struct {
 	HasState   bool   `json:"has_state"`
 	Error      string `json:"error"`
 	LastStop   string `json:"last_stop"`
+	GroupID    string `json:"group_id"`
 	// KnownGroups: other groups' identities, by index (JSON object keys).
 	KnownGroups map[string]string `json:"known_groups"`
 }

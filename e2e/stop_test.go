@@ -52,7 +52,8 @@ func TestStopIsClean(t *testing.T) {
 
 // With an operator token in the deployment, umstored stop works with it,
 // and a stop that presents only the client token is refused by every store:
-// every store keeps running and the command says what it lacks.
+// every store keeps running and the command says what it lacks. So does
+// umstored backup.
 func TestStopNeedsTheOperatorToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long end-to-end test")
@@ -79,7 +80,16 @@ func TestStopNeedsTheOperatorToken(t *testing.T) {
 	}
 	d.startAll(t)
 
-	out, errOut, code := runTool(t, bin, "umstored", "stop", "--deployment", d.deploy, "--operator-token-file", filepath.Join(d.dir, "client.token"))
+	// A backup is an operator's act too.
+	out, errOut, code := runTool(t, bin, "umstored", "backup", "--deployment", d.deploy, "--out", filepath.Join(d.dir, "refused"), "--operator-token-file", filepath.Join(d.dir, "client.token"))
+	if code != 1 || !strings.Contains(errOut, "taking a backup needs the deployment's operator token") {
+		t.Fatalf("umstored backup with the client token as operator token: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code := runTool(t, bin, "umstored", "backup", "--deployment", d.deploy, "--out", filepath.Join(d.dir, "backup")); code != 0 {
+		t.Fatalf("umstored backup with the deployment's operator token: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	out, errOut, code = runTool(t, bin, "umstored", "stop", "--deployment", d.deploy, "--operator-token-file", filepath.Join(d.dir, "client.token"))
 	if code != 1 || strings.Contains(out, "stopped ") || strings.Count(errOut, "needs the deployment's operator token") != 6 {
 		t.Fatalf("umstored stop with the client token as operator token: exit %d\n%s\n%s", code, out, errOut)
 	}

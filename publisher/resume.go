@@ -144,7 +144,11 @@ func decideResume(in resumeInput) resumeDecision {
 		if in.state == nil {
 			continue
 		}
-		if known := in.state.Groups[r.group+1]; known != "" && r.groupID != "" && known != r.groupID {
+		if known := in.state.Groups[r.group+1]; known != "" && r.groupID != "" && known != r.groupID && wire.RestoredFrom(r.groupID) == wire.OwnGroupID(known) {
+			d.warnings = append(d.warnings, warning{slog.LevelError,
+				"a store group was restored from a backup since this publisher last ran: what this publisher sent after the backup was taken is not in it",
+				[]any{"group", r.group + 1, "was", known, "now", r.groupID}})
+		} else if known != "" && r.groupID != "" && known != r.groupID {
 			d.warnings = append(d.warnings, warning{slog.LevelError,
 				"a store group has a new identity since this publisher last ran: it was re-created and its history is gone",
 				[]any{"group", r.group + 1, "was", known, "now", r.groupID}})

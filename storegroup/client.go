@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"umstore/quorum"
+	"umstore/repository"
 	"umstore/storegroup/clientserver"
 	"umstore/storegroup/raftport"
 	"umstore/wire"
@@ -67,6 +68,7 @@ func (s *Store) newClient() (*clientserver.Server, error) {
 		Expire:          s.proposeExpiry,
 		Stop:            s.Close,
 		Pong:            s.pong,
+		Snapshot:        s.backupSnapshot,
 		Members:         clientDesk{s.memberDesk()}, // members_move.go
 		Conflicts:       s.repair.conflict.count,    // repair_conflicts.go
 	})
@@ -207,4 +209,22 @@ func (c clientDesk) Move(ctx context.Context, m *wire.MemberMove, nc net.Conn, c
 		*challenge = pending
 	}
 	return rep
+}
+
+// backupSnapshot is a consistent copy of the repository for an operator's
+// backup: what is applied is made durable first, and a message damaged in
+// this store's files is sent as an intact copy from another store, as for a
+// snapshot sent to a member.
+func (s *Store) backupSnapshot() (*repository.Snapshot, error) {
+	if err := s.fsm.flush(); err != nil {
+		return nil, err
+	}
+	snap, err := s.repo.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if s.repair != nil && s.repair.damage != nil {
+		snap.UseCopies(s.repair.damage.copyForSnapshot)
+	}
+	return snap, nil
 }

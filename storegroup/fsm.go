@@ -53,6 +53,12 @@ type fsm struct {
 	// publishes may stay applied but uncommitted (fsm_commit.go).
 	commitEvery time.Duration
 
+	// restored, for a store restored from a backup (restore.go), is
+	// where the restored group's own log begins: an entry past its index
+	// with a lower term comes from a store of the group the backup was
+	// taken from, and is never applied.
+	restored restoredEra
+
 	mu     sync.Mutex
 	failed error
 
@@ -89,6 +95,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 			out[i] = failed
 		}
 		return out
+	}
+	if err := f.restored.check(logs); err != nil {
+		return f.fail(logs, err)
 	}
 	entries := make([]repository.Entry, len(logs))
 	payload := 0

@@ -32,6 +32,13 @@ func TestFSMFailuresStopTheStoreNotTheProcess(t *testing.T) {
 			}
 			return nil
 		}, "restoring a snapshot from the leader"},
+		{"an entry of the group a restored store came from", func(f *fsm) error {
+			f.restored = restoredEra{From: "old", Index: 5, Term: 100 + RestoredTermStep}
+			if _, ok := f.ApplyBatch([]*raft.Log{{Index: 6, Term: 100, Type: raft.LogCommand, Data: publish}})[0].(error); !ok {
+				return errors.New("the batch was answered as applied")
+			}
+			return nil
+		}, "restored from a backup of group old at index 5"},
 		{"panic inside a batch", func(f *fsm) error {
 			f.onApplied = func() { panic("a bug") }
 			if _, ok := f.ApplyBatch([]*raft.Log{{Index: 1, Type: raft.LogCommand, Data: publish}})[0].(error); !ok {

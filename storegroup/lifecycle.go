@@ -215,6 +215,11 @@ func (s *Store) checkIdentity(ctx context.Context) error {
 	if theirs == "" || theirs == mine {
 		return nil
 	}
+	if from := RestoredFrom(mine); from != "" && from == ownID(theirs) {
+		// A restored store among the stores of the group it was copied
+		// from: neither may take the other for a member (restore.go).
+		return fmt.Errorf("store %s was restored from a backup of group identity %s (it is %s now), and the other members of its group still hold that group: a restored group never joins or replaces the group it came from; stop those stores and restore every store of the group (umstored restore on each host), or move this data directory aside", s.cfg.Name, theirs, mine)
+	}
 	s.closeStorage()
 	s.repo, s.logStore = nil, nil
 	backup, err := BackupDataDir(s.cfg.DataDir)

@@ -196,6 +196,9 @@ func (s *Store) openFiles() error {
 	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, metrics: s.metrics, lock: s.lock, received: &s.received,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
+	if s.fsm.restored, err = readRestoredEra(dir); err != nil {
+		return err
+	}
 	if err := s.checkSnapshotsCoverLog(); err != nil {
 		return err
 	}

@@ -500,5 +500,8 @@ func newMessage(t Type) Message {
 	if m := newMemberMessage(t); m != nil {
 		return m
 	}
+	if m := newBackupMessage(t); m != nil {
+		return m
+	}
 	return newReceiverMessage(t)
 }

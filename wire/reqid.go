@@ -36,6 +36,8 @@ func (m *MemberList) reqID() *uint64         { return &m.ReqID }
 func (m *MemberMove) reqID() *uint64         { return &m.ReqID }
 func (m *MemberChallenge) reqID() *uint64    { return &m.ReqID }
 func (m *MemberMoved) reqID() *uint64        { return &m.ReqID }
+func (m *Backup) reqID() *uint64             { return &m.ReqID }
+func (m *BackupChunk) reqID() *uint64        { return &m.ReqID }
 func (m *Error) reqID() *uint64              { return &m.ReqID }
 func (m *Register) reqID() *uint64           { return &m.ReqID }
 func (m *Registered) reqID() *uint64         { return &m.ReqID }

@@ -21,6 +21,9 @@ Commands:
   run      run the stores of one host of a deployment
   status   show every group and store of a deployment
   stop     stop every store of a deployment (or a host) cleanly
+  backup   take an online backup of every group (--out DIR), or check one
+           (--verify DIR)
+  restore  lay out one host's stores of a deployment from a backup
   recover  the way out of "cannot recover group N: no store with state":
            list backups, promote one, or accept the loss
   version  print the version and build of this binary and the formats it
@@ -32,9 +35,11 @@ Run "umstored COMMAND --help" for a command's flags.
 // commands maps each subcommand to its implementation; each returns the
 // process exit code.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"backup":  cmdBackup,
 	"dev":     cmdDev,
 	"plan":    cmdPlan,
 	"recover": cmdRecover,
+	"restore": cmdRestore,
 	"stop":    cmdStop,
 	"run":     cmdRun,
 	"status":  cmdStatus,

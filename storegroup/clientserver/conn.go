@@ -123,6 +123,8 @@ func (cs *Server) serveConn(ctx context.Context, nc net.Conn, rd *frameReader, w
 			cs.startSubscription(connCtx, rd, m, &subs, replies)
 		case *wire.KeepAlive:
 			cs.keepAlive(m, conn)
+		case *wire.Backup:
+			cs.backup(m, nc, rd, conn.who, replies) // backup.go
 		case *wire.RegisterSource:
 			cs.registerSource(connCtx, c, m, conn, &subs, replies)
 		default:

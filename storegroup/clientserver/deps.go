@@ -78,7 +78,10 @@ type Deps struct {
 	Expire        func(source, session, why string) // frees a source through the log
 	Stop          func() error                      // stops the store (an operator's Shutdown)
 	Pong          func(reqID uint64) *wire.Pong     // answers a Ping; nil: a bare Pong
-	Members       MemberDesk                        // Members and MemberMove; nil: refused
+	// Snapshot takes a consistent copy of the repository for an operator's
+	// Backup (backup.go); nil: the store takes no backups.
+	Snapshot func() (*repository.Snapshot, error)
+	Members  MemberDesk // Members and MemberMove; nil: refused
 	// Conflicts counts the sequence numbers of source another group was
 	// found to hold with another payload (storegroup's repair); nil: none.
 	Conflicts func(source string) uint64

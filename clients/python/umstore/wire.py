@@ -210,6 +210,8 @@ MemberList = _frame(41, "MemberList", [("ReqID", U64), ("Store", STR), ("Group",
 MemberMove = _frame(42, "MemberMove", [("ReqID", U64), ("Store", STR), ("RaftAddr", STR), ("ClientAddr", STR), ("Nonce", BIN), ("AcceptorNonce", BIN), ("Proof", BIN)])
 MemberChallenge = _frame(43, "MemberChallenge", [("ReqID", U64), ("Store", STR), ("Nonce", BIN)])
 MemberMoved = _frame(44, "MemberMoved", [("ReqID", U64), ("Store", STR), ("Verdict", STR), ("Reason", STR), ("Recorded", BOOL), ("Proof", BIN)])
+Backup = _frame(50, "Backup", [("ReqID", U64), ("Token", STR)])
+BackupChunk = _frame(51, "BackupChunk", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("Index", U64), ("Term", U64), ("Size", I64), ("Data", BIN), ("Last", BOOL)])
 
 # Pacing modes (RegisterSource.Pacing, ReceiverRegistered.Pacing) and
 # intragroup behaviours (RegisterSource.Intragroup, Registered.Intragroup).
