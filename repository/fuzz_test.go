@@ -150,6 +150,9 @@ func libRead(data []byte, cmd any) (lib any, err error) {
 	case Unpublished:
 		var v libUnpublished
 		err, lib = msgpack.Unmarshal(data[1:], &v), Unpublished{v.Source, v.Session, v.From, v.To}
+	case ActiveLevel:
+		var v libActiveLevel
+		err, lib = msgpack.Unmarshal(data[1:], &v), ActiveLevel{v.Level}
 	case MemberAddress:
 		var v libMemberAddress
 		err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}
