@@ -33,3 +33,14 @@ func SetRetentionStep(n uint64) (restore func()) {
 	retentionStep = n
 	return func() { retentionStep = old }
 }
+
+// EmulateLevel makes the store cfg configures behave as a binary of format
+// level level: it announces it to its leader and stops on any entry of a
+// command type newer than it that is not marked ignorable (skipping the
+// ignorable ones), as that binary would.
+func EmulateLevel(cfg *Config, level int) { cfg.emulateLevel = level }
+
+// Ungate lets the store's proposer write any command type whatever the
+// group's active level, for the test that shows the gate is what keeps an
+// older member running.
+func (s *Store) Ungate() { s.proposer.Gate = nil }

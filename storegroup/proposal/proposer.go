@@ -32,6 +32,11 @@ type Proposer struct {
 	node    func() *raft.Raft // the raft node, nil until it runs
 	timeout time.Duration     // ApplyTimeout: how long a proposal may wait to enter the log
 	pending *proposals        // the ProposeDecided entries still waiting for their answer
+
+	// Gate, when set, refuses a command before it reaches raft: the
+	// store's format-level gate (repository.Gate), so that no command a
+	// member of the group cannot read is ever proposed, by any path.
+	Gate func(cmd []byte) error
 }
 
 // New returns the proposer of the raft node node returns (nil until it
@@ -46,8 +51,11 @@ func New(node func() *raft.Raft, timeout time.Duration, stages *stagetime.Timer)
 
 // Propose hands cmd to raft. Its future resolves once the entry is applied
 // on this store, or with raft's error (raft.ErrNotLeader when this store
-// does not lead, or raft is not running yet).
+// does not lead, or raft is not running yet), or Gate's.
 func (p *Proposer) Propose(cmd []byte) raft.ApplyFuture {
+	if err := p.gate(cmd); err != nil {
+		return failedFuture{err}
+	}
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -59,6 +67,9 @@ func (p *Proposer) Propose(cmd []byte) raft.ApplyFuture {
 // which resolves when the FSM decides the entry's result or when raft's
 // future resolves, whichever comes first.
 func (p *Proposer) ProposeDecided(cmd []byte) raft.ApplyFuture {
+	if err := p.gate(cmd); err != nil {
+		return failedFuture{err}
+	}
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -91,6 +102,14 @@ func (p *Proposer) AnsweredEarly() uint64 { return p.pending.early.Load() }
 // Abandon answers every ProposeDecided proposal still waiting with err:
 // the store is stopping and raft will not answer them.
 func (p *Proposer) Abandon(err error) { p.pending.abandon(err) }
+
+// gate applies Gate, if set.
+func (p *Proposer) gate(cmd []byte) error {
+	if p.Gate == nil {
+		return nil
+	}
+	return p.Gate(cmd)
+}
 
 // failedFuture is a proposal refused before it reached raft.
 type failedFuture struct{ err error }
