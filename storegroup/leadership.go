@@ -101,7 +101,8 @@ func (s *Store) watchMembers() {
 		pongs := pingAll(s.ctx, links)
 		s.noteMembers(pongs, time.Now())
 		s.checkPolicies(pongs)
-		s.raiseLevel(pongs) // levels.go
+		s.raiseLevel(pongs)          // levels.go
+		s.proposer.ProposeWithheld() // what the level held back, once raised
 		s.placeLeadership(time.Now())
 	}
 }

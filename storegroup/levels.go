@@ -28,10 +28,12 @@ import (
 // What is refused and why (docs/operations.md, "Upgrading"):
 //
 //   - Unpublished (level 2), the publisher's word for numbers it skipped:
-//     withheld. It is advisory and nobody waits for its answer; the range
-//     is reported as a gap, as a level-1 group always did, and the
-//     publisher sends it again on its next connection and keep-alive, so
-//     once the level is raised it is recorded.
+//     withheld (proposal.Proposer.Advise). It is advisory and nobody waits
+//     for its answer; until the level is raised the range is reported as a
+//     gap, as a level-1 group always did. The leader proposes what it
+//     withheld once the level is raised (ProposeWithheld), and the
+//     publisher sends the range again on each new connection (to a new
+//     leader), so nothing of it is lost.
 //   - PublishKeyed (level 2): no proposer writes it yet; every Publish is
 //     written in the positional types of level 1, which carry the same
 //     request. A future proposer that writes it passes the same gate.
