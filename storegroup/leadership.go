@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/version"
 	"umstore/placement"
 	"umstore/wire"
 )
@@ -214,7 +215,7 @@ func (s *Store) checkPolicies(pongs map[string]*wire.Pong) {
 func (s *Store) pong(reqID uint64) *wire.Pong {
 	p := &wire.Pong{ReqID: reqID, Store: s.cfg.Name, Group: s.cfg.Group, Groups: len(s.cfg.OtherGroups) + 1,
 		Leading: s.IsLeader(), PolicyDigest: s.cfg.PolicyDigest, Policy: s.cfg.Policy,
-		FormatLevel: uint64(s.formatLevel()), ActiveLevel: uint64(s.activeLevel())}
+		FormatLevel: uint64(s.formatLevel()), ActiveLevel: uint64(s.activeLevel()), Version: version.String()}
 	if r := s.raftNode(); r != nil {
 		p.AppliedIndex, p.LastIndex = r.AppliedIndex(), r.LastIndex()
 	}

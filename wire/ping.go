@@ -41,8 +41,11 @@ type Pong struct {
 	// only once every member announced at least that level. 0 from a store
 	// older than the field, which reads level 1. ActiveLevel is the group's
 	// active level as the store applied it (0 from an older store).
+	// Version is the build of the store's binary (internal/version), ""
+	// from an older store.
 	FormatLevel uint64
 	ActiveLevel uint64
+	Version     string
 }
 
 // RangeDigest asks a group's leader for a digest of the messages of Source
