@@ -35,6 +35,7 @@ var shortKinds = []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, KillPubli
 var shortKindsPending = map[FaultKind]string{
 	DiskFull:    "room: as power-cut-all's; run `go run ./chaos --kinds disk-full` meanwhile",
 	Overlap:     "room: as power-cut-all's; run `go run ./chaos --kinds overlap` meanwhile",
+	UpgradeHost: "a machine with a build of the previous release: run `go run ./chaos --previous-bin DIR --kinds upgrade-host,kill-host,pause-host` (docs in kind_upgrade.go)",
 	PowerCutAll: "room: the twelve faults of the short variant already draw thirteen kinds, and pinning a seed that draws a fourteenth too, within shortBudget, needs a longer seed search or a fourth schedule; run `go run ./chaos --kinds power-cut-all` meanwhile",
 }
 
