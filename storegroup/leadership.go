@@ -104,6 +104,7 @@ func (s *Store) watchMembers() {
 		s.checkPolicies(pongs)
 		s.raiseLevel(pongs)          // levels.go
 		s.proposer.ProposeWithheld() // what the level held back, once raised
+		s.gateTestTick()             // gatetest_*.go: nothing outside the gate test
 		s.placeLeadership(time.Now())
 	}
 }

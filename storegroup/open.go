@@ -62,7 +62,9 @@ func OpenContext(ctx context.Context, cfg Config) (*Store, error) {
 	s.members = newMemberWatch()
 	s.metrics = newStoreMetrics(cfg.Name, cfg.Group)
 	s.proposer = proposal.New(s.raftNode, cfg.ApplyTimeout, s.metrics.stages)
-	s.proposer.Gate = s.gate // levels.go: nothing a member cannot read is proposed
+	if !gateTestUngated {
+		s.proposer.Gate = s.gate // levels.go: nothing a member cannot read is proposed
+	}
 	if err := s.open(ctx); err != nil {
 		s.abandon()
 		return nil, err
