@@ -85,7 +85,7 @@ func lastReplacementRestored(h *History) (time.Time, bool) {
 	var at time.Time
 	found := false
 	for _, f := range h.Faults {
-		if f.Kind != ReplaceHost {
+		if !replaces(f) {
 			continue
 		}
 		if f.Restored.IsZero() {
@@ -103,9 +103,16 @@ func lastReplacementRestored(h *History) (time.Time, bool) {
 func lastReplacedHost(h *History) string {
 	who := ""
 	for _, f := range h.Faults {
-		if f.Kind == ReplaceHost {
+		if replaces(f) {
 			who = f.Target
 		}
 	}
 	return who
+}
+
+// replaces reports whether a fault moved its host to another address: a
+// replace-host, or an overlap that replaced one host while the other lost
+// power.
+func replaces(f FaultRecord) bool {
+	return f.Kind == ReplaceHost || f.Kind == Overlap && strings.HasPrefix(f.Note, pairPowerCutReplace)
 }

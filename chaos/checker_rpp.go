@@ -43,8 +43,13 @@ type RPPReport struct {
 
 func (r *RPPReport) String() string {
 	var others []string
+	strangers := 0
 	for _, src := range sortedSources(r.TrimmedThrough) {
 		if src == r.Source {
+			continue
+		}
+		if strings.HasPrefix(src, floodSourcePrefix) || strings.HasPrefix(src, strangerSourcePrefix) {
+			strangers++ // hundreds per flood: counted, not listed
 			continue
 		}
 		others = append(others, fmt.Sprintf("%s released through %d (held at most %d, trims %s)", src, r.TrimmedThrough[src], r.MaxHeld[src], reasonsText(r.ReleasedBy[src])))
@@ -53,6 +58,9 @@ func (r *RPPReport) String() string {
 		r.Source, r.Mode, r.PacedStores, r.Stores, r.TrimmedThrough[r.Source], r.MaxHeld[r.Source], reasonsText(r.ReleasedBy[r.Source]), r.HeldBack, r.MaxLag, r.Releases, r.Excused)
 	if len(others) > 0 {
 		s += "; " + strings.Join(others, "; ")
+	}
+	if strangers > 0 {
+		s += fmt.Sprintf("; %d sources of strangers not listed", strangers)
 	}
 	return s
 }

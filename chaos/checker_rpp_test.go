@@ -241,3 +241,16 @@ func TestRPPWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestRPPReportCountsStrangersSources: the report names the run's own
+// sources and only counts a stranger's, of which one flood registers
+// hundreds (the short variant's summary line was 280 KB of them).
+func TestRPPReportCountsStrangersSources(t *testing.T) {
+	r := &RPPReport{Source: "s2", Mode: "blocking",
+		TrimmedThrough: map[string]uint64{"s1": 7, "s2": 9, floodSourcePrefix + "-ab-1": 0, floodSourcePrefix + "-ab-2": 0, strangerSourcePrefix + "-x": 0},
+		MaxHeld:        map[string]uint64{}}
+	got := r.String()
+	if !strings.Contains(got, "s1 released through 7") || !strings.Contains(got, "; 3 sources of strangers not listed") || strings.Contains(got, floodSourcePrefix+"-ab") {
+		t.Fatalf("report: %s", got)
+	}
+}

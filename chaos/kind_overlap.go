@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -16,7 +18,14 @@ import (
 //     the link heals at the end of the hold;
 //   - pause+catch-up: Fault.Host is wiped and started empty, and once its
 //     stores are catching up (or waiting their turn) the other host is
-//     frozen (SIGSTOP) for the hold, then thawed.
+//     frozen (SIGSTOP) for the hold, then thawed;
+//   - power-cut+replace: Fault.Host is replaced (as ReplaceHost: killed,
+//     wiped, started empty at another address) and, once its stores are
+//     catching up, the other host loses power (as LostWrites: every write
+//     it had not fsynced is gone) and comes back after the hold, so that
+//     the stores the replaced ones copy from restart on what their disk
+//     kept while the copies are under way. Drawn only with disks of the
+//     hosts' own (--slow-disks).
 //
 // The liveness rule for a pair: while it lasts the groups may lose their
 // quorum (a partition with a host down leaves group 1 one reachable
@@ -31,22 +40,33 @@ const Overlap FaultKind = "overlap"
 const (
 	pairPartitionRestart = "partition+restart"
 	pairPauseCatchUp     = "pause+catch-up"
+	pairPowerCutReplace  = "power-cut+replace"
 )
 
 func init() {
 	registerKind(&kindSpec{
 		Kind: Overlap, Order: 160, Weight: 1, Target: targetHost, OutlastsLease: true,
-		Help: "two faults at once: a partition while a host restarts, or the other host paused while a wiped host catches up",
+		Help: "two faults at once: a partition while a host restarts, the other host paused while a wiped host catches up, or the other host's power cut while a replaced host catches up",
 		Plan: func(rng *rand.Rand, f *Fault, cfg planConfig) {
 			f.Hold = between(rng, 2*time.Second, 6*time.Second)
-			f.Pair = pairPauseCatchUp
-			if cfg.Partitions && rng.IntN(2) == 0 {
-				f.Pair = pairPartitionRestart
+			pairs := []string{pairPauseCatchUp}
+			if cfg.Partitions {
+				pairs = append(pairs, pairPartitionRestart)
 			}
+			if cfg.SlowDisks {
+				pairs = append(pairs, pairPowerCutReplace)
+			}
+			f.Pair = pairs[rng.IntN(len(pairs))]
 		},
 		Describe: func(f Fault) string { return " " + f.Pair },
+		Prepare: func(ctx context.Context, n *nemesis, f Fault, rec *FaultRecord) error {
+			if f.Pair != pairPowerCutReplace {
+				return nil
+			}
+			return prepareReplacement(ctx, n, f, rec)
+		},
 		Inject: func(ctx context.Context, n *nemesis, f Fault, rec *FaultRecord) error {
-			rec.Note = f.Pair
+			rec.Note = joinNote(f.Pair, rec.Note)
 			h := n.c.host(f.Host)
 			switch f.Pair {
 			case pairPartitionRestart:
@@ -76,6 +96,8 @@ func init() {
 				}
 				_ = sleepCtx(ctx, f.Hold)
 				return other.resume()
+			case pairPowerCutReplace:
+				return n.powerCutDuringReplace(ctx, f, rec)
 			}
 			return fmt.Errorf("unknown overlap %q", f.Pair)
 		},
@@ -99,4 +121,41 @@ func waitJoining(ctx context.Context, h *host, limit time.Duration) {
 			return
 		}
 	}
+}
+
+// powerCutDuringReplace replaces f.Host (started at once, not after the
+// hold) and cuts the other host's power once the replaced host's stores
+// are catching up; the other host starts again after the hold.
+func (n *nemesis) powerCutDuringReplace(ctx context.Context, f Fault, rec *FaultRecord) error {
+	other := n.c.otherHost(n.c.host(f.Host))
+	if other.disk == nil {
+		return errors.New("an overlap with a power cut was planned but the hosts have no disks of their own (--slow-disks=false)")
+	}
+	h, mv, err := n.moveWiped(f)
+	if err != nil {
+		return err
+	}
+	if err := h.start(fmt.Sprintf("replaced (overlap): data directory wiped, at %s with %s", mv.addr, filepath.Base(mv.file.Path))); err != nil {
+		return err
+	}
+	waitJoining(ctx, h, 20*time.Second)
+	note, err := powerCut(other)
+	rec.Note = joinNote(rec.Note, "power cut of "+other.name+": "+note)
+	if err != nil {
+		return err
+	}
+	n.log.Info("power cut while a replaced host catches up", "host", other.name, "lost", note)
+	_ = sleepCtx(ctx, f.Hold)
+	return other.start("restart after a power cut while the other host was replaced (overlap)")
+}
+
+// joinNote joins the non-empty parts of a fault's note.
+func joinNote(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -77,23 +77,34 @@ func prepareReplacement(ctx context.Context, n *nemesis, f Fault, rec *FaultReco
 
 // replaceHost is the replacement itself: kill, wipe, move, start.
 func (n *nemesis) replaceHost(ctx context.Context, f Fault, rec *FaultRecord) error {
+	h, mv, err := n.moveWiped(f)
+	if err != nil {
+		return err
+	}
+	_ = sleepCtx(ctx, f.Hold)
+	return h.start(fmt.Sprintf("replaced: data directory wiped, at %s with %s", mv.addr, filepath.Base(mv.file.Path)))
+}
+
+// moveWiped takes the replacement prepared for f: it kills f.Host's
+// daemon, wipes its data directory and moves it to its new address; the
+// caller starts it.
+func (n *nemesis) moveWiped(f Fault) (*host, *replacement, error) {
 	mv := n.move
 	n.move = nil
 	if mv == nil || mv.host != f.Host {
-		return errors.New("a replace-host fault was injected without its preparation")
+		return nil, nil, fmt.Errorf("a %s fault was injected without its preparation", f.Kind)
 	}
 	h := n.c.host(f.Host)
 	h.kill9()
 	if err := h.wipe(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	from, err := h.moveTo(mv.addr, mv.file.Path)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	n.log.Info("host replaced", "host", f.Host, "from", from, "to", mv.addr, "deployment", filepath.Base(mv.file.Path))
-	_ = sleepCtx(ctx, f.Hold)
-	return h.start(fmt.Sprintf("replaced: data directory wiped, at %s with %s", mv.addr, filepath.Base(mv.file.Path)))
+	n.log.Info("host replaced", "host", f.Host, "kind", f.Kind, "from", from, "to", mv.addr, "deployment", filepath.Base(mv.file.Path))
+	return h, mv, nil
 }
 
 // handOut gives file to every running client whose deployment file places

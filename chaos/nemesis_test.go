@@ -209,18 +209,22 @@ func TestTagPid(t *testing.T) {
 // the plan must pin it again: the failure prints the seed and plan to paste.
 func TestShortVariantPlan(t *testing.T) {
 	want := []string{
-		"wipe-crash host A for 3s (+ kill-receiver s1 at 2.8s, new session)",
-		"stranger host B for 2.8s (+ kill-publisher s1 at 1s)",
-		"slow-disk host A to 45 writes/s for 6.3s (+ kill-publisher s2 at 3.2s) (+ kill-receiver s2 at 1.4s, new session)",
-		"replace-host host A for 4.1s (+ kill-publisher s2 at 3s)",
-		"replace-host host A for 2.4s",
-		"wipe-host host A for 4.1s (+ kill-receiver s2 at 2.1s)",
-		"clock-jump host B by -22m0s, then to +22m0s, then back for 2.5s",
-		"partition A|B for 5.6s",
-		"kill-host host B for 4.4s (+ kill-receiver s2 at 800ms)",
-		"corrupt-store host A 2 stores after kill -9 for 2.2s",
-		"pause-host host A for 5.8s",
-		"lost-writes host A for 1s",
+		"wipe-host host B for 3.6s",
+		"power-cut-all for 1.3s (+ kill-publisher s1 at 200ms) (+ kill-receiver s2 at 100ms)",
+		"slow-disk host A to 26 writes/s for 2.1s",
+		"lost-writes host A for 2.3s (+ kill-publisher s2 at 1.2s)",
+		"partition A|B for 5.9s",
+		"kill-host host A for 2.4s",
+		"overlap host A partition+restart for 2.8s",
+		"disk-full host B for 3.2s",
+		"pause-host host A for 3s (+ kill-receiver s1 at 2.1s)",
+		"stranger host A for 4.2s",
+		"clock-jump host B by +50m0s, then to -50m0s, then back for 4.5s (+ kill-publisher s2 at 1.9s)",
+		"corrupt-store host A 2 stores after kill -9 for 2.9s (+ kill-receiver s1 at 1.1s, new session)",
+		"kill-host host A for 2.3s (+ kill-receiver s2 at 1.1s)",
+		"wipe-host host B for 2.6s",
+		"replace-host host B for 3.9s",
+		"wipe-crash host B for 1.5s (+ kill-receiver s2 at 700ms)",
 	}
 	if seed := shortVariantSeed(shortKinds); seed != shortSeed {
 		t.Errorf("the first seed that draws every kind in shortKinds is %d, not shortSeed %d", seed, shortSeed)
@@ -259,21 +263,34 @@ func quoted(ss []string) string {
 	return b.String()
 }
 
-// TestOverlapDrawsBothPairs: an overlap draws each of its pairs, and the
-// partition's only with partitions on.
-func TestOverlapDrawsBothPairs(t *testing.T) {
-	for _, partitions := range []bool{true, false} {
+// TestOverlapDrawsEveryPair: an overlap draws each of its pairs, the
+// partition's only with partitions on and the power cut's only with disks.
+func TestOverlapDrawsEveryPair(t *testing.T) {
+	for _, tc := range []struct {
+		partitions, disks bool
+		want              []string
+	}{
+		{true, true, []string{pairPauseCatchUp, pairPartitionRestart, pairPowerCutReplace}},
+		{true, false, []string{pairPauseCatchUp, pairPartitionRestart}},
+		{false, true, []string{pairPauseCatchUp, pairPowerCutReplace}},
+		{false, false, []string{pairPauseCatchUp}},
+	} {
 		pairs := map[string]int{}
 		for seed := int64(0); seed < 50; seed++ {
-			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
+			for _, f := range planSchedule(scheduleRand(seed, 0), planConfig{Faults: 4, Partitions: tc.partitions, SlowDisks: tc.disks, Sources: []string{"s1"}, Only: []FaultKind{Overlap}}) {
 				if f.Kind != Overlap || (f.Host != "A" && f.Host != "B") {
 					t.Fatalf("seed %d: %+v", seed, f)
 				}
 				pairs[f.Pair]++
 			}
 		}
-		if pairs[pairPauseCatchUp] == 0 || (pairs[pairPartitionRestart] == 0) == partitions {
-			t.Errorf("partitions %v: pairs drawn %v", partitions, pairs)
+		if len(pairs) != len(tc.want) {
+			t.Errorf("partitions %v, disks %v: pairs drawn %v, want %v", tc.partitions, tc.disks, pairs, tc.want)
+		}
+		for _, p := range tc.want {
+			if pairs[p] == 0 {
+				t.Errorf("partitions %v, disks %v: pairs drawn %v, want %v", tc.partitions, tc.disks, pairs, tc.want)
+			}
 		}
 	}
 }

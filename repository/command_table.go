@@ -65,6 +65,7 @@ func init() {
 		CmdPublishKeyed:       command("PublishKeyed", decodePublishKeyed, (*applier).publishKeyed),
 		CmdUnpublished:        command("Unpublished", decodeUnpublished, (*applier).unpublished),
 		CmdActiveLevel:        command("ActiveLevel", decodeActiveLevel, (*applier).activeLevel),
+		CmdForgetSource:       command("ForgetSource", decodeForgetSource, (*applier).forgetSource),
 	}
 }
 

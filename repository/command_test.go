@@ -51,6 +51,7 @@ var goldenCommands = []struct {
 	{"publishas-checksums-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}, Checksums: []uint32{0x9a71bb4c, 0}}}},
 	{"unpublished-v1.hex", Unpublished{Source: "orders", Session: "pub-7:3", From: 11, To: 4106}},
 	{"activelevel-v1.hex", ActiveLevel{Level: 2}},
+	{"forgetsource-v1.hex", ForgetSource{Source: "orders", Session: "pub-7:3"}},
 }
 
 func readGolden(t *testing.T, name string) []byte {
@@ -212,6 +213,12 @@ type libActiveLevel struct {
 	Level    uint64
 }
 
+type libForgetSource struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Source   string
+	Session  string
+}
+
 type libExpireSession struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Source   string
@@ -299,6 +306,10 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				v := libDecode[libActiveLevel](t, data)
 				lib, back = ActiveLevel{v.Level}, c
 				checkLibEncoded(t, CmdActiveLevel|IgnorableFlag, &libActiveLevel{Level: c.Level}, c)
+			case ForgetSource:
+				v := libDecode[libForgetSource](t, data)
+				lib, back = ForgetSource{v.Source, v.Session}, c
+				checkLibEncoded(t, CmdForgetSource, &libForgetSource{Source: c.Source, Session: c.Session}, c)
 			case ExpireSession:
 				v := libDecode[libExpireSession](t, data)
 				lib, back = ExpireSession{v.Source, v.Session, v.UnixNano}, c

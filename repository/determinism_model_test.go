@@ -13,7 +13,9 @@ import (
 // a trim deletes everything at or below the lower of its Through and the
 // highest sequence number ever stored, and nothing at or below the highest
 // such point is stored again; a session is expired only if it is the one
-// the last registration (or expiry) left.
+// the last registration (or expiry) left; a source is forgotten whole only
+// if no session holds it, the one freed last is the one named, and it
+// never held a message or a receiver's record.
 type model struct {
 	msgs      map[string]map[uint64][]byte
 	regs      map[string]Register
@@ -61,6 +63,20 @@ func (m *model) apply(e Entry) {
 		}
 		m.session[c.Source] = ""
 		m.expired[c.Source] = c
+	case ForgetSource:
+		if m.msgs[c.Source] == nil || c.Session == "" || m.session[c.Source] != "" || m.expired[c.Source].Session != c.Session ||
+			m.high[c.Source] != 0 || m.trimmed[c.Source] != 0 || len(m.receivers[c.Source]) != 0 {
+			return
+		}
+		delete(m.msgs, c.Source)
+		delete(m.regs, c.Source)
+		delete(m.created, c.Source)
+		delete(m.receivers, c.Source)
+		delete(m.high, c.Source)
+		delete(m.trimmed, c.Source)
+		delete(m.session, c.Source)
+		delete(m.expired, c.Source)
+		delete(m.pacing, c.Source)
 	case Publish:
 		if c.FirstSeq > MaxSeq || uint64(len(c.Payloads))-1 > MaxSeq-c.FirstSeq {
 			return // above the ceiling: refused, nothing created

@@ -21,7 +21,7 @@ import (
 // without messages, through 0) and publishes below the point trimmed, session
 // expiries (of the session recorded, of a stale one, repeated, of a source
 // the group does not hold, with an empty session) and registrations after
-// them, publishes reaching above the sequence-number ceiling, member
+// them, forgotten sources (carried out, and refused as not empty or held), publishes reaching above the sequence-number ceiling, member
 // addresses (recorded, the same again, moved again, refused), malformed and
 // ignorable entries, entries without a command, and holes in the raft
 // indexes (raft does not hand no-op entries to the FSM).
@@ -44,6 +44,9 @@ func randomLog(seed uint64, n int) []Entry {
 		case g.xrng.IntN(100) < 3:
 			index++
 			data = g.expiry(index)
+		case g.frng.IntN(100) < 2:
+			index++
+			data = g.forget()
 		default:
 			index += 1 + uint64(g.rng.IntN(10)/9) // an occasional hole
 			data = g.entry(index)
@@ -63,6 +66,7 @@ type logGen struct {
 	crng *rand.Rand // publishes reaching above the ceiling, refused wherever they come
 	vrng *rand.Rand // receiver registrations, expiries, forgets and paced registrations
 	mrng *rand.Rand // member addresses
+	frng *rand.Rand // forgotten sources
 
 	sources          []string
 	registered       []string // sources, and epsilon, which is only ever registered
@@ -79,6 +83,7 @@ func newLogGen(seed uint64) *logGen {
 		crng:             rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
 		vrng:             rand.New(rand.NewPCG(seed, seed^0x61c8864680b583eb)),
 		mrng:             rand.New(rand.NewPCG(seed, seed^0x94d049bb133111eb)),
+		frng:             rand.New(rand.NewPCG(seed, seed^0xbf58476d1ce4e5b9)),
 		sources:          sources,
 		registered:       append(slices.Clone(sources), "epsilon"),
 		high:             map[string]uint64{},
@@ -119,6 +124,19 @@ func (g *logGen) expiry(index uint64) []byte {
 		s = ""
 	}
 	return EncodeExpireSession(ExpireSession{Source: src, Session: s, UnixNano: int64(index)})
+}
+
+// forget is a ForgetSource: mostly of the session last registered (which
+// an expiry may have freed), sometimes of another; of any source, so that
+// most are refused (published, held, receivers recorded) and epsilon,
+// which is only ever registered, is forgotten now and then.
+func (g *logGen) forget() []byte {
+	src := g.registered[g.frng.IntN(len(g.registered))]
+	s := g.session[src]
+	if g.frng.IntN(4) == 0 {
+		s = fmt.Sprintf("s%d", g.frng.IntN(3))
+	}
+	return EncodeForgetSource(ForgetSource{Source: src, Session: s})
 }
 
 // entry is one of the first kinds of entries.

@@ -153,6 +153,9 @@ func libRead(data []byte, cmd any) (lib any, err error) {
 	case ActiveLevel:
 		var v libActiveLevel
 		err, lib = msgpack.Unmarshal(data[1:], &v), ActiveLevel{v.Level}
+	case ForgetSource:
+		var v libForgetSource
+		err, lib = msgpack.Unmarshal(data[1:], &v), ForgetSource{v.Source, v.Session}
 	case MemberAddress:
 		var v libMemberAddress
 		err, lib = msgpack.Unmarshal(data[1:], &v), MemberAddress{v.Name, v.RaftAddr, v.ClientAddr, v.UnixNano}

@@ -70,6 +70,8 @@ func encode(cmd any) []byte {
 		return EncodeUnpublished(c)
 	case ActiveLevel:
 		return EncodeActiveLevel(c)
+	case ForgetSource:
+		return EncodeForgetSource(c)
 	}
 	panic(fmt.Sprintf("encode: unsupported %T", cmd))
 }

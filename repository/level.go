@@ -41,7 +41,7 @@ type Level struct {
 // A row is never changed once released.
 var levels = []Level{
 	{Level: 1, Release: "v0.1.0", Adds: "command types 1-15, snapshot stream UMSNAP02 (records g p m s), repository format 3"},
-	{Level: 2, Release: "unreleased", Adds: "command types 16 PublishKeyed, 17 Unpublished, 18 ActiveLevel; snapshot record l (the active level)"},
+	{Level: 2, Release: "unreleased", Adds: "command types 16 PublishKeyed, 17 Unpublished, 18 ActiveLevel, 19 ForgetSource; snapshot record l (the active level)"},
 }
 
 // Levels returns the table of format levels this binary knows, oldest
@@ -54,6 +54,7 @@ var introducedAt = map[CommandType]int{
 	CmdPublishKeyed: 2,
 	CmdUnpublished:  2,
 	CmdActiveLevel:  2,
+	CmdForgetSource: 2,
 }
 
 // IntroducedAt returns the format level that added command type t (its

@@ -105,6 +105,8 @@ func TestGate(t *testing.T) {
 		{"Unpublished at level 1", EncodeUnpublished(Unpublished{Source: "a", From: 1, To: 2}), 1, false, true},
 		{"Unpublished at level 2", EncodeUnpublished(Unpublished{Source: "a", From: 1, To: 2}), 2, true, true},
 		{"ActiveLevel at level 1", EncodeActiveLevel(ActiveLevel{Level: 2}), 1, true, false},
+		{"ForgetSource at level 1", EncodeForgetSource(ForgetSource{Source: "a", Session: "s"}), 1, false, true},
+		{"ForgetSource at level 2", EncodeForgetSource(ForgetSource{Source: "a", Session: "s"}), 2, true, true},
 		{"empty", nil, 1, true, false},
 	}
 	for _, tt := range tests {

@@ -19,25 +19,49 @@ type Message struct {
 
 // Sources describes every source's repository, sorted by name.
 func (r *Repo) Sources() ([]SourceInfo, error) {
-	var out []SourceInfo
-	err := r.view(func(tx *bolt.Tx) error {
+	out, _, err := r.SourcesPage("", 0, 0)
+	return out, err
+}
+
+// SourcesPage lists, in name order, the sources named after after: at
+// most limit of them and, once they add up to maxBytes of names, gaps and
+// declared ranges, no more (0 bounds neither). next is the name of the last
+// one listed when more follow, "" when the list is complete: an answer to
+// a client holds one page, so that no number of sources makes a frame too
+// large to send or costs the leader more than a page per request.
+func (r *Repo) SourcesPage(after string, limit, maxBytes int) (out []SourceInfo, next string, err error) {
+	err = r.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketSources).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		k, v := c.First()
+		if after != "" {
+			k, v = c.Seek([]byte(after))
+			if k != nil && string(k) == after {
+				k, v = c.Next()
+			}
+		}
+		size := 0
+		for ; k != nil; k, v = c.Next() {
 			if v != nil {
 				continue // not a source bucket
+			}
+			if (limit > 0 && len(out) >= limit) || (maxBytes > 0 && size >= maxBytes) {
+				next = out[len(out)-1].Name
+				return nil
 			}
 			st, err := loadState(tx, string(k))
 			if err != nil {
 				return err
 			}
-			out = append(out, st.info(string(k)))
+			in := st.info(string(k))
+			out = append(out, in)
+			size += len(in.Name) + 16*(len(in.Gaps)+len(in.Unpublished)) + 32
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list sources of %s: %w", r.path, err)
+		return nil, "", fmt.Errorf("list sources of %s: %w", r.path, err)
 	}
-	return out, nil
+	return out, next, nil
 }
 
 // Source describes one source's repository; ok is false if the group has

@@ -56,12 +56,17 @@ func TestSilentPublisherExpires(t *testing.T) {
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = timeout })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// A publisher registers in both groups and then vanishes (no goodbye,
-	// no keep-alive): what a kill -9 leaves behind.
+	// A publisher registers in both groups, publishes one message and then
+	// vanishes (no goodbye, no keep-alive): what a kill -9 leaves behind.
+	// (A source that never held a message is forgotten once freed:
+	// TestEmptySourceIsForgotten.)
 	d := &wire.Dialer{Client: "doomed publisher"}
 	for g, addrs := range c.Addrs() {
 		gc := groupclient.New(g+1, addrs, d)
 		if _, err := gc.Call(ctx, &wire.Register{Source: "orphan", Session: "doomed"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gc.Call(ctx, &wire.Publish{Source: "orphan", FirstSeq: 1, Payloads: [][]byte{[]byte("last words")}}); err != nil {
 			t.Fatal(err)
 		}
 		gc.Close()
@@ -93,6 +98,62 @@ func TestSilentPublisherExpires(t *testing.T) {
 		}
 		return true
 	})
+	p.Close()
+}
+
+// A client that registers names, publishes nothing and leaves does not
+// make the stores keep them: once freed (silent, or said goodbye), a
+// source that never held a message is forgotten by every store of every
+// group, and its name registers afresh. A source with a message is kept.
+func TestEmptySourceIsForgotten(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = timeout })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := &wire.Dialer{Client: "careless client"}
+	for g, addrs := range c.Addrs() {
+		gc := groupclient.New(g+1, addrs, d)
+		for _, src := range []string{"ghost-1", "ghost-2", "kept"} {
+			if _, err := gc.Call(ctx, &wire.Register{Source: src, Session: "gone"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := gc.Call(ctx, &wire.Publish{Source: "kept", FirstSeq: 1, Payloads: [][]byte{[]byte("held")}}); err != nil {
+			t.Fatal(err)
+		}
+		gc.Close()
+	}
+	// A publisher that says goodbye without publishing: freed at once.
+	p, err := newPub(ctx, c, "ghost-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	c.Eventually(15*time.Second, "every store of both groups forgot the sources that never held a message", func() bool {
+		for g := 1; g <= 2; g++ {
+			for _, m := range c.Members(g) {
+				repo := c.Store(m.Name).Repository()
+				for _, src := range []string{"ghost-1", "ghost-2", "ghost-3"} {
+					if _, held, _ := repo.Source(src); held {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	for g := 1; g <= 2; g++ {
+		for _, m := range c.Members(g) {
+			if in, held, _ := c.Store(m.Name).Repository().Source("kept"); !held || in.HighSeq != 1 {
+				t.Fatalf("store %s: the source with a message: %+v held %v", m.Name, in, held)
+			}
+		}
+	}
+	p, err = newPub(ctx, c, "ghost-1")
+	if err != nil {
+		t.Fatalf("a forgotten name registered again: %v", err)
+	}
 	p.Close()
 }
 

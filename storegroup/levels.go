@@ -34,6 +34,12 @@ import (
 //     withheld once the level is raised (ProposeWithheld), and the
 //     publisher sends the range again on each new connection (to a new
 //     leader), so nothing of it is lost.
+//   - ForgetSource (level 2), the leader's word that a freed source which
+//     never held a message can be dropped: withheld like Unpublished, and
+//     proposed once the level is raised (the entry decides from the
+//     group's record when it applies, so a late one loses nothing); until
+//     then the empty record stays, as a level-1 group keeps it
+//     (activity.go).
 //   - PublishKeyed (level 2): no proposer writes it yet; every Publish is
 //     written in the positional types of level 1, which carry the same
 //     request. A future proposer that writes it passes the same gate.

@@ -12,15 +12,18 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"umstore/internal/clustertest"
+	"umstore/internal/groupclient"
 	"umstore/publisher"
 	"umstore/repository"
 	"umstore/storegroup"
+	"umstore/wire"
 )
 
 // oldMember returns a Tune that makes store name run as a binary of
 // format level 1 (v0.1.0) while old is set.
 func oldMember(name string, old *atomic.Bool) func(*storegroup.Config) {
 	return func(cfg *storegroup.Config) {
+		cfg.SourceActivityTimeout = time.Second
 		if cfg.Name == name && old.Load() {
 			storegroup.EmulateLevel(cfg, 1)
 		}
@@ -84,7 +87,9 @@ func TestMixedGroupLevel(t *testing.T) {
 	var old atomic.Bool
 	old.Store(true)
 	c := clustertest.Start(t, 1, oldMember("G1S3", &old))
+	leadFromNew(t, c, "G1S3")
 	publishSome(t, c, "mixed", 20)
+	ghost(t, c, "ghost") // registered and left: freed, never held a message
 
 	// Mixed: several rounds of pings, and the level stays at 1.
 	c.Eventually(10*time.Second, "the leader says G1S3 holds the level back", func() bool {
@@ -103,6 +108,15 @@ func TestMixedGroupLevel(t *testing.T) {
 	if err := c.Store("G1S3").Err(); err != nil {
 		t.Fatalf("the level-1 member stopped: %v", err)
 	}
+	c.Eventually(10*time.Second, "the silent ghost's session is freed", func() bool {
+		in, held, _ := c.WaitLeader(1, 10*time.Second).Repository().Source("ghost")
+		return held && in.Session == ""
+	})
+	for _, m := range c.Members(1) {
+		if _, held, _ := c.Store(m.Name).Repository().Source("ghost"); !held {
+			t.Fatalf("%s forgot an empty source at level 1 (ForgetSource is of level 2)", m.Name)
+		}
+	}
 
 	// Upgrade G1S3: the level rises on every store.
 	old.Store(false)
@@ -115,6 +129,14 @@ func TestMixedGroupLevel(t *testing.T) {
 	if err := c.WaitLeader(1, 10*time.Second).Propose(unpublished("mixed")); err != nil {
 		t.Fatalf("Unpublished at level 2: %v", err)
 	}
+	c.Eventually(10*time.Second, "the withheld ForgetSource is written once the level is raised", func() bool {
+		for _, m := range c.Members(1) {
+			if _, held, _ := c.Store(m.Name).Repository().Source("ghost"); held {
+				return false
+			}
+		}
+		return true
+	})
 
 	// Back to the old binary after finalization: the level stays.
 	old.Store(true)
@@ -145,6 +167,41 @@ func TestMixedGroupLevel(t *testing.T) {
 	})
 }
 
+// leadFromNew moves group 1's leadership away from the store old, if it
+// leads (its own proposals are not what a test of the new binary's gate
+// is about), and returns the leader.
+func leadFromNew(t *testing.T, c *clustertest.Cluster, old string) *storegroup.Store {
+	t.Helper()
+	leader := c.WaitLeader(1, 10*time.Second)
+	if leader.Status().Name != old {
+		return leader
+	}
+	for _, m := range c.Members(1) {
+		if m.Name != old && leader.TransferLeadership(m) == nil {
+			break
+		}
+	}
+	c.Eventually(10*time.Second, "a new binary leads", func() bool {
+		l := c.Leader(1)
+		return l != nil && l.Status().Name != old
+	})
+	return c.Leader(1)
+}
+
+// ghost registers source with a session that then goes silent: the
+// leader frees it after the activity timeout, and, the source holding
+// nothing, asks the group to forget it (ForgetSource).
+func ghost(t *testing.T, c *clustertest.Cluster, source string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gc := groupclient.New(1, c.Addrs()[0], &wire.Dialer{Client: "careless client"})
+	defer gc.Close()
+	if _, err := gc.Call(ctx, &wire.Register{Source: source, Session: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // keyedPublish is a PublishKeyed entry (type 16): level 2, and not
 // ignorable, so a binary of level 1 stops on it.
 func keyedPublish(t *testing.T, source string) []byte {
@@ -165,22 +222,7 @@ func TestUngatedTypeStopsOldMember(t *testing.T) {
 	var old atomic.Bool
 	old.Store(true)
 	c := clustertest.Start(t, 1, oldMember("G1S3", &old))
-	leader := c.WaitLeader(1, 10*time.Second)
-	if leader.Status().Name == "G1S3" {
-		// The old member leading would test its own proposals; move it.
-		for _, m := range c.Members(1) {
-			if m.Name != "G1S3" {
-				if err := leader.TransferLeadership(m); err == nil {
-					break
-				}
-			}
-		}
-		c.Eventually(10*time.Second, "a new binary leads", func() bool {
-			l := c.Leader(1)
-			return l != nil && l.Status().Name != "G1S3"
-		})
-		leader = c.Leader(1)
-	}
+	leader := leadFromNew(t, c, "G1S3")
 	publishSome(t, c, "k", 5)
 
 	err := leader.Propose(keyedPublish(t, "k2"))

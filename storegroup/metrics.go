@@ -27,6 +27,7 @@ type storeMetrics struct {
 	refusedPeers [raftport.NumRefusals]atomic.Uint64 // raft connections, by raftport.Refusal
 	leaderMoves  atomic.Uint64                       // leadership handed to the preferred host (leadership.go)
 	mismatches   atomic.Uint64                       // sequence numbers another group holds otherwise (repair_verify.go)
+	forgotten    atomic.Uint64                       // empty sources this store, leading, had the group forget (activity.go)
 
 	entriesWithheld atomic.Uint64 // raft log entries of this store's not sent: damaged (entrycheck.go)
 	entriesRefused  atomic.Uint64 // raft log entries that arrived damaged and were refused (entrycheck.go)
@@ -125,6 +126,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("umstore_catching_up", "1 while the store rejoined empty and has not caught up (its vote is gated).", b2f(st.CatchingUp))
 	gauge("umstore_waiting_to_join", "1 while an empty store waits for its turn in the staged restart.", b2f(st.WaitingToJoin))
 	gauge("umstore_repair_pending_messages", "Messages the last repair pass found missing.", float64(st.Repair.Pending))
+	counter("umstore_sources_forgotten_total", "Sources that never held a message, forgotten through the log once their publisher was freed, by this store while it led.", m.forgotten.Load())
 	counter("umstore_repair_passes_total", "Repair passes run as leader.", st.Repair.Passes)
 	counter("umstore_repair_messages_total", "Messages copied from other groups.", st.Repair.RepairedMessages)
 	counter("umstore_repair_bytes_total", "Payload bytes copied from other groups.", st.Repair.RepairedBytes)

@@ -75,7 +75,7 @@ func TestShapes(t *testing.T) {
 	for typ, want := range map[Type]string{
 		TypeAck:        "Ack[6]",
 		TypeFetchReply: "FetchReply[9: 6=[]Msg[3] 8=[]Range[2]]",
-		TypeSourceList: "SourceList[4: 3=[]SourceState[8: 4=[]Range[2] 6=[]Range[2]]]",
+		TypeSourceList: "SourceList[5: 3=[]SourceState[8: 4=[]Range[2] 6=[]Range[2]]]",
 		TypeNak:        "Nak[6: 5=[]Range[2]]",
 	} {
 		if got := shapes[typ].String(); got != want {

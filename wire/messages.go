@@ -306,11 +306,14 @@ type Range struct {
 	To       uint64
 }
 
-// Sources asks a group's leader for the state of every source it holds;
-// another group's leader uses the answer to find what it misses.
+// Sources asks a group's leader for the state of the sources it holds, in
+// name order, from the first named after After ("" from the first); another
+// group's leader uses the answer to find what it misses. The answer holds
+// one page (SourceList.Next); a store older than paging answers all of them.
 type Sources struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
+	After    string
 }
 
 // SourceState is one source as a group holds it.
@@ -333,13 +336,16 @@ type SourceState struct {
 	Conflicts uint64
 }
 
-// SourceList answers Sources.
+// SourceList answers Sources with one page of the group's sources. Next,
+// when not empty, is the After of the request for the next page; "" means
+// the list is complete (and from a store older than paging, always).
 type SourceList struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	ReqID    uint64
 	Group    int
 	GroupID  string
 	Sources  []SourceState
+	Next     string
 }
 
 // Subscribe asks a group's leader to push the messages of Source from

@@ -16,7 +16,7 @@ func TestLinesNameTheFormats(t *testing.T) {
 		"client protocol: version 1\n",
 		"command types: 1 InitGroup, 2 Register, 3 Publish, ",
 		", 9 PublishChecksums, 10 PublishAsChecksums, ",
-		", 16 PublishKeyed, 17 Unpublished, 18 ActiveLevel\n",
+		", 16 PublishKeyed, 17 Unpublished, 18 ActiveLevel, 19 ForgetSource\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("formats.String() lacks %q; it is:\n%s", want, got)

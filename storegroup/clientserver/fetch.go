@@ -85,17 +85,28 @@ func servedMsgs(msgs []repository.Message) []wire.Msg {
 	return out
 }
 
-// sources answers a Sources request with the sources who may see
-// (publish or receive): a client identity learns nothing of the others.
+// A Sources answer holds at most sourcesPageCount sources, and stops
+// adding them past sourcesPageBytes of names and ranges: well inside a
+// frame (wire.DefaultMaxFrame) whatever a client registered, and a page of
+// work for the leader per request.
+const (
+	sourcesPageCount = 2000
+	sourcesPageBytes = 2 << 20
+)
+
+// sources answers a Sources request with one page of the sources who may
+// see (publish or receive): a client identity learns nothing of the others,
+// not even how many there are (a page filtered to nothing still says where
+// the next begins).
 func (cs *Server) sources(m *wire.Sources, who *clientperm.Identity) wire.Message {
-	infos, err := cs.Repo.Sources()
+	infos, next, err := cs.Repo.SourcesPage(m.After, sourcesPageCount, sourcesPageBytes)
 	if err != nil {
 		return &wire.Error{ReqID: m.ReqID, Code: wire.CodeInternal, Message: err.Error()}
 	}
 	if who != nil {
 		infos = slices.DeleteFunc(infos, func(in repository.SourceInfo) bool { return !who.MaySee(in.Name) })
 	}
-	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.Group, GroupID: cs.Repo.GroupID(), Sources: make([]wire.SourceState, len(infos))}
+	rep := &wire.SourceList{ReqID: m.ReqID, Group: cs.Group, GroupID: cs.Repo.GroupID(), Sources: make([]wire.SourceState, len(infos)), Next: next}
 	for i, in := range infos {
 		st := wire.SourceState{Name: in.Name, HighSeq: in.HighSeq, LowSeq: in.LowSeq, Count: in.Count, Released: in.TrimmedThrough, Unpublished: wireRanges(in.Unpublished)}
 		if cs.Conflicts != nil {

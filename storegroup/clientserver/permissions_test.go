@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"umstore/internal/clientperm"
+	"umstore/internal/groupclient"
 	"umstore/internal/testpki"
 	"umstore/repository"
 	"umstore/wire"
@@ -263,6 +265,65 @@ func TestIdentitySourcesList(t *testing.T) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s sees %v, want %v", tc.token, got, tc.want)
+		}
+	}
+}
+
+// TestSourcesArePaged: a leader answers Sources a page at a time, a page
+// an identity may see none of still says where the next begins, and
+// groupclient joins the pages into the whole list, each source once.
+func TestSourcesArePaged(t *testing.T) {
+	cs := testServer(t, Limits{}, nil, func(d *Deps) {
+		d.Token = deploymentToken
+		d.Identities = testIdentities(t)
+	})
+	n := sourcesPageCount*2 + 7
+	var entries []repository.Entry
+	for i := range n {
+		name := fmt.Sprintf("bulk.%05d", i)
+		entries = append(entries, repository.Entry{Index: uint64(i + 1), Term: 1, Data: repository.EncodeRegister(repository.Register{Source: name, Session: "s", UnixNano: 1})})
+	}
+	entries = append(entries, repository.Entry{Index: uint64(n + 1), Term: 1, Data: repository.EncodeRegister(repository.Register{Source: "orders.eu", Session: "s", UnixNano: 1})})
+	if _, err := cs.Repo.Apply(entries); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := dialToken(t, cs, deploymentToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = raw.NetConn().SetDeadline(time.Now().Add(5 * time.Second))
+	if err := raw.Send(&wire.Sources{ReqID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := raw.Read(); err != nil {
+		t.Fatal(err)
+	} else if l, ok := m.(*wire.SourceList); !ok || len(l.Sources) != sourcesPageCount || l.Next != l.Sources[len(l.Sources)-1].Name {
+		t.Fatalf("the first page: %T, want %d sources and the last one's name as Next", m, sourcesPageCount)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{
+		{deploymentToken, n + 1},
+		{"billing-token", 1}, // sees orders.eu only, after three pages
+	} {
+		c := groupclient.New(1, []string{cs.Addr().String()}, &wire.Dialer{Client: "test", Token: tc.token})
+		list, err := c.Sources(ctx)
+		c.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.token, err)
+		}
+		seen := map[string]bool{}
+		for _, s := range list.Sources {
+			if seen[s.Name] {
+				t.Fatalf("%s: %s listed twice", tc.token, s.Name)
+			}
+			seen[s.Name] = true
+		}
+		if len(seen) != tc.want || list.Next != "" {
+			t.Fatalf("%s: %d sources listed, next %q; want %d", tc.token, len(seen), list.Next, tc.want)
 		}
 	}
 }

@@ -169,8 +169,8 @@ Probe = _frame(11, "Probe", [("ReqID", U64)])
 ProbeReply = _frame(12, "ProbeReply", [("ReqID", U64), ("Store", STR), ("Group", INT), ("GroupID", STR), ("HasState", BOOL), ("State", STR), ("Leader", STR),
                                        ("AppliedIndex", U64), ("LastIndex", U64), ("LastTerm", U64), ("CatchingUp", BOOL), ("KnownGroups", [GroupIdentity]),
                                        ("LastStop", STR), ("CatchUpTarget", U64), ("CatchUpBytes", U64)])
-Sources = _frame(13, "Sources", [("ReqID", U64)])
-SourceList = _frame(14, "SourceList", [("ReqID", U64), ("Group", INT), ("GroupID", STR), ("Sources", [SourceState])])
+Sources = _frame(13, "Sources", [("ReqID", U64), ("After", STR)])
+SourceList = _frame(14, "SourceList", [("ReqID", U64), ("Group", INT), ("GroupID", STR), ("Sources", [SourceState]), ("Next", STR)])
 Subscribe = _frame(15, "Subscribe", [("ReqID", U64), ("Source", STR), ("From", U64), ("Receiver", STR)])
 Deliver = _frame(16, "Deliver", [("ReqID", U64), ("Source", STR), ("Through", U64), ("HighSeq", U64), ("LowSeq", U64), ("Msgs", [Msg]),
                                  ("Released", U64), ("Unpublished", [Range])])
