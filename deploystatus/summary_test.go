@@ -267,6 +267,12 @@ func TestSummaryLevels(t *testing.T) {
 		{{2, 1, "dev (commit 0123456789ab, go1.26 linux/amd64)"}, {1, 0, ""}, {1, 0, ""}},
 		{{2, 2, "dev"}, {2, 2, "dev"}, {0, 0, ""}},
 	}
+	if got, want := s.Groups[0].LevelHeldBy, []string{"G1S2: reads level 1", "G1S3: reads level 1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("group 1 held back by %q, want %q", got, want)
+	}
+	if got := s.Groups[1].LevelHeldBy; len(got) != 0 {
+		t.Errorf("group 2, at its newest level, held back by %q", got)
+	}
 	for i, g := range s.Groups {
 		if wantActive := []int{1, 2}[i]; g.ActiveLevel != wantActive {
 			t.Errorf("group %d active level %d, want %d", g.Index, g.ActiveLevel, wantActive)

@@ -253,6 +253,9 @@ func (v *View) group(g placement.Group, index map[string]int, intra quorum.Intra
 	if leader != nil && leader.ActiveLevel > 0 {
 		gv.ActiveLevel, gv.LevelHeldBy = leader.ActiveLevel, leader.levelHeldBy
 	}
+	if len(gv.LevelHeldBy) == 0 {
+		gv.LevelHeldBy = heldBack(g, index, v.Stores, gv.ActiveLevel)
+	}
 	if leader != nil {
 		gv.Leader = leader.Name
 		for _, s := range g.Stores {
@@ -485,4 +488,28 @@ func lostGaps(s wire.SourceState) int {
 		}
 	}
 	return n
+}
+
+// heldBack lists, for a group at level active, the stores whose binary
+// reads a lower level than the group's newest: what keeps the leader from
+// raising it, as an observer that runs no leader sees it.
+func heldBack(g placement.Group, index map[string]int, stores []Store, active int) []string {
+	newest := 0
+	for _, s := range g.Stores {
+		newest = max(newest, stores[index[s.Name]].FormatLevel)
+	}
+	if active == 0 || active >= newest {
+		return nil
+	}
+	var out []string
+	for _, s := range g.Stores {
+		sv := stores[index[s.Name]]
+		switch {
+		case sv.FormatLevel == 0:
+			out = append(out, sv.Name+": not answering")
+		case sv.FormatLevel < newest:
+			out = append(out, fmt.Sprintf("%s: reads level %d", sv.Name, sv.FormatLevel))
+		}
+	}
+	return out
 }

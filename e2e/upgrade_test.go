@@ -195,6 +195,10 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	restart(d.a, bin, "host A is up on the new binary")
 	publishing("after host A's upgrade")
 	levelStays(2, 1)
+	if text, _, _ := runTool(t, bin, "umstored", "status", "--deployment", d.deploy); !strings.Contains(text, "v0.1.0 or older") ||
+		!strings.Contains(text, "format level: 1 (not raised: ") || !strings.Contains(text, ": reads level 1") {
+		t.Fatalf("umstored status of a half-upgraded deployment does not say what holds the level back:\n%s", text)
+	}
 
 	restart(d.a, old, "host A is back on "+name+" (a downgrade before finalization)")
 	publishing("after host A's downgrade")
