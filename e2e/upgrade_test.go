@@ -59,16 +59,16 @@ func buildRelease(t *testing.T, top, rev string) string {
 		t.Fatal(err)
 	}
 	untar.Stdin = pipe
-	var errs bytes.Buffer
-	archive.Stderr, untar.Stderr = &errs, &errs
+	var archiveErr, untarErr bytes.Buffer // two processes: a buffer each
+	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
 	if err := untar.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s: %v\n%s", rev, err, errs.String())
+		t.Fatalf("git archive %s: %v\n%s", rev, err, archiveErr.String())
 	}
 	if err := untar.Wait(); err != nil {
-		t.Fatalf("extract %s: %v\n%s", rev, err, errs.String())
+		t.Fatalf("extract %s: %v\n%s", rev, err, untarErr.String())
 	}
 	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/umstored", "./cmd/umpub", "./cmd/umrcv")
 	build.Dir = src
