@@ -32,7 +32,9 @@ var shortKinds = []FaultKind{KillHost, WipeHost, WipeCrash, PauseHost, KillPubli
 // shortKindsPending are the kinds a CI machine can inject but the short
 // variant does not draw yet, with what lets them in: a fix the product
 // needs, or room in the short variant's twelve faults.
-var shortKindsPending = map[FaultKind]string{}
+var shortKindsPending = map[FaultKind]string{
+	UpgradeHost: "a machine with a build of the previous release: run `go run ./chaos --previous-bin DIR --kinds upgrade-host,kill-host,pause-host` (docs in kind_upgrade.go)",
+}
 
 // shortSeed is the short variant's seed: the first whose four schedules
 // of four faults draw every kind in shortKinds (a publisher or receiver

@@ -26,6 +26,12 @@ type cluster struct {
 
 	stores []StoreLayout // the deployment's stores
 
+	// previous is the previous release's binary directory when the
+	// schedule upgrades hosts (kind_upgrade.go), else ""; final is set
+	// once both hosts run bin, the new one. Both under mu.
+	previous string
+	final    bool
+
 	mu sync.Mutex
 	// files are the deployment files of the schedule: the planned one,
 	// then one per replaced host (see addresses.go).
@@ -37,14 +43,20 @@ func (c *cluster) layout() []StoreLayout { return c.stores }
 
 // newCluster plans a two-host deployment in dir on free ports; with
 // slowDisks each host gets a disk of its own (see disk). runArgs are added
-// to every `umstored run` of either host.
-func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, runArgs []string, log *slog.Logger) (*cluster, error) {
-	c := &cluster{dir: dir, bin: bin, deploy: filepath.Join(dir, "deployment.yaml"), base: base, log: log}
+// to every `umstored run` of either host. previous, when not "", is the
+// previous release's binary directory: the deployment is planned with it
+// and both hosts start on it (upgrade-host, kind_upgrade.go).
+func newCluster(ctx context.Context, dir, bin, previous string, base int, slowDisks bool, runArgs []string, log *slog.Logger) (*cluster, error) {
+	c := &cluster{dir: dir, bin: bin, previous: previous, deploy: filepath.Join(dir, "deployment.yaml"), base: base, log: log}
+	first := bin // the binary that plans and that both hosts start on
+	if previous != "" {
+		first = previous
+	}
 	args := []string{"plan", "--base-port", fmt.Sprint(base), "--out", c.deploy}
 	for _, h := range hostAddrs {
 		args = append(args, "--host", h.name+"="+h.addr)
 	}
-	if out, errOut, err := runTool(ctx, filepath.Join(bin, "umstored"), args...); err != nil {
+	if out, errOut, err := runTool(ctx, filepath.Join(first, "umstored"), args...); err != nil {
 		return nil, fmt.Errorf("umstored plan: %w\n%s%s", err, out, errOut)
 	}
 	d, err := placement.Load(c.deploy)
@@ -59,7 +71,7 @@ func newCluster(ctx context.Context, dir, bin string, base int, slowDisks bool, 
 	}
 	for _, h := range hostAddrs {
 		hh := &host{
-			name: h.name, addr: h.addr, bin: bin, deploy: c.deploy, runArgs: runArgs, log: log,
+			name: h.name, addr: h.addr, bin: first, deploy: c.deploy, runArgs: runArgs, log: log,
 			dataDir: filepath.Join(dir, h.name),
 			admin:   fmt.Sprintf("%s:%d", h.addr, base+2000),
 			logPath: filepath.Join(dir, h.name+".log"),

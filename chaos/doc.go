@@ -54,6 +54,11 @@
 //     then both filesystems shut down as lost-writes does, both daemons
 //     killed, both disks mounted again, and both hosts started on what
 //     their disks kept (no store keeps anything it had not synced);
+//   - upgrade-host (only with --previous-bin, a build of the previous
+//     release): a schedule that draws it plans and starts its deployment
+//     on the previous release; the fault stops a host gracefully and
+//     starts it on the other binary (the new one, or back to the previous
+//     until both hosts have run the new one at once);
 //   - disk-full: a host's disk filled to the last block (fallocate, as
 //     root, beside its data directory) while the publishers publish, kept
 //     full for the hold, then freed; the stores that could not write stop

@@ -32,6 +32,9 @@ type HostRun struct {
 	FileAddrs   map[string]string `json:"file_addrs"`
 	At          time.Time         `json:"at"`
 	Ended       time.Time         `json:"ended,omitzero"`
+	// Previous is set when the run is of the previous release's binary
+	// (upgrade-host).
+	Previous bool `json:"previous,omitempty"`
 }
 
 // StoreBook is what a store's latest status sample showed of its address

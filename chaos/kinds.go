@@ -76,6 +76,8 @@ const (
 	// needDisks: each host on a loop-mounted ext4 disk of its own
 	// (--slow-disks).
 	needDisks
+	// needPreviousBin: a build of the previous release (--previous-bin).
+	needPreviousBin
 )
 
 // kindRegistry holds every kind, in Order.
@@ -133,6 +135,8 @@ func (s *kindSpec) available(cfg planConfig) bool {
 		return cfg.Partitions
 	case needDisks:
 		return cfg.SlowDisks
+	case needPreviousBin:
+		return cfg.PreviousBin
 	}
 	return true
 }

@@ -38,5 +38,5 @@ func lockArgs(mode string) []string {
 
 // planConfig is how a run with these options plans a schedule.
 func (o options) planConfig(sources []string) planConfig {
-	return planConfig{Faults: o.FaultsPerSchedule, Partitions: o.Partitions, SlowDisks: o.SlowDisks, Sources: sources, Only: o.Kinds, LongOutages: o.LongOutages, LeaseLocks: o.Lock == lockLease}
+	return planConfig{Faults: o.FaultsPerSchedule, Partitions: o.Partitions, SlowDisks: o.SlowDisks, Sources: sources, Only: o.Kinds, LongOutages: o.LongOutages, LeaseLocks: o.Lock == lockLease, PreviousBin: o.PreviousBin != ""}
 }

@@ -34,6 +34,7 @@ type options struct {
 	DefaultSnapshots  bool
 	PacedSource       bool
 	Bin               string
+	PreviousBin       string
 	WorkDir           string
 	Timeout           time.Duration
 	ScheduleTimeout   time.Duration
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.DefaultSnapshots, "default-snapshots", false, "run the stores with umstored's default snapshot settings (a snapshot every 8192 entries: never, in a schedule) instead of small ones drawn for each schedule (a snapshot every 64-256 entries, checked every 1-2s, 16-64 entries kept after it), which make wiped and far-behind members catch up by snapshot install")
 	fs.BoolVar(&o.PacedSource, "paced-source", true, "publish the last source (of two or more) with blocking receiver-paced persistence, its durable receiver a paced receiver, and the stores allowing it (--allow-receiver-paced-persistence, an explicit --receiver-activity-timeout 30s); the checker then verifies no store released a paced message before the receiver consumed it")
 	fs.StringVar(&o.Bin, "bin", "", "directory with a prebuilt umstored (default: build it)")
+	fs.StringVar(&o.PreviousBin, "previous-bin", "", "directory with a build of the previous release's umstored (RELEASES; git archive REV | tar -x -C SRC, then go build ./cmd/umstored there): draws upgrade-host, whose schedules plan and start the deployment on it")
 	fs.StringVar(&o.WorkDir, "workdir", "", "where schedules keep their files (default: a new temporary directory)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "bound on the whole run (default: 6m per schedule)")
 	fs.DurationVar(&o.ScheduleTimeout, "schedule-timeout", 6*time.Minute, "bound on one schedule")
@@ -135,8 +137,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if spec == nil {
 			return o, fmt.Errorf("--kinds: unknown fault %q (known: %s)", k, kindNames())
 		}
-		if !spec.available(planConfig{Partitions: o.Partitions, SlowDisks: o.SlowDisks, LeaseLocks: o.Lock == lockLease}) {
-			return o, fmt.Errorf("--kinds names %s, which --partitions=false, --slow-disks=false or --lock lease turns off", k)
+		if !spec.available(planConfig{Partitions: o.Partitions, SlowDisks: o.SlowDisks, LeaseLocks: o.Lock == lockLease, PreviousBin: o.PreviousBin != ""}) {
+			return o, fmt.Errorf("--kinds names %s, which --partitions=false, --slow-disks=false, --lock lease or no --previous-bin turns off", k)
 		}
 		o.Kinds = append(o.Kinds, FaultKind(k))
 	}

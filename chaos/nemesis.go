@@ -116,6 +116,9 @@ type planConfig struct {
 	// LeaseLocks says the stores lock their data directories with leases
 	// (--lock lease): the kinds that outlast a lease are not drawn.
 	LeaseLocks bool
+	// PreviousBin says a build of the previous release was given
+	// (--previous-bin): upgrade-host may be drawn.
+	PreviousBin bool
 }
 
 // planSchedule draws a schedule of faults from rng: the same seed always

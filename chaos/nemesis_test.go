@@ -28,14 +28,14 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 	kinds := map[FaultKind]int{}
 	for seed := int64(0); seed < 200; seed++ {
 		for _, partitions := range []bool{true, false} {
-			plan := planSchedule(scheduleRand(seed, 0), planConfig{Faults: 5, Partitions: partitions, SlowDisks: partitions, Sources: []string{"s1", "s2"}})
+			plan := planSchedule(scheduleRand(seed, 0), planConfig{Faults: 5, Partitions: partitions, SlowDisks: partitions, PreviousBin: partitions, Sources: []string{"s1", "s2"}})
 			if len(plan) != 5 {
 				t.Fatalf("seed %d: %d faults planned, want 5", seed, len(plan))
 			}
 			for _, f := range plan {
 				kinds[f.Kind]++
 				switch {
-				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites || f.Kind == PowerCutAll || f.Kind == DiskFull) && !partitions:
+				case (f.Kind == Partition || f.Kind == SlowDisk || f.Kind == LostWrites || f.Kind == PowerCutAll || f.Kind == DiskFull || f.Kind == UpgradeHost) && !partitions:
 					t.Fatalf("seed %d: %s was planned with it off", seed, f.Kind)
 				case f.Kind == SlowDisk && (f.IOPS < 5 || f.IOPS > 50):
 					t.Fatalf("seed %d: slow disk to %d writes/s", seed, f.IOPS)
@@ -76,7 +76,7 @@ func TestPlanStaysWithinTheDesign(t *testing.T) {
 // for longer than they last are not drawn; the others are, with the plans
 // of runs without it unchanged.
 func TestPlanWithLeaseLocks(t *testing.T) {
-	cfg := planConfig{Faults: 6, Partitions: true, SlowDisks: true, Sources: []string{"s1", "s2"}}
+	cfg := planConfig{Faults: 6, Partitions: true, SlowDisks: true, PreviousBin: true, Sources: []string{"s1", "s2"}}
 	lease := cfg
 	lease.LeaseLocks = true
 	kinds := map[FaultKind]bool{}

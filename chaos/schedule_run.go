@@ -83,7 +83,11 @@ func (r *scheduleRun) deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := newCluster(ctx, r.dir, r.env.bin, base, r.opts.SlowDisks, slices.Concat(r.snaps.args(), r.rpp.args(), r.limits.args(), lockArgs(r.opts.Lock)), r.log)
+	previous := ""
+	if upgrades(r.plan) {
+		previous = r.opts.PreviousBin
+	}
+	c, err := newCluster(ctx, r.dir, r.env.bin, previous, base, r.opts.SlowDisks, slices.Concat(r.snaps.args(), r.rpp.args(), r.limits.args(), lockArgs(r.opts.Lock)), r.log)
 	if err != nil {
 		return err
 	}
@@ -94,7 +98,7 @@ func (r *scheduleRun) deploy(ctx context.Context) error {
 		h.onExit = func(inc int, err error) { hist.DaemonExited(h.name, inc, err) }
 		h.onEnd = func(inc int, at time.Time) { hist.HostEnded(h.name, inc, at) }
 		h.onStart = func(inc int, addr, deploy string) {
-			run := HostRun{Host: h.name, Incarnation: inc, Addr: addr, File: filepath.Base(deploy), At: time.Now()}
+			run := HostRun{Host: h.name, Incarnation: inc, Addr: addr, File: filepath.Base(deploy), At: time.Now(), Previous: previous != "" && h.bin == previous}
 			if f := c.file(deploy); f != nil {
 				run.FileAddrs = f.Addrs
 			}

@@ -42,6 +42,9 @@ type SummaryGroup struct {
 	// Confirms is Group.Confirms: set under an intragroup behaviour other
 	// than quorum.
 	Confirms *bool `json:"confirms,omitempty"`
+	// ActiveLevel and LevelHeldBy: as in Group.
+	ActiveLevel int      `json:"active_level,omitempty"`
+	LevelHeldBy []string `json:"level_held_by,omitempty"`
 }
 
 // SummaryStore is one store of a Summary.
@@ -59,6 +62,10 @@ type SummaryStore struct {
 	CatchingUp    bool   `json:"catching_up,omitempty"`
 	CatchUpTarget uint64 `json:"catch_up_target,omitempty"`
 	CatchUpBytes  uint64 `json:"catch_up_bytes,omitempty"`
+	// Version, FormatLevel, ActiveLevel: as in Store.
+	Version     string `json:"version,omitempty"`
+	FormatLevel int    `json:"format_level,omitempty"`
+	ActiveLevel int    `json:"active_level,omitempty"`
 }
 
 // Summary condenses the view: groups in index order, each group's stores
@@ -72,12 +79,13 @@ func (v View) Summary() Summary {
 	}
 	for _, g := range v.Groups {
 		sg := SummaryGroup{Index: g.Index, Leader: g.Leader, PreferredHost: g.PreferredHost, LeaderHost: g.LeaderHost, Placement: g.Placement,
-			Stores: make([]SummaryStore, 0, len(g.Stores)), Confirms: g.Confirms}
+			Stores: make([]SummaryStore, 0, len(g.Stores)), Confirms: g.Confirms, ActiveLevel: g.ActiveLevel, LevelHeldBy: g.LevelHeldBy}
 		for _, name := range g.Stores {
 			st := byName[name]
 			sg.Stores = append(sg.Stores, SummaryStore{Name: st.Name, Host: st.Host, Address: st.Address, MovedFrom: st.MovedFrom, State: st.State,
 				AppliedIndex: st.AppliedIndex, GroupID: st.GroupID, Error: st.Error,
-				LastStop: st.LastStop, CatchingUp: st.CatchingUp, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes})
+				LastStop: st.LastStop, CatchingUp: st.CatchingUp, CatchUpTarget: st.CatchUpTarget, CatchUpBytes: st.CatchUpBytes,
+				Version: st.Version, FormatLevel: st.FormatLevel, ActiveLevel: st.ActiveLevel})
 		}
 		if g.SourcesFrom != "" {
 			sg.Sources, sg.SourcesTotal = append([]Source{}, g.Sources...), g.SourcesTotal

@@ -97,7 +97,7 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("source keys %v", keys)
 	}
 	up := g1["stores"].([]any)[2].(map[string]any)
-	if keys := sortedKeys(up); !reflect.DeepEqual(keys, []string{"address", "applied_index", "group_id", "host", "name", "state"}) {
+	if keys := sortedKeys(up); !reflect.DeepEqual(keys, []string{"address", "applied_index", "format_level", "group_id", "host", "name", "state"}) {
 		t.Errorf("store keys %v", keys)
 	}
 	down := g2["stores"].([]any)[1].(map[string]any)
@@ -235,5 +235,52 @@ func TestPolicyWrittenWithDefaultZeroesIsNoMismatch(t *testing.T) {
 	}
 	if s := Build(d, nil, nil, nil, round, time.Now()).Summary(); len(s.PolicyMismatch) != 0 {
 		t.Errorf("policy mismatch %q for a file that only spells a default as 0", s.PolicyMismatch)
+	}
+}
+
+// Each store's binary and level, and each group's active level: a store
+// that answers without a Pong, or with a Pong older than the fields, runs
+// a release of level 1; the group's level is its leader's word.
+func TestSummaryLevels(t *testing.T) {
+	d := twoHosts(t)
+	pong := func(level, active uint64, version string) *wire.Pong {
+		return &wire.Pong{FormatLevel: level, ActiveLevel: active, Version: version}
+	}
+	reply := func(name, state string) *wire.ProbeReply {
+		ref, _ := d.StoreByName(name)
+		return &wire.ProbeReply{Store: name, Group: ref.Group, GroupID: "g", HasState: true, State: state, AppliedIndex: 9, LastIndex: 9}
+	}
+	round := Round{Stores: map[string]ProbeResult{
+		"G1S1": {Reply: reply("G1S1", "Leader"), Pong: pong(2, 1, "dev (commit 0123456789ab, go1.26 linux/amd64)")},
+		"G1S2": {Reply: reply("G1S2", "Follower"), Pong: pong(0, 0, "")},
+		"G1S3": {Reply: reply("G1S3", "Follower")},
+		"G2S1": {Reply: reply("G2S1", "Follower"), Pong: pong(2, 2, "dev")},
+		"G2S2": {Reply: reply("G2S2", "Leader"), Pong: pong(2, 2, "dev")},
+		"G2S3": {Err: errors.New("connection refused")},
+	}}
+	s := Build(d, nil, nil, nil, round, time.Now()).Summary()
+	type row struct {
+		level, active int
+		version       string
+	}
+	want := [][]row{
+		{{2, 1, "dev (commit 0123456789ab, go1.26 linux/amd64)"}, {1, 0, ""}, {1, 0, ""}},
+		{{2, 2, "dev"}, {2, 2, "dev"}, {0, 0, ""}},
+	}
+	if got, want := s.Groups[0].LevelHeldBy, []string{"G1S2: reads level 1", "G1S3: reads level 1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("group 1 held back by %q, want %q", got, want)
+	}
+	if got := s.Groups[1].LevelHeldBy; len(got) != 0 {
+		t.Errorf("group 2, at its newest level, held back by %q", got)
+	}
+	for i, g := range s.Groups {
+		if wantActive := []int{1, 2}[i]; g.ActiveLevel != wantActive {
+			t.Errorf("group %d active level %d, want %d", g.Index, g.ActiveLevel, wantActive)
+		}
+		for j, st := range g.Stores {
+			if got := (row{st.FormatLevel, st.ActiveLevel, st.Version}); got != want[i][j] {
+				t.Errorf("%s: %+v, want %+v", st.Name, got, want[i][j])
+			}
+		}
 	}
 }

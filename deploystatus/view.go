@@ -83,6 +83,12 @@ type Group struct {
 	PreferredHost string `json:"preferred_host,omitempty"`
 	LeaderHost    string `json:"leader_host,omitempty"`
 	Placement     string `json:"placement,omitempty"`
+	// ActiveLevel is the group's active format level: its leader's word,
+	// else the highest a store of it applied (0: none said). LevelHeldBy,
+	// from a leader the observer runs, the members that keep it below
+	// the leader's binary's.
+	ActiveLevel int      `json:"active_level,omitempty"`
+	LevelHeldBy []string `json:"level_held_by,omitempty"`
 }
 
 // Source is what a group holds of one source.
@@ -141,8 +147,16 @@ type Store struct {
 	// PolicyDigest is the digest of the policy the store runs, when it
 	// said (a store that does not know Ping does not).
 	PolicyDigest string `json:"policy_digest,omitempty"`
-	policy       string // the policy, for the mismatch's details
-	placement    string // a local leader's own word on placement
+	// Version is the build of the store's binary, empty from a store
+	// older than the field; FormatLevel the format level it reads (1 for
+	// such a store), ActiveLevel its group's level as it applied it (0:
+	// it did not say). See docs/operations.md, "Upgrading".
+	Version     string   `json:"version,omitempty"`
+	FormatLevel int      `json:"format_level,omitempty"`
+	ActiveLevel int      `json:"active_level,omitempty"`
+	policy      string   // the policy, for the mismatch's details
+	placement   string   // a local leader's own word on placement
+	levelHeldBy []string // a local leader's members that hold its group's level back
 }
 
 // Build assembles the view of d from the statuses of the stores the
@@ -232,6 +246,15 @@ func (v *View) group(g placement.Group, index map[string]int, intra quorum.Intra
 		if sv.State == StateLeader && (leader == nil || sv.LastIndex > leader.LastIndex) {
 			leader = sv
 		}
+	}
+	for _, s := range g.Stores {
+		gv.ActiveLevel = max(gv.ActiveLevel, v.Stores[index[s.Name]].ActiveLevel)
+	}
+	if leader != nil && leader.ActiveLevel > 0 {
+		gv.ActiveLevel, gv.LevelHeldBy = leader.ActiveLevel, leader.levelHeldBy
+	}
+	if len(gv.LevelHeldBy) == 0 {
+		gv.LevelHeldBy = heldBack(g, index, v.Stores, gv.ActiveLevel)
 	}
 	if leader != nil {
 		gv.Leader = leader.Name
@@ -364,6 +387,7 @@ func fromStatus(sv *Store, st storegroup.Status) {
 	sv.Error = st.Error
 	sv.State = classify(st.State, st.HasState, st.CatchingUp, st.WaitingToJoin)
 	sv.PolicyDigest, sv.policy, sv.placement = st.PolicyDigest, st.Policy, st.Placement
+	sv.Version, sv.FormatLevel, sv.ActiveLevel, sv.levelHeldBy = st.Version, st.FormatLevel, st.ActiveLevel, st.LevelHeldBy
 }
 
 // fromProbe fills a store run elsewhere from its answer to a probe; a store
@@ -390,8 +414,11 @@ func fromProbe(sv *Store, res ProbeResult, nameByAddr map[string]string) {
 	sv.HasState, sv.CatchingUp = rep.HasState, rep.CatchingUp
 	sv.LastStop, sv.CatchUpTarget, sv.CatchUpBytes = rep.LastStop, rep.CatchUpTarget, rep.CatchUpBytes
 	sv.State = classify(rep.State, rep.HasState, rep.CatchingUp, false)
+	sv.FormatLevel = 1 // a store older than levels reads level 1
 	if res.Pong != nil {
 		sv.PolicyDigest, sv.policy = res.Pong.PolicyDigest, res.Pong.Policy
+		sv.Version, sv.ActiveLevel = res.Pong.Version, int(res.Pong.ActiveLevel)
+		sv.FormatLevel = max(int(res.Pong.FormatLevel), 1)
 	}
 }
 
@@ -461,4 +488,28 @@ func lostGaps(s wire.SourceState) int {
 		}
 	}
 	return n
+}
+
+// heldBack lists, for a group at level active, the stores whose binary
+// reads a lower level than the group's newest: what keeps the leader from
+// raising it, as an observer that runs no leader sees it.
+func heldBack(g placement.Group, index map[string]int, stores []Store, active int) []string {
+	newest := 0
+	for _, s := range g.Stores {
+		newest = max(newest, stores[index[s.Name]].FormatLevel)
+	}
+	if active == 0 || active >= newest {
+		return nil
+	}
+	var out []string
+	for _, s := range g.Stores {
+		sv := stores[index[s.Name]]
+		switch {
+		case sv.FormatLevel == 0:
+			out = append(out, sv.Name+": not answering")
+		case sv.FormatLevel < newest:
+			out = append(out, fmt.Sprintf("%s: reads level %d", sv.Name, sv.FormatLevel))
+		}
+	}
+	return out
 }

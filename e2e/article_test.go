@@ -25,6 +25,7 @@ type host struct {
 	admin   string
 	deploy  string
 	extra   []string // more flags for umstored run
+	env     []string // more environment for umstored run (NAME=VALUE)
 
 	cmd    *exec.Cmd
 	stderr *syncBuffer
@@ -57,6 +58,9 @@ func (h *host) start() {
 		h.stderr = &syncBuffer{} // one log across restarts
 	}
 	h.cmd.Stderr = h.stderr
+	if len(h.env) > 0 {
+		h.cmd.Env = append(os.Environ(), h.env...)
+	}
 	if err := h.cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}

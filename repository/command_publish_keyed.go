@@ -52,9 +52,11 @@ import (
 //
 // No proposer writes CmdPublishKeyed yet: EncodePublish and EncodePublishAs
 // still write the four positional types, byte for byte, because a store
-// older than this type would stop at the first keyed entry. A release that
-// knows every store of its groups decodes it may switch the encoders; until
-// then this body is decoded, applied and pinned by its golden samples only.
+// older than this type would stop at the first keyed entry. It is of format
+// level 2 (level.go): a proposer that writes it passes the level gate, so it
+// reaches only groups whose every store reads it, and falls back to the
+// positional types, which carry the same request, below. Until one does,
+// this body is decoded, applied and pinned by its golden samples only.
 const CmdPublishKeyed CommandType = 16
 
 // Keys of the keyed Publish body. They are pinned, like the positional

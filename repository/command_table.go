@@ -64,6 +64,7 @@ func init() {
 		CmdMemberAddress:      command("MemberAddress", decodeMemberAddress, (*applier).memberAddress),
 		CmdPublishKeyed:       command("PublishKeyed", decodePublishKeyed, (*applier).publishKeyed),
 		CmdUnpublished:        command("Unpublished", decodeUnpublished, (*applier).unpublished),
+		CmdActiveLevel:        command("ActiveLevel", decodeActiveLevel, (*applier).activeLevel),
 		CmdForgetSource:       command("ForgetSource", decodeForgetSource, (*applier).forgetSource),
 	}
 }
@@ -92,7 +93,7 @@ func IsIgnorable(data []byte) bool {
 // DecodeCommand reads an encoded command and returns its value: an
 // InitGroup, Register, Publish, PeerGroup, Consumed, Trim, ExpireSession,
 // PublishAs, RegisterReceiver, ExpireReceiver, ForgetReceiver, RegisterPaced
-// or MemberAddress (a keyed Publish body gives a Publish or a PublishAs). A
+// MemberAddress, Unpublished or ActiveLevel (a keyed Publish body gives a Publish or a PublishAs). A
 // type this version does not know gives an error wrapping ErrUnknownCommand
 // (see IsIgnorable for whether it may be skipped); a keyed body carrying an
 // essential field this version does not know, one wrapping ErrUnknownField;

@@ -50,6 +50,7 @@ var goldenCommands = []struct {
 	{"publish-checksums-v1.hex", Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}, []byte("world")}, Checksums: []uint32{0x9a71bb4c, 0, 0x7f51f3d1}}},
 	{"publishas-checksums-v1.hex", PublishAs{Session: "pub-7:3", Publish: Publish{Source: "orders", FirstSeq: 1001, Payloads: [][]byte{[]byte("hello"), {}}, Checksums: []uint32{0x9a71bb4c, 0}}}},
 	{"unpublished-v1.hex", Unpublished{Source: "orders", Session: "pub-7:3", From: 11, To: 4106}},
+	{"activelevel-v1.hex", ActiveLevel{Level: 2}},
 	{"forgetsource-v1.hex", ForgetSource{Source: "orders", Session: "pub-7:3"}},
 }
 
@@ -207,6 +208,11 @@ type libUnpublished struct {
 	From, To uint64
 }
 
+type libActiveLevel struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Level    uint64
+}
+
 type libForgetSource struct {
 	_msgpack struct{} `msgpack:",as_array"`
 	Source   string
@@ -296,6 +302,10 @@ func TestCommandBodiesAreStandardMsgpack(t *testing.T) {
 				v := libDecode[libUnpublished](t, data)
 				lib, back = Unpublished{v.Source, v.Session, v.From, v.To}, c
 				checkLibEncoded(t, CmdUnpublished|IgnorableFlag, &libUnpublished{Source: c.Source, Session: c.Session, From: c.From, To: c.To}, c)
+			case ActiveLevel:
+				v := libDecode[libActiveLevel](t, data)
+				lib, back = ActiveLevel{v.Level}, c
+				checkLibEncoded(t, CmdActiveLevel|IgnorableFlag, &libActiveLevel{Level: c.Level}, c)
 			case ForgetSource:
 				v := libDecode[libForgetSource](t, data)
 				lib, back = ForgetSource{v.Source, v.Session}, c
@@ -546,6 +556,7 @@ func TestCommandTypeString(t *testing.T) {
 		CmdPublishKeyed:                   "PublishKeyed",
 		CmdPublishKeyed | IgnorableFlag:   "PublishKeyed|Ignorable",
 		CmdUnpublished | IgnorableFlag:    "Unpublished|Ignorable",
+		CmdActiveLevel | IgnorableFlag:    "ActiveLevel|Ignorable",
 		99:                                "CommandType(99)",
 		0:                                 "CommandType(0)",
 		99 | IgnorableFlag:                "CommandType(99)|Ignorable",

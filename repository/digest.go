@@ -138,6 +138,7 @@ func (r *Repo) Digest() (string, error) {
 		if err != nil {
 			return err
 		}
+		digestLevel(&d, tx.Bucket(bucketMeta))          // level.go
 		return digestMembers(&d, tx.Bucket(bucketMeta)) // members.go
 	})
 	if err != nil {

@@ -150,6 +150,9 @@ func libRead(data []byte, cmd any) (lib any, err error) {
 	case Unpublished:
 		var v libUnpublished
 		err, lib = msgpack.Unmarshal(data[1:], &v), Unpublished{v.Source, v.Session, v.From, v.To}
+	case ActiveLevel:
+		var v libActiveLevel
+		err, lib = msgpack.Unmarshal(data[1:], &v), ActiveLevel{v.Level}
 	case ForgetSource:
 		var v libForgetSource
 		err, lib = msgpack.Unmarshal(data[1:], &v), ForgetSource{v.Source, v.Session}

@@ -68,6 +68,8 @@ func encode(cmd any) []byte {
 		return EncodeMemberAddress(c)
 	case Unpublished:
 		return EncodeUnpublished(c)
+	case ActiveLevel:
+		return EncodeActiveLevel(c)
 	case ForgetSource:
 		return EncodeForgetSource(c)
 	}

@@ -17,6 +17,8 @@ import (
 //	  'g' group:  uvarint len + id | index u64 | created u64
 //	  'p' peer:   uvarint len + key | uvarint len + value   (meta/peer-groups)
 //	  'm' member: uvarint len + name | uvarint len + record (meta/members)
+//	  'l' level:  active level u64 (meta/active-level), only once raised above
+//	              1: a stream of a group at level 1 is read by every version
 //	  's' source: uvarint len + name | uvarint len + state | uvarint receivers,
 //	              then per receiver uvarint len + name | uvarint len + record,
 //	              then uvarint len + pacing record (length 0: not paced);

@@ -127,6 +127,8 @@ func (b *builder) build(index, term uint64) error {
 			err = b.peerRecord(body)
 		case 'm':
 			err = b.memberRecord(body)
+		case 'l':
+			err = b.levelRecord(body)
 		case 's':
 			err = b.sourceRecord(body)
 		default:

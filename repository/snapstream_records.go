@@ -49,6 +49,22 @@ func (b *builder) peerRecord(body []byte) error {
 	})
 }
 
+// levelRecord writes the group's active level, refusing one apply would
+// not have written (1 or less, or above what this binary reads).
+func (b *builder) levelRecord(body []byte) error {
+	f := fields{b: body}
+	l := f.u64()
+	if err := f.done(); err != nil {
+		return err
+	}
+	if l <= 1 || l > FormatLevel {
+		return fmt.Errorf("%w: snapshot stream: active level %d, this binary reads levels 1 to %d", ErrFormat, l, FormatLevel)
+	}
+	return b.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyActiveLevel, u64(l))
+	})
+}
+
 // memberRecord writes one member's addresses, refusing a record that apply
 // would not have written (no name, an address missing).
 func (b *builder) memberRecord(body []byte) error {

@@ -97,6 +97,14 @@ func (lw *logicalWriter) write(tx *bolt.Tx, index, term uint64) error {
 			return err
 		}
 	}
+	// The active level (level.go), only once raised: a store of level 1
+	// refuses a stream with a record it does not know, and is no member
+	// of a group at a higher level.
+	if l := readActiveLevel(meta); l > 1 {
+		if err := lw.record('l', binary.BigEndian.AppendUint64(nil, uint64(l))); err != nil {
+			return err
+		}
+	}
 	// The member address book (MemberAddress, members.go), only when a
 	// member ever moved: a stream without one is read by every version.
 	if mb := meta.Bucket(bucketMembers); mb != nil {

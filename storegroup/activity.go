@@ -152,8 +152,10 @@ func (s *Store) proposeExpiry(source, session, why string) {
 // and leaves must not make every store keep them for good. The entry
 // decides from the group's own record; this look only spares the log an
 // entry that would be refused. Below the format level that adds it (a
-// store of the group runs an older binary) it is not written, and the
-// record stays, as it did before.
+// store of the group runs an older binary, or a new group's leader has not
+// raised its level yet) it is not written but withheld (proposal.Advise),
+// and proposed once the level is raised; the record stays until then, as
+// it did before, and for good if the group stays below the level.
 func (s *Store) forgetIfEmpty(source, session string) {
 	in, ok, err := s.repo.Source(source)
 	if err != nil || !ok || in.HighSeq != 0 || in.TrimmedThrough != 0 {
@@ -161,6 +163,9 @@ func (s *Store) forgetIfEmpty(source, session string) {
 	}
 	cmd := repository.EncodeForgetSource(repository.ForgetSource{Source: source, Session: session})
 	if err := s.proposer.Propose(cmd).Error(); err != nil {
+		if errors.Is(err, repository.ErrLevelNotActive) {
+			s.proposer.Advise(cmd) // levels.go: once the level is raised
+		}
 		s.log.Debug("an empty source was not forgotten", "source", source, "err", err)
 		return
 	}

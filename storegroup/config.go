@@ -240,6 +240,12 @@ type Config struct {
 	// stores with it to make partitions without a firewall. Nil in
 	// production, where it costs nothing.
 	Dial DialFunc
+
+	// emulateLevel, when not 0, makes the store behave as a binary of
+	// that format level (levels.go): it announces that level, and its
+	// FSM stops on an entry of a newer command type, as the older binary
+	// would. Tests only (export_test.go's EmulateLevel); 0 in production.
+	emulateLevel int
 }
 
 // DefaultConfig returns the tuning defaults; the identity fields are empty.

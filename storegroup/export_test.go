@@ -33,3 +33,27 @@ func SetRetentionStep(n uint64) (restore func()) {
 	retentionStep = n
 	return func() { retentionStep = old }
 }
+
+// EmulateLevel makes the store cfg configures behave as a binary of format
+// level level: it announces it to its leader and stops on any entry of a
+// command type newer than it that is not marked ignorable (skipping the
+// ignorable ones), as that binary would.
+func EmulateLevel(cfg *Config, level int) { cfg.emulateLevel = level }
+
+// Ungate lets the store's proposer write any command type whatever the
+// group's active level, for the test that shows the gate is what keeps an
+// older member running.
+func (s *Store) Ungate() { s.proposer.Gate = nil }
+
+// Propose proposes cmd through the store's proposer (its gate included)
+// and waits for it to apply, for tests that write one command by hand.
+func (s *Store) Propose(cmd []byte) error { return s.proposer.Propose(cmd).Error() }
+
+// SnapshotNow makes the store's raft node take a snapshot.
+func (s *Store) SnapshotNow() error {
+	r := s.raftNode()
+	if r == nil {
+		return errors.New("raft is not running")
+	}
+	return r.Snapshot().Error()
+}

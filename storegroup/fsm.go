@@ -49,6 +49,9 @@ type fsm struct {
 	// store rejoins, instead of replaying into the same damage forever.
 	onRepoDamaged func(error)
 
+	// emulateLevel is Config.emulateLevel: tests only (levels.go).
+	emulateLevel int
+
 	// commitEvery is Config.RepositoryCommitInterval: how long batches of
 	// publishes may stay applied but uncommitted (fsm_commit.go).
 	commitEvery time.Duration
@@ -113,6 +116,9 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) (out []any) {
 	var err error
 	if f.lock != nil {
 		err = f.lock.Check()
+	}
+	if err == nil {
+		err = emulatedLevelCheck(f.emulateLevel, entries)
 	}
 	var results []repository.Result
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/version"
 	"umstore/placement"
 	"umstore/wire"
 )
@@ -90,6 +91,7 @@ func (s *Store) watchMembers() {
 			if leading {
 				leading = false
 				s.members.forget()
+				s.levels.set(nil)
 			}
 			continue
 		}
@@ -100,6 +102,9 @@ func (s *Store) watchMembers() {
 		pongs := pingAll(s.ctx, links)
 		s.noteMembers(pongs, time.Now())
 		s.checkPolicies(pongs)
+		s.raiseLevel(pongs)          // levels.go
+		s.proposer.ProposeWithheld() // what the level held back, once raised
+		s.gateTestTick()             // gatetest_*.go: nothing outside the gate test
 		s.placeLeadership(time.Now())
 	}
 }
@@ -210,7 +215,8 @@ func (s *Store) checkPolicies(pongs map[string]*wire.Pong) {
 // pong answers a Ping.
 func (s *Store) pong(reqID uint64) *wire.Pong {
 	p := &wire.Pong{ReqID: reqID, Store: s.cfg.Name, Group: s.cfg.Group, Groups: len(s.cfg.OtherGroups) + 1,
-		Leading: s.IsLeader(), PolicyDigest: s.cfg.PolicyDigest, Policy: s.cfg.Policy}
+		Leading: s.IsLeader(), PolicyDigest: s.cfg.PolicyDigest, Policy: s.cfg.Policy,
+		FormatLevel: uint64(s.formatLevel()), ActiveLevel: uint64(s.activeLevel()), Version: version.String()}
 	if r := s.raftNode(); r != nil {
 		p.AppliedIndex, p.LastIndex = r.AppliedIndex(), r.LastIndex()
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"umstore/internal/version"
 	"umstore/repository"
 )
 
@@ -65,6 +66,15 @@ type Status struct {
 	// they do (members_book.go).
 	Moved       []MovedMember `json:"moved,omitempty"`
 	MoveRefused string        `json:"move_refused,omitempty"`
+	// Version is the build of this store's binary (internal/version);
+	// FormatLevel the format level it reads, ActiveLevel its group's
+	// active level as this store applied it (levels.go). LevelHeldBy, on
+	// the leader while ActiveLevel is below FormatLevel, lists the
+	// members that keep it there and why.
+	Version     string   `json:"version"`
+	FormatLevel int      `json:"format_level"`
+	ActiveLevel int      `json:"active_level"`
+	LevelHeldBy []string `json:"level_held_by,omitempty"`
 }
 
 // SourceStatus is what a store holds of one source.
@@ -153,6 +163,7 @@ func (s *Store) statusCore() Status {
 		st.Placement, st.PolicyMismatch = s.members.snapshot()
 	}
 	st.Repair = s.repair.Status()
+	st.Version, st.FormatLevel, st.ActiveLevel, st.LevelHeldBy = version.String(), s.formatLevel(), s.activeLevel(), s.levels.held()
 	st.Moved, st.MoveRefused = s.addressBook().moved(), s.moveRefusals.text()
 	if peers, err := s.repo.PeerGroups(); err == nil && len(peers) > 0 {
 		st.KnownGroups = peers

@@ -49,6 +49,7 @@ type Store struct {
 	retain   *retainer
 	sessions *sessions
 	members  *memberWatch       // the leader's view of its members (leadership.go)
+	levels   levelWatch         // what holds the group's format level back, on the leader (levels.go)
 	proposer *proposal.Proposer // every raft proposal of this store
 	metrics  *storeMetrics
 	hlog     hclog.Logger

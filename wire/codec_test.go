@@ -44,7 +44,7 @@ func sampleMessages() []Message {
 		&Delivery{Source: "s", Receivers: []ReceiverState{{Name: "app1", Consumed: 1001}}},
 		&HeldBack{Source: "s", Reason: "at the retention limit"},
 		&Ping{ReqID: 4},
-		&Pong{ReqID: 4, Store: "G1S1", Group: 1, Groups: 2, Leading: true, Leader: "127.0.0.1:15011", LeaderName: "G1S1", AppliedIndex: 9, LastIndex: 10, PolicyDigest: "ab12", Policy: "a=1 b=2"},
+		&Pong{ReqID: 4, Store: "G1S1", Group: 1, Groups: 2, Leading: true, Leader: "127.0.0.1:15011", LeaderName: "G1S1", AppliedIndex: 9, LastIndex: 10, PolicyDigest: "ab12", Policy: "a=1 b=2", FormatLevel: 2, ActiveLevel: 1, Version: "v0.2.0 (commit 0123456789ab)"},
 		&RangeDigest{ReqID: 5, Source: "s", From: 1, To: 100, MaxCount: 10},
 		&RangeDigestReply{ReqID: 5, Source: "s", Known: true, Through: 10, Count: 10, Sum: []byte{1, 2, 3}},
 		&ProbeReply{ReqID: 5, Store: "G1S1", Group: 1, GroupID: "abc", HasState: true, State: "Leader", AppliedIndex: 9, LastIndex: 9, LastTerm: 2, CatchingUp: true, KnownGroups: []GroupIdentity{{Index: 2, GroupID: "def"}}},

@@ -36,6 +36,16 @@ type Pong struct {
 	// Policy.Digest and Policy.Canonical), "" when it was given none.
 	PolicyDigest string
 	Policy       string
+	// FormatLevel is the format level the store's binary reads
+	// (repository.FormatLevel): the leader raises its group's active level
+	// only once every member announced at least that level. 0 from a store
+	// older than the field, which reads level 1. ActiveLevel is the group's
+	// active level as the store applied it (0 from an older store).
+	// Version is the build of the store's binary (internal/version), ""
+	// from an older store.
+	FormatLevel uint64
+	ActiveLevel uint64
+	Version     string
 }
 
 // RangeDigest asks a group's leader for a digest of the messages of Source

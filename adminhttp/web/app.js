@@ -99,11 +99,17 @@
     if (s.last_stop) {
       facts.push("last stop " + s.last_stop);
     }
+    if (s.format_level) {
+      // The binary's format level; a store that does not say its version
+      // runs a release older than the field (docs/operations.md, "Upgrading").
+      facts.push("level " + s.format_level + ", " + (s.version ? shown(s.version.split(" (")[0]) : "v0.1.0 or older"));
+    }
     const title = [
       s.name + " (group " + s.group + ", host " + s.host + ", " + s.address + ")",
       "state: " + stateLabel(s.state) + (s.raft_state ? " (raft: " + s.raft_state + ")" : ""),
       s.leader ? "knows leader: " + shown(s.leader) : "",
       s.group_id ? "group id: " + s.group_id : "",
+      s.version ? "binary: " + shown(s.version) : "",
       s.error ? "error: " + shown(s.error) : "",
     ].filter(Boolean).join("\n");
     return el("div", {
@@ -163,6 +169,11 @@
         el("span", {"class": "group-quorum"},
           g.running + " of " + g.stores.length + " running, quorum " + g.quorum +
           (g.running >= g.quorum ? "" : " — no quorum")),
+        g.active_level
+          ? el("span", {"class": "group-level", "data-group-level": g.active_level,
+                        "title": (g.level_held_by || []).map(shown).join("\n")},
+              "format level " + g.active_level + ((g.level_held_by || []).length ? " (upgrade not finished)" : ""))
+          : null,
         g.confirms === false && ok
           ? el("span", {"class": "group-noleader"}, "✕ confirms nothing: intragroup " + v.intragroup + " needs every store")
           : null);

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -94,7 +95,7 @@ func placementNote(g deploystatus.SummaryGroup) string {
 // cli.Printable, so it cannot move the cursor or forge a row.
 func printStatus(w io.Writer, st deploystatus.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\tLAST STOP\n")
+	fmt.Fprintf(tw, "GROUP\tSTORE\tHOST\tADDRESS\tSTATE\tAPPLIED\tLAST STOP\tLEVEL\tVERSION\n")
 	var catching []deploystatus.SummaryStore
 	for _, g := range st.Groups {
 		for _, s := range g.Stores {
@@ -102,7 +103,8 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 			if s.MovedFrom != "" {
 				addr += " (moved from " + s.MovedFrom + ")"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", g.Index, s.Name, s.Host, cli.Printable(addr), s.State, s.AppliedIndex, orDash(cli.Printable(s.LastStop)))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", g.Index, s.Name, s.Host, cli.Printable(addr), s.State, s.AppliedIndex, orDash(cli.Printable(s.LastStop)),
+				levelText(s.FormatLevel), versionText(s))
 			if s.CatchingUp {
 				catching = append(catching, s)
 			}
@@ -119,6 +121,9 @@ func printStatus(w io.Writer, st deploystatus.Summary) {
 			leader = "none (no quorum, or an election is under way)"
 		}
 		fmt.Fprintf(w, "group %d leader: %s%s\n", g.Index, cli.Printable(leader), placementNote(g))
+		if g.ActiveLevel > 0 {
+			fmt.Fprintf(w, "group %d format level: %d%s\n", g.Index, g.ActiveLevel, levelHeldText(g.LevelHeldBy))
+		}
 		if g.Confirms != nil && !*g.Confirms && g.Leader != "" {
 			fmt.Fprintf(w, "group %d confirms nothing: intragroup %s needs every store of the group running\n", g.Index, st.Intragroup)
 		}
@@ -179,4 +184,38 @@ func catchUpText(s deploystatus.SummaryStore) string {
 }
 
 // mib writes a byte count in MiB with one decimal.
+// levelText is a store's format level for the table: "-" when it did
+// not answer.
+func levelText(level int) string {
+	if level == 0 {
+		return "-"
+	}
+	return fmt.Sprint(level)
+}
+
+// versionText is a store's binary for the table: a store that answers
+// without saying runs a release older than the field (v0.1.0).
+func versionText(s deploystatus.SummaryStore) string {
+	switch {
+	case s.Version != "":
+		// "v1.2.3 (commit 0123456789ab, ...)": the release and the commit.
+		v := strings.Fields(s.Version)[0]
+		if _, rest, ok := strings.Cut(s.Version, "commit "); ok {
+			v += " " + strings.TrimRight(strings.Fields(rest)[0], ",)")
+		}
+		return cli.Printable(v)
+	case s.FormatLevel == 1:
+		return "v0.1.0 or older"
+	}
+	return "-"
+}
+
+// levelHeldText says what keeps a group's level below its leader's.
+func levelHeldText(held []string) string {
+	if len(held) == 0 {
+		return ""
+	}
+	return " (not raised: " + cli.Printable(strings.Join(held, "; ")) + "; finish the upgrade, docs/operations.md)"
+}
+
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

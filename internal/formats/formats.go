@@ -20,6 +20,7 @@ func Lines() []string {
 		cmds = append(cmds, fmt.Sprintf("%d %s", byte(t), t))
 	}
 	return []string{
+		levelLine(),
 		fmt.Sprintf("repository format: writes %d, reads %d to %d", repository.FormatVersion, repository.OldestFormatVersion, repository.FormatVersion),
 		fmt.Sprintf("snapshot stream: writes %s, reads %s", repository.SnapshotStreamWritten, strings.Join(repository.SnapshotStreamsRead(), " ")),
 		fmt.Sprintf("client protocol: version %d", wire.Version),
@@ -31,4 +32,15 @@ func Lines() []string {
 // prints after its first line.
 func String() string {
 	return strings.Join(Lines(), "\n") + "\n"
+}
+
+// levelLine names the binary's format level and the releases whose
+// binaries it can run beside in one group until the group's level is
+// raised (docs/operations.md, "Upgrading").
+func levelLine() string {
+	var ls []string
+	for _, l := range repository.Levels() {
+		ls = append(ls, fmt.Sprintf("%d (%s)", l.Level, l.Release))
+	}
+	return fmt.Sprintf("format level: %d; reads levels %s", repository.FormatLevel, strings.Join(ls, ", "))
 }

@@ -28,12 +28,14 @@ func (cs *Server) recordUnusedKept(m *wire.KeepAlive) {
 // proposeUnused proposes the record of session's skipped numbers from..to
 // of source, if from..to is a range. The repository records it only while
 // session holds the source, and reports as never published only the
-// numbers the group does not hold.
+// numbers the group does not hold. Below the format level that adds the
+// record (a member still runs a binary without it) the proposer withholds
+// it until the leader raises the level (storegroup/levels.go).
 func (cs *Server) proposeUnused(source, session string, from, to uint64) {
 	if from == 0 || to < from {
 		return
 	}
-	cs.Proposer.Propose(repository.EncodeUnpublished(repository.Unpublished{Source: source, Session: session, From: from, To: to}))
+	cs.Proposer.Advise(repository.EncodeUnpublished(repository.Unpublished{Source: source, Session: session, From: from, To: to}))
 }
 
 // wireRanges converts repository ranges for a reply; nil for none.

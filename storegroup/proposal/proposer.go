@@ -32,7 +32,20 @@ type Proposer struct {
 	node    func() *raft.Raft // the raft node, nil until it runs
 	timeout time.Duration     // ApplyTimeout: how long a proposal may wait to enter the log
 	pending *proposals        // the ProposeDecided entries still waiting for their answer
+
+	// Gate, when set, refuses a command before it reaches raft: the
+	// store's format-level gate (repository.Gate), so that no command a
+	// member of the group cannot read is ever proposed, by any path.
+	Gate func(cmd []byte) error
+
+	withheldMu sync.Mutex
+	withheld   [][]byte // advisory commands the gate refused, oldest first (Advise)
 }
+
+// maxWithheld bounds the advisory commands kept for a later level: each
+// is one publisher's skipped range, which the publisher sends again on
+// its next connection anyway.
+const maxWithheld = 256
 
 // New returns the proposer of the raft node node returns (nil until it
 // runs); timeout is how long a proposal may wait to enter the log. stages,
@@ -46,8 +59,11 @@ func New(node func() *raft.Raft, timeout time.Duration, stages *stagetime.Timer)
 
 // Propose hands cmd to raft. Its future resolves once the entry is applied
 // on this store, or with raft's error (raft.ErrNotLeader when this store
-// does not lead, or raft is not running yet).
+// does not lead, or raft is not running yet), or Gate's.
 func (p *Proposer) Propose(cmd []byte) raft.ApplyFuture {
+	if err := p.gate(cmd); err != nil {
+		return failedFuture{err}
+	}
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -59,6 +75,9 @@ func (p *Proposer) Propose(cmd []byte) raft.ApplyFuture {
 // which resolves when the FSM decides the entry's result or when raft's
 // future resolves, whichever comes first.
 func (p *Proposer) ProposeDecided(cmd []byte) raft.ApplyFuture {
+	if err := p.gate(cmd); err != nil {
+		return failedFuture{err}
+	}
 	r := p.node()
 	if r == nil {
 		return failedFuture{raft.ErrNotLeader}
@@ -91,6 +110,57 @@ func (p *Proposer) AnsweredEarly() uint64 { return p.pending.early.Load() }
 // Abandon answers every ProposeDecided proposal still waiting with err:
 // the store is stopping and raft will not answer them.
 func (p *Proposer) Abandon(err error) { p.pending.abandon(err) }
+
+// Advise proposes an advisory command, one whose answer nobody waits for
+// (an Unpublished record). One the gate refuses is withheld, not dropped:
+// ProposeWithheld proposes it once the gate lets it through (the group's
+// level was raised). At most maxWithheld are kept, the oldest dropped.
+func (p *Proposer) Advise(cmd []byte) {
+	if err := p.gate(cmd); err != nil {
+		p.withheldMu.Lock()
+		p.withheld = append(p.withheld, cmd)
+		if len(p.withheld) > maxWithheld {
+			p.withheld = p.withheld[len(p.withheld)-maxWithheld:]
+		}
+		p.withheldMu.Unlock()
+		return
+	}
+	p.Propose(cmd)
+}
+
+// Withheld returns how many advisory commands wait for the gate.
+func (p *Proposer) Withheld() int {
+	p.withheldMu.Lock()
+	defer p.withheldMu.Unlock()
+	return len(p.withheld)
+}
+
+// ProposeWithheld proposes the withheld advisory commands the gate now
+// lets through, without waiting for their answers, and keeps the rest.
+func (p *Proposer) ProposeWithheld() {
+	p.withheldMu.Lock()
+	var ready, kept [][]byte
+	for _, cmd := range p.withheld {
+		if p.gate(cmd) == nil {
+			ready = append(ready, cmd)
+		} else {
+			kept = append(kept, cmd)
+		}
+	}
+	p.withheld = kept
+	p.withheldMu.Unlock()
+	for _, cmd := range ready {
+		p.Propose(cmd)
+	}
+}
+
+// gate applies Gate, if set.
+func (p *Proposer) gate(cmd []byte) error {
+	if p.Gate == nil {
+		return nil
+	}
+	return p.Gate(cmd)
+}
 
 // failedFuture is a proposal refused before it reached raft.
 type failedFuture struct{ err error }

@@ -196,7 +196,8 @@ Delivery = _frame(28, "Delivery", [("Source", STR), ("Receivers", [ReceiverState
 HeldBack = _frame(29, "HeldBack", [("Source", STR), ("Reason", STR)])
 Ping = _frame(30, "Ping", [("ReqID", U64)])
 Pong = _frame(31, "Pong", [("ReqID", U64), ("Store", STR), ("Group", INT), ("Groups", INT), ("Leading", BOOL), ("Leader", STR), ("LeaderName", STR),
-                           ("AppliedIndex", U64), ("LastIndex", U64), ("CatchingUp", BOOL), ("PolicyDigest", STR), ("Policy", STR)])
+                           ("AppliedIndex", U64), ("LastIndex", U64), ("CatchingUp", BOOL), ("PolicyDigest", STR), ("Policy", STR),
+                           ("FormatLevel", U64), ("ActiveLevel", U64), ("Version", STR)])
 RangeDigest = _frame(32, "RangeDigest", [("ReqID", U64), ("Source", STR), ("From", U64), ("To", U64), ("MaxCount", INT)])
 RangeDigestReply = _frame(33, "RangeDigestReply", [("ReqID", U64), ("Source", STR), ("Known", BOOL), ("Through", U64), ("Count", U64), ("Sum", BIN)])
 
