@@ -118,24 +118,7 @@ func TestBackupWhilePublishingAndRestore(t *testing.T) {
 	}
 
 	// A new deployment at other ports.
-	d2 := &twoHosts{bin: bin, dir: t.TempDir(), base: basePortOn(t, "127.0.0.2", "127.0.0.3")}
-	for d2.base == d.base {
-		d2.base = basePortOn(t, "127.0.0.2", "127.0.0.3")
-	}
-	d2.deploy = filepath.Join(d2.dir, "deployment.yaml")
-	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(d2.base), "--out", d2.deploy); code != 0 {
-		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
-	}
-	d2.a = d2.host(t, "A", "127.0.0.2", d2.base+2000)
-	d2.b = d2.host(t, "B", "127.0.0.3", d2.base+2000)
-	t.Cleanup(func() {
-		d2.a.stop()
-		d2.b.stop()
-		if t.Failed() {
-			t.Logf("restored host A log:\n%s", tail(d2.a.stderr, 40))
-			t.Logf("restored host B log:\n%s", tail(d2.b.stderr, 40))
-		}
-	})
+	d2 := planTwoHostsBeside(t, bin, d, "restored host")
 	if _, errOut, code := runTool(t, bin, "umstored", "restore", "--from", damaged, "--deployment", d2.deploy, "--host", "A", "--data-dir", d2.a.dataDir); code != 1 || !strings.Contains(errOut, "group-1.umsnap") {
 		t.Errorf("restore of a damaged backup: exit %d, want 1 naming group-1.umsnap\n%s", code, errOut)
 	}

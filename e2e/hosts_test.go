@@ -19,7 +19,17 @@ type twoHosts struct {
 // started, and are stopped when the test ends.
 func planTwoHosts(t *testing.T, bin string) *twoHosts {
 	t.Helper()
+	return planTwoHostsBeside(t, bin, nil, "host")
+}
+
+// planTwoHostsBeside is planTwoHosts at ports other than those of other
+// (nil: any), naming the hosts' logs "<what> A" and "<what> B".
+func planTwoHostsBeside(t *testing.T, bin string, other *twoHosts, what string) *twoHosts {
+	t.Helper()
 	d := &twoHosts{bin: bin, dir: t.TempDir(), base: basePortOn(t, "127.0.0.2", "127.0.0.3")}
+	for other != nil && d.base == other.base {
+		d.base = basePortOn(t, "127.0.0.2", "127.0.0.3")
+	}
 	d.deploy = filepath.Join(d.dir, "deployment.yaml")
 	if out, errOut, code := runTool(t, bin, "umstored", "plan", "--host", "A=127.0.0.2", "--host", "B=127.0.0.3", "--base-port", fmt.Sprint(d.base), "--out", d.deploy); code != 0 {
 		t.Fatalf("plan: %d\n%s\n%s", code, out, errOut)
@@ -30,8 +40,8 @@ func planTwoHosts(t *testing.T, bin string) *twoHosts {
 		d.a.stop()
 		d.b.stop()
 		if t.Failed() {
-			t.Logf("host A log:\n%s", tail(d.a.stderr, 40))
-			t.Logf("host B log:\n%s", tail(d.b.stderr, 40))
+			t.Logf("%s A log:\n%s", what, tail(d.a.stderr, 40))
+			t.Logf("%s B log:\n%s", what, tail(d.b.stderr, 40))
 		}
 	})
 	return d
