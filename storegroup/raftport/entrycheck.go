@@ -38,16 +38,19 @@ type EntryCheck struct {
 }
 
 // CheckEntries has the transport check the entries it sends and receives
-// (EntryCheck). It must be called before raft starts.
-func (g *Transport) CheckEntries(c EntryCheck) { g.entries = &c }
+// (EntryCheck). It must be called before raft starts; the port's filter
+// already reads it (a peer's RPC may arrive before raft runs), hence the
+// atomic pointer.
+func (g *Transport) CheckEntries(c EntryCheck) { g.entries.Store(&c) }
 
 // firstDamaged returns the first of entries that fails the check, and why.
 func (g *Transport) firstDamaged(entries []*raft.Log) (*raft.Log, error) {
-	if g.entries == nil || g.entries.Verify == nil {
+	c := g.entries.Load()
+	if c == nil || c.Verify == nil {
 		return nil, nil
 	}
 	for _, l := range entries {
-		if err := g.entries.Verify(l); err != nil {
+		if err := c.Verify(l); err != nil {
 			return l, err
 		}
 	}
@@ -62,8 +65,8 @@ func (g *Transport) checkOutgoing(id raft.ServerID, args *raft.AppendEntriesRequ
 		return nil
 	}
 	err = fmt.Errorf("%w: this store's copy of entry %d (term %d) is damaged, not sent to %s: %w", ErrEntryDamaged, l.Index, l.Term, id, err)
-	if g.entries.Withheld != nil {
-		g.entries.Withheld(id, l.Index, err)
+	if c := g.entries.Load(); c.Withheld != nil {
+		c.Withheld(id, l.Index, err)
 	}
 	return err
 }
@@ -79,8 +82,8 @@ func (g *Transport) refuseDamaged(rpc raft.RPC, req *raft.AppendEntriesRequest, 
 	}
 	from := string(req.ID)
 	err = fmt.Errorf("%w: entry %d (term %d) from %s arrived damaged at %s and was refused; the sender's copy or the network is at fault: %w", ErrEntryDamaged, l.Index, l.Term, from, g.localID, err)
-	if g.entries.Refused != nil {
-		g.entries.Refused(from, l.Index, err)
+	if c := g.entries.Load(); c.Refused != nil {
+		c.Refused(from, l.Index, err)
 	}
 	rpc.Respond(&raft.AppendEntriesResponse{RPCHeader: header, Term: req.Term, Success: false}, err)
 	return true

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -104,8 +105,8 @@ type Transport struct {
 	done    chan struct{}
 	once    sync.Once
 	refused func(candidate string, cand Position)
-	members *Progress   // the members' answers, for the intragroup rule (progress.go); nil: not recorded
-	entries *EntryCheck // checks the entries sent and received (entrycheck.go); nil: none
+	members *Progress                  // the members' answers, for the intragroup rule (progress.go); nil: not recorded
+	entries atomic.Pointer[EntryCheck] // checks the entries sent and received (entrycheck.go); nil: none
 }
 
 // raft finds pre-vote and Close through these interfaces (RAFT-NOTES.md): a

@@ -170,7 +170,7 @@ func (g *Transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress,
 // answers are recorded and whose entries are checked.
 func (g *Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := g.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil || (g.members == nil && g.entries == nil) {
+	if err != nil || (g.members == nil && g.entries.Load() == nil) {
 		return p, err
 	}
 	op := &observedPipeline{AppendPipeline: p, g: g, id: id, members: g.members, out: make(chan raft.AppendFuture, 128), done: make(chan struct{})}
