@@ -333,6 +333,29 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule: "liveness", want: "host A's daemon (incarnation 2) exited by itself",
 		},
 		{
+			name: "the previous release's daemon exits on a full disk",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "A", true)
+				h.DaemonExited("A", 7, errors.New("exit status 1"))
+			},
+		},
+		{
+			name: "the new binary's daemon exits on a full disk",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "A", false)
+				h.DaemonExited("A", 7, errors.New("exit status 1"))
+			},
+			rule: "liveness", want: "host A's daemon (incarnation 7) exited by itself",
+		},
+		{
+			name: "the previous release's daemon exits outside a full disk",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "B", true)
+				h.DaemonExited("A", 7, errors.New("exit status 1"))
+			},
+			rule: "liveness", want: "host A's daemon (incarnation 7) exited by itself",
+		},
+		{
 			name:   "harness problem",
 			mutate: func(h *History) { h.Problemf("not-restored", "group 1 has no leader") },
 			rule:   "liveness", want: "group 1 has no leader",
@@ -498,4 +521,13 @@ func TestEveryBitFlipIsCaught(t *testing.T) {
 	if d := payloadDamage("s1", 1, strangerPayload(1)); d != damageStranger {
 		t.Fatalf("a stranger's payload is judged %q", d)
 	}
+}
+
+// previousOnFullDisk records a run of host A (incarnation 7) on the
+// previous release's binary (or the new one) from a second ago, and a
+// disk-full fault on host diskHost in force now.
+func previousOnFullDisk(h *History, diskHost string, previous bool) {
+	now := time.Now()
+	h.HostRuns = append(h.HostRuns, HostRun{Host: "A", Incarnation: 7, At: now.Add(-time.Second), Previous: previous})
+	h.Faults = append(h.Faults, FaultRecord{Kind: DiskFull, Target: diskHost, Start: now.Add(-500 * time.Millisecond), End: now.Add(time.Minute)})
 }

@@ -69,6 +69,12 @@ func init() {
 			// Let the stores that were waiting for a write see it fail or
 			// pass before their state is read.
 			_ = sleepCtx(ctx, time.Second)
+			if !h.running() && n.c.runsPrevious(h) {
+				// The previous release's daemon exits once every store
+				// stopped itself (checkExits): its supervisor starts it.
+				rec.Note = fmt.Sprintf("filled %d MiB; the previous release's daemon exited, its stores stopped on the full disk (fixed since 6d0338b)", filled>>20)
+				return h.start("restart after the disk was freed: the previous release's daemon had exited on the full disk, as its supervisor would")
+			}
 			stopped, err := stoppedStores(ctx, h)
 			if err != nil {
 				return err

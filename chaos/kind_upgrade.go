@@ -44,6 +44,13 @@ func upgrades(plan []Fault) bool {
 	return slices.ContainsFunc(plan, func(f Fault) bool { return f.Kind == UpgradeHost })
 }
 
+// runsPrevious reports whether h runs the previous release's binary.
+func (c *cluster) runsPrevious(h *host) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.previous != "" && h.binary() == c.previous
+}
+
 // otherBinary returns the binary h restarts on for upgrade-host, and why.
 func (c *cluster) otherBinary(h *host) (string, string) {
 	c.mu.Lock()
