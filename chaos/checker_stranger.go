@@ -81,7 +81,7 @@ func checkStranger(h *History, add addFunc) {
 	}
 	accepted := map[string][]string{}
 	for _, a := range h.StrangerActs {
-		if a.Accepted {
+		if a.Accepted && !previousClientPort(h, a) {
 			key := a.Port + " port of " + a.Store
 			accepted[key] = append(accepted[key], a.Act)
 		}
@@ -171,6 +171,26 @@ func previousExitOnFullDisk(h *History, e DaemonExit) bool {
 	for _, f := range h.Faults {
 		if f.Kind == DiskFull && f.Target == e.Host && !e.At.Before(f.Start) && (f.End.IsZero() || !e.At.After(f.End)) {
 			return true
+		}
+	}
+	return false
+}
+
+// previousClientPort reports whether a stranger's act went to the client
+// port of a store whose host ran the previous release's binary then
+// (upgrade-host): the client-port forgeries the head refuses (a Publish
+// far past the source's highest, an anonymous Consumed, and the other
+// client-trust checks) came after v0.1.0, which accepts them; that is
+// the previous release's known behaviour, not the head's. Its raft port
+// (member authentication, in v0.1.0 already) is judged as any other.
+func previousClientPort(h *History, a StrangerAct) bool {
+	if a.Port != "client" {
+		return false
+	}
+	for _, s := range h.Layout {
+		if s.Name == a.Store {
+			run, ok := h.hostRunAt(s.Host, a.At)
+			return ok && run.Previous
 		}
 	}
 	return false

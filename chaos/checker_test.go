@@ -311,6 +311,32 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule: "stranger", want: "host B's daemon (incarnation 1) exited",
 		},
 		{
+			name: "the previous release's client port accepts a forgery the head refuses",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "B", true) // host A on the previous release
+				h.Layout = append(h.Layout, StoreLayout{Name: "G1S1", Group: 1, Host: "A"})
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S1", Port: "client", Act: "a Publish of its own source far past its highest", Accepted: true})
+			},
+		},
+		{
+			name: "the new binary's client port accepts a forgery",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "B", false)
+				h.Layout = append(h.Layout, StoreLayout{Name: "G1S1", Group: 1, Host: "A"})
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S1", Port: "client", Act: "a Publish of its own source far past its highest", Accepted: true})
+			},
+			rule: "stranger", want: "the client port of G1S1 accepted 1 forgeries",
+		},
+		{
+			name: "the previous release's raft port accepts a forgery",
+			mutate: func(h *History) {
+				previousOnFullDisk(h, "B", true)
+				h.Layout = append(h.Layout, StoreLayout{Name: "G1S1", Group: 1, Host: "A"})
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S1", Port: "raft", Act: "AppendEntries in the store's term", Accepted: true})
+			},
+			rule: "stranger", want: "the raft port of G1S1 accepted 1 forgeries",
+		},
+		{
 			name: "store failed while the stranger sent",
 			mutate: func(h *History) {
 				f := strangerFault(h)
@@ -525,7 +551,8 @@ func TestEveryBitFlipIsCaught(t *testing.T) {
 
 // previousOnFullDisk records a run of host A (incarnation 7) on the
 // previous release's binary (or the new one) from a second ago, and a
-// disk-full fault on host diskHost in force now.
+// disk-full fault on host diskHost in force now (one of another host
+// leaves A's run alone).
 func previousOnFullDisk(h *History, diskHost string, previous bool) {
 	now := time.Now()
 	h.HostRuns = append(h.HostRuns, HostRun{Host: "A", Incarnation: 7, At: now.Add(-time.Second), Previous: previous})
