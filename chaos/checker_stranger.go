@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -176,22 +178,37 @@ func previousExitOnFullDisk(h *History, e DaemonExit) bool {
 	return false
 }
 
-// previousClientPort reports whether a stranger's act went to the client
-// port of a store whose host ran the previous release's binary then
-// (upgrade-host): the client-port forgeries the head refuses (a Publish
-// far past the source's highest, an anonymous Consumed, and the other
-// client-trust checks) came after v0.1.0, which accepts them; that is
-// the previous release's known behaviour, not the head's. Its raft port
-// (member authentication, in v0.1.0 already) is judged as any other.
+// previousClientPort reports whether a stranger's act was taken by the
+// client port of a store whose host ran the previous release's binary
+// then (upgrade-host): the client-port forgeries the head refuses (a
+// Publish far past the source's highest, an anonymous Consumed, and the
+// other client-trust checks) came after v0.1.0, which accepts them; that
+// is the previous release's known behaviour, not the head's. The store
+// that took it is the one at the address the act's detail names ("at
+// HOST:PORT", where the stranger's client followed a redirect to the
+// leader), else the one it was sent to. Its raft port (member
+// authentication, in v0.1.0 already) is judged as any other.
 func previousClientPort(h *History, a StrangerAct) bool {
 	if a.Port != "client" {
 		return false
 	}
+	store := a.Store
+	if m := answeredAt.FindStringSubmatch(a.Detail); m != nil {
+		for _, s := range h.Layout {
+			if strconv.Itoa(s.ClientPort) == m[1] {
+				store = s.Name
+			}
+		}
+	}
 	for _, s := range h.Layout {
-		if s.Name == a.Store {
+		if s.Name == store {
 			run, ok := h.hostRunAt(s.Host, a.At)
 			return ok && run.Previous
 		}
 	}
 	return false
 }
+
+// answeredAt finds the port of the address a client-port act's detail
+// names as the one that answered.
+var answeredAt = regexp.MustCompile(`\bat [0-9.]+:([0-9]+)\b`)

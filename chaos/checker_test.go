@@ -328,6 +328,21 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule: "stranger", want: "the client port of G1S1 accepted 1 forgeries",
 		},
 		{
+			name: "a forgery sent to the new binary, taken by the previous release's leader it redirected to",
+			mutate: func(h *History) {
+				mixedHosts(h)
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S1", Port: "client", Act: "an anonymous Consumed of a registered receiver name", Accepted: true, Detail: "source s1 at 127.0.0.3:300: receiver r moved to 9"})
+			},
+		},
+		{
+			name: "a forgery sent to the previous release, taken by the new binary's leader it redirected to",
+			mutate: func(h *History) {
+				mixedHosts(h)
+				h.Stranger(StrangerAct{At: time.Now(), Store: "G1S3", Port: "client", Act: "an anonymous Consumed of a registered receiver name", Accepted: true, Detail: "source s1 at 127.0.0.2:100: receiver r moved to 9"})
+			},
+			rule: "stranger", want: "the client port of G1S3 accepted 1 forgeries",
+		},
+		{
 			name: "the previous release's raft port accepts a forgery",
 			mutate: func(h *History) {
 				previousOnFullDisk(h, "B", true)
@@ -557,4 +572,12 @@ func previousOnFullDisk(h *History, diskHost string, previous bool) {
 	now := time.Now()
 	h.HostRuns = append(h.HostRuns, HostRun{Host: "A", Incarnation: 7, At: now.Add(-time.Second), Previous: previous})
 	h.Faults = append(h.Faults, FaultRecord{Kind: DiskFull, Target: diskHost, Start: now.Add(-500 * time.Millisecond), End: now.Add(time.Minute)})
+}
+
+// mixedHosts records host A on the new binary and host B on the previous
+// release's, with G1S1 on A (client port 100) and G1S3 on B (300).
+func mixedHosts(h *History) {
+	at := time.Now().Add(-time.Second)
+	h.HostRuns = append(h.HostRuns, HostRun{Host: "A", Incarnation: 7, At: at}, HostRun{Host: "B", Incarnation: 7, At: at, Previous: true})
+	h.Layout = append(h.Layout, StoreLayout{Name: "G1S1", Group: 1, Host: "A", ClientPort: 100}, StoreLayout{Name: "G1S3", Group: 1, Host: "B", ClientPort: 300})
 }
