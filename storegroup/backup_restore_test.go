@@ -284,6 +284,9 @@ func TestOldStoreAmongRestoredOnesRejoinsEmpty(t *testing.T) {
 
 // A backup larger than a chunk arrives in order, whole, and decodes.
 func TestBackupOfSeveralChunks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several restarts of a group (or a 4 MiB backup); skipped with -short")
+	}
 	c := clustertest.Start(t, 1, clustertest.PatientRaft)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -83,6 +83,9 @@ func unpublished(source string) []byte {
 // the member back to the old binary does not lower it; the level survives
 // a restart of every store and a member rebuilt from nothing.
 func TestMixedGroupLevel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several restarts of a group (or a 4 MiB backup); skipped with -short")
+	}
 	t.Parallel()
 	var old atomic.Bool
 	old.Store(true)
