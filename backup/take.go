@@ -124,6 +124,7 @@ func copyFrom(ctx context.Context, addr string, index int, dir string, opts Opti
 	h := sha256.New()
 	w := io.MultiWriter(f, h)
 	var got int64
+	var first *wire.BackupChunk // what the copy stands for, as the first chunk said
 	lastReport := time.Now()
 	for {
 		msg, err := c.Read()
@@ -139,6 +140,16 @@ func copyFrom(ctx context.Context, addr string, index int, dir string, opts Opti
 		case *wire.BackupChunk:
 			if msg.Group != index {
 				return Group{}, "", fmt.Errorf("the store sent group %d", msg.Group)
+			}
+			if first == nil {
+				first = msg
+			}
+			// Every chunk stands for the same copy, and the copy is never
+			// longer than it said: a store that sends more (or another
+			// copy midway) is refused before its bytes reach the disk.
+			if msg.Index != first.Index || msg.Term != first.Term || msg.GroupID != first.GroupID || msg.Size != first.Size ||
+				msg.Size < 0 || int64(len(msg.Data)) > msg.Size-got {
+				return Group{}, "", fmt.Errorf("the store sent a chunk of another copy or past the %d bytes it announced (index %d, %d bytes after %d)", first.Size, msg.Index, len(msg.Data), got)
 			}
 			if _, err := w.Write(msg.Data); err != nil {
 				return Group{}, "", err
