@@ -137,8 +137,9 @@ func (l *Lane) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// SetWriteDeadline bounds the shared connection's writes: the latest
-// deadline any lane set holds for the next write.
+// SetWriteDeadline asks that the shared connection's writes may wait
+// until t: the latest deadline any lane set holds for the next write, but
+// never less than flushBound, which the store's answers extend (link.go).
 func (l *Lane) SetWriteDeadline(t time.Time) error {
 	l.link.setWriteDeadline(t)
 	return nil

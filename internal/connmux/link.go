@@ -20,10 +20,15 @@ const (
 	maxLanes  = 1<<(64-laneShift) - 1
 )
 
-// flushBound bounds one write of the shared connection when no lane has
-// set a later write deadline: a store that stops reading fails the
-// connection for every lane rather than holding their frames for ever.
-const flushBound = 5 * time.Second
+// flushBound bounds how long a write of the shared connection may wait
+// while the store sends nothing back: a store that stops reading and
+// answering fails the connection for every lane rather than holding their
+// frames for ever. A store that stops reading but keeps answering is
+// pushing back (its window of proposals for the connection is full), not
+// gone: each frame it sends extends the write by flushBound again. A
+// lane's own write deadline only ever lengthens the bound: one session's
+// short deadline (a goodbye's) must not fail every other session's writes.
+var flushBound = 5 * time.Second // a variable for the tests only
 
 // closeFlushBound bounds the last write when the last lane closes (its
 // goodbye may still be buffered).
@@ -43,6 +48,10 @@ type link struct {
 	kick chan struct{} // asks the writer to flush
 	stop chan struct{} // closed when the connection ends
 
+	// flushing is set while the writer's flush is under way, for the
+	// reader to extend its deadline as the store answers.
+	flushing atomic.Bool
+
 	// heard is when the store last sent anything on the connection (unix
 	// nanoseconds): it is alive for every lane, whichever lane it answered.
 	heard atomic.Int64
@@ -53,7 +62,7 @@ type link struct {
 	sources  map[string]*Lane // the lane that registered each source: where HeldBack and Delivery go
 	next     uint64           // the last lane number given
 	err      error            // why the connection ended; nil while it is open
-	deadline time.Time        // the latest write deadline a lane set
+	deadline time.Time        // the latest write deadline a lane set (a later one than flushBound lengthens a write's bound)
 }
 
 func newLink(p *Pool, key, addr string) *link {
@@ -185,7 +194,13 @@ func (lk *link) read() {
 			lk.broadcast(err) // an unreadable frame: every lane hears of it, as on its own connection
 			continue
 		}
-		lk.heard.Store(time.Now().UnixNano())
+		now := time.Now()
+		lk.heard.Store(now.UnixNano())
+		if lk.flushing.Load() {
+			// The store answers while our write waits: it is alive and
+			// pushing back, so the write may wait on.
+			_ = lk.conn.SetWriteDeadline(now.Add(flushBound))
+		}
 		lk.route(m)
 	}
 }
@@ -262,11 +277,14 @@ func (lk *link) write() {
 		lk.mu.Lock()
 		dl := lk.deadline
 		lk.mu.Unlock()
-		if now := time.Now(); dl.Before(now) {
-			dl = now.Add(flushBound)
+		if least := time.Now().Add(flushBound); dl.Before(least) {
+			dl = least
 		}
 		_ = lk.conn.SetWriteDeadline(dl)
-		if err := lk.conn.Flush(); err != nil {
+		lk.flushing.Store(true)
+		err := lk.conn.Flush()
+		lk.flushing.Store(false)
+		if err != nil {
 			lk.end(err)
 			return
 		}
