@@ -68,7 +68,13 @@ func freeBasePort(t *testing.T) int {
 // startDev runs `umstored dev` and waits until it prints "ready".
 func startDev(t *testing.T, bin, dataDir string, extra ...string) *exec.Cmd {
 	t.Helper()
-	base := freeBasePort(t)
+	return startDevAt(t, bin, dataDir, freeBasePort(t), extra...)
+}
+
+// startDevAt is startDev on the given base port: a dev deployment started
+// again on its data directory keeps its ports.
+func startDevAt(t *testing.T, bin, dataDir string, base int, extra ...string) *exec.Cmd {
+	t.Helper()
 	args := append([]string{"dev", "--data-dir", dataDir, "--base-port", fmt.Sprint(base), "--admin-addr", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(filepath.Join(bin, "umstored"), args...)
 	stdout, err := cmd.StdoutPipe()

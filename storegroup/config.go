@@ -233,6 +233,17 @@ type Config struct {
 	// the entries, and a restart replays them); readers of this store see
 	// a message up to this much later. 0 commits every batch.
 	RepositoryCommitInterval time.Duration
+	// FollowerCommitInterval is RepositoryCommitInterval for a store
+	// that does not lead its group. Nobody reads a follower's repository
+	// as it goes (receivers, Fetch, Sources and RangeDigest are the
+	// leader's; a follower commits everything before it starts to lead,
+	// and before a snapshot), so it may commit far less often: on two
+	// cores and one disk, the followers' commits were most of the
+	// repository's fsyncs, and they slowed every store's log writes. The
+	// cost is a longer replay after a crash (what is applied but not
+	// committed is replayed from the raft log) and a status view of a
+	// follower's own files up to this much behind. 0 commits every batch.
+	FollowerCommitInterval time.Duration
 
 	// Dial, if set, opens this store's outgoing connections to other
 	// stores (raft, probes, intergroup repair) in place of the operating
@@ -260,6 +271,7 @@ func DefaultConfig() Config {
 		// Measured on the dev topology at 1,000 msgs/s of 1 KiB (BENCH.md):
 		// p50 4.7 ms committing every batch, 3.1 ms at 20 ms.
 		RepositoryCommitInterval: 10 * time.Millisecond,
+		FollowerCommitInterval:   100 * time.Millisecond,
 		SnapshotThreshold:        8192,
 		SnapshotInterval:         120 * time.Second,
 		TrailingLogs:             4096,
@@ -327,6 +339,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RepositoryCommitInterval < 0 || c.RepositoryCommitInterval > time.Second {
 		return fmt.Errorf("%w: store %s: RepositoryCommitInterval must be 0..1s (0 commits every batch), got %v", ErrConfig, c.Name, c.RepositoryCommitInterval)
+	}
+	if c.FollowerCommitInterval < 0 || c.FollowerCommitInterval > time.Second {
+		return fmt.Errorf("%w: store %s: FollowerCommitInterval must be 0..1s (0 commits every batch), got %v", ErrConfig, c.Name, c.FollowerCommitInterval)
 	}
 	if c.HeartbeatTimeout <= 0 || c.ElectionTimeout <= 0 || c.LeaderLeaseTimeout <= 0 || c.ApplyTimeout <= 0 || c.ProbeInterval <= 0 || c.SnapshotInterval <= 0 {
 		return fmt.Errorf("%w: store %s: timeouts must be positive", ErrConfig, c.Name)

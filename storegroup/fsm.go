@@ -55,6 +55,10 @@ type fsm struct {
 	// commitEvery is Config.RepositoryCommitInterval: how long batches of
 	// publishes may stay applied but uncommitted (fsm_commit.go).
 	commitEvery time.Duration
+	// followerCommitEvery is Config.FollowerCommitInterval, commitEvery
+	// while leading (when set) reports false.
+	followerCommitEvery time.Duration
+	leading             func() bool
 
 	// restored, for a store restored from a backup (restore.go), is
 	// where the restored group's own log begins: an entry past its index

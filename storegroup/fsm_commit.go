@@ -15,8 +15,9 @@ import (
 // When the fsm commits the repository. A batch made only of publishes
 // (repository.Deferrable) is applied and decided, and its early answers
 // given, without a commit: the commit, two fsyncs, waits until the oldest
-// uncommitted batch is commitEvery old (checked as each batch comes, and by
-// a timer once batches stop), or until maxPendingBytes of commands wait.
+// uncommitted batch is commitEvery old (followerCommitEvery on a store that
+// does not lead; checked as each batch comes, and by a timer once batches
+// stop), or until maxPendingBytes of commands wait.
 // Meanwhile the next batches are decided without waiting for the disk, and
 // one commit covers them all. Any other batch commits at once, with
 // whatever waited before it: a Register's or a Consumed's answer comes
@@ -38,7 +39,8 @@ const maxPendingBytes = 8 << 20
 func (f *fsm) apply(logs []*raft.Log, entries []repository.Entry, decided func([]repository.Result)) ([]repository.Result, error) {
 	f.commitMu.Lock()
 	defer f.commitMu.Unlock()
-	size, deferrable := 0, f.commitEvery > 0
+	every := f.interval()
+	size, deferrable := 0, every > 0
 	for _, l := range logs {
 		size += len(l.Data)
 		if l.Type == raft.LogCommand && !repository.Deferrable(l.Data) {
@@ -59,8 +61,8 @@ func (f *fsm) apply(logs []*raft.Log, entries []repository.Entry, decided func([
 	}
 	f.pendingBytes += size
 	due := f.pendingBytes >= maxPendingBytes
-	if _, since := f.repo.Pending(); !due && !since.IsZero() && time.Since(since) < f.commitEvery {
-		f.armIdleCommit()
+	if _, since := f.repo.Pending(); !due && !since.IsZero() && time.Since(since) < every {
+		f.armIdleCommit(every)
 		return results, nil
 	}
 	return results, f.commit()
@@ -92,16 +94,28 @@ func (f *fsm) committed(start time.Time) {
 	}
 }
 
+// interval is how long batches may wait for their commit now: the
+// leader's commitEvery, or followerCommitEvery while this store does not
+// lead (readers are the leader's: Config.FollowerCommitInterval). The
+// leader's own wait starts once its leadership is ready (leader.go), after
+// the flush that commits what it applied as a follower.
+func (f *fsm) interval() time.Duration {
+	if f.leading != nil && !f.leading() {
+		return f.followerCommitEvery
+	}
+	return f.commitEvery
+}
+
 // armIdleCommit makes sure the timer that commits a quiet repository runs:
-// commitEvery after the first batch it waits for, not the last. The caller
-// holds f.commitMu.
-func (f *fsm) armIdleCommit() {
+// every after the first batch it waits for, not the last. The caller holds
+// f.commitMu.
+func (f *fsm) armIdleCommit(every time.Duration) {
 	switch {
 	case f.idleArmed:
 	case f.idleCommit == nil:
-		f.idleCommit = time.AfterFunc(f.commitEvery, f.commitIdle)
+		f.idleCommit = time.AfterFunc(every, f.commitIdle)
 	default:
-		f.idleCommit.Reset(f.commitEvery)
+		f.idleCommit.Reset(every)
 	}
 	f.idleArmed = true
 }

@@ -122,3 +122,32 @@ func openScratchRepo(t *testing.T) *repository.Repo {
 	t.Cleanup(func() { repo.Close() })
 	return repo
 }
+
+// A store that does not lead waits followerCommitEvery (here longer than
+// the test) before committing its publishes; once it leads, commitEvery
+// holds again (here 0: every batch commits, with whatever waited).
+func TestFollowerCommitsAtItsOwnInterval(t *testing.T) {
+	t.Parallel()
+	repo := openScratchRepo(t)
+	var leading atomic.Bool
+	f := &fsm{store: "G1S2", repo: repo, commitEvery: 0, followerCommitEvery: time.Hour, leading: leading.Load}
+	apply := func(index, seq uint64) {
+		t.Helper()
+		l := &raft.Log{Index: index, Type: raft.LogCommand, Data: repository.EncodePublish(repository.Publish{Source: "a", FirstSeq: seq, Payloads: [][]byte{[]byte("x")}})}
+		for _, r := range f.ApplyBatch([]*raft.Log{l}) {
+			if err, ok := r.(error); ok {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply(1, 1)
+	apply(2, 2)
+	if n, _ := repo.Pending(); repo.AppliedIndex() != 0 || n == 0 {
+		t.Fatalf("following: applied %d with %d batches pending, want nothing committed", repo.AppliedIndex(), n)
+	}
+	leading.Store(true)
+	apply(3, 3)
+	if n, _ := repo.Pending(); repo.AppliedIndex() != 3 || n != 0 {
+		t.Fatalf("leading: applied %d with %d batches pending, want 3 committed", repo.AppliedIndex(), n)
+	}
+}

@@ -196,7 +196,7 @@ func (s *Store) openFiles() error {
 		return fmt.Errorf("open snapshot store of store %s: %w", s.cfg.Name, err)
 	}
 	s.snaps = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots"), repo: s.repo, metrics: s.metrics, received: &s.received}
-	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, metrics: s.metrics, lock: s.lock, received: &s.received, emulateLevel: s.cfg.emulateLevel,
+	s.fsm = &fsm{store: s.cfg.Name, repo: s.repo, onFatal: s.fail, onApplied: s.notifyApplied, decided: s.proposer.DecidedBatch, commitEvery: s.cfg.RepositoryCommitInterval, followerCommitEvery: s.cfg.FollowerCommitInterval, leading: s.leaderReady.Load, metrics: s.metrics, lock: s.lock, received: &s.received, emulateLevel: s.cfg.emulateLevel,
 		onLogDamaged:  func(err error) { s.fileFailed(raftPath, err, true) },
 		onRepoDamaged: func(err error) { s.fileFailed(repoPath, err, true) }}
 	if s.fsm.restored, err = readRestoredEra(dir); err != nil {

@@ -44,6 +44,7 @@ func (f *storeFlags) bind(fs *pflag.FlagSet, lock bool) {
 	fs.DurationVar(&s.ReceiverStateLifetime, "receiver-state-lifetime", s.ReceiverStateLifetime, "forget a named receiver's position once it has been silent this long (UM receiver-state-lifetime; 0: keep it, unlike UM, whose 0 forgets it at the activity timeout)")
 	fs.BoolVar(&s.AllowReceiverPacedPersistence, "allow-receiver-paced-persistence", s.AllowReceiverPacedPersistence, "let publishers ask for receiver-paced persistence: a paced source keeps its messages until its paced receivers consumed them, within the retention limits (UM repository-allow-receiver-paced-persistence)")
 	fs.DurationVar(&s.RepositoryCommitInterval, "repository-commit-interval", s.RepositoryCommitInterval, "how long a store may keep applied publishes in one open repository transaction before it commits them (fewer repository fsyncs at a steady rate; acknowledgements never wait for it, readers past the committed messages do; 0: commit every batch; at most 1s)")
+	fs.DurationVar(&s.FollowerCommitInterval, "follower-commit-interval", s.FollowerCommitInterval, "--repository-commit-interval for a store while it does not lead its group: nobody reads a follower's repository as it goes, and it commits everything before it leads (longer: fewer fsyncs beside the leaders' log writes; the cost is a longer replay after a crash; 0: commit every batch; at most 1s)")
 	l := &s.ClientLimits
 	fs.IntVar(&l.MaxSourcesPerConn, "max-sources-per-conn", l.MaxSourcesPerConn, "sources one client connection may hold registered; one more is refused with an Error naming this limit (a source registered again on the same connection counts once; a publisher's goodbye or closing the connection frees its place)")
 	fs.IntVar(&l.MaxSources, "max-sources", l.MaxSources, "source registrations all client connections of one store may hold together (one per connection and source, freed by the publisher's goodbye or when its connection closes); --max-sources-per-conn is never more than this")
@@ -97,6 +98,9 @@ func (f *storeFlags) Validate() error {
 	}
 	if s.RepositoryCommitInterval < 0 || s.RepositoryCommitInterval > time.Second {
 		return fmt.Errorf("--repository-commit-interval %v: must be 0..1s (0 commits every batch; %v by default)", s.RepositoryCommitInterval, storegroup.DefaultConfig().RepositoryCommitInterval)
+	}
+	if s.FollowerCommitInterval < 0 || s.FollowerCommitInterval > time.Second {
+		return fmt.Errorf("--follower-commit-interval %v: must be 0..1s (0 commits every batch; %v by default)", s.FollowerCommitInterval, storegroup.DefaultConfig().FollowerCommitInterval)
 	}
 	if s.ReceiverStateLifetime < 0 {
 		return fmt.Errorf("--receiver-state-lifetime %v: must not be negative (0 keeps a receiver's position)", s.ReceiverStateLifetime)
