@@ -123,6 +123,7 @@ func TestFlightSizeBytes(t *testing.T) {
 // OnUnstable (UM's ume_message_stability_lifetime); it stays retained, so
 // it becomes stable when the group returns.
 func TestStabilityLifetime(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, nil)
 	var log eventLog

@@ -250,6 +250,7 @@ func TestFlightSizeRefuse(t *testing.T) {
 // group is unknown to a publisher that can reach only the other group. The
 // state file closes it for a publisher restarted on the same machine.
 func TestStateFileResumesPastWhatOnlyAnUnreachableGroupHolds(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/internal/groupclient"
@@ -51,6 +52,7 @@ func TestSecondLivePublisherIsRefused(t *testing.T) {
 // through the log and a new publisher takes over: not before, and not much
 // after.
 func TestSilentPublisherExpires(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	const timeout = 2 * time.Second
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = timeout })
@@ -160,6 +162,7 @@ func TestEmptySourceIsForgotten(t *testing.T) {
 // The late messages of a replaced publisher (queued on its old connection)
 // are refused, never stored under sequence numbers the new publisher uses.
 func TestReplacedPublishersLateMessagesAreRefused(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.SourceActivityTimeout = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

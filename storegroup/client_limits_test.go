@@ -352,6 +352,7 @@ func TestRepliesCutByTheByteBudgetClaimOnlyWhatTheyHold(t *testing.T) {
 // connection holds is not counted twice; a closed connection gives its
 // places back.
 func TestClientRegistrationLimits(t *testing.T) {
+	testmain.Slow(t)
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		cfg.ClientLimits.MaxSourcesPerConn = 2
 		cfg.ClientLimits.MaxSources = 3

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,6 +24,7 @@ import (
 // group index that holds them) whichever group it read before: before,
 // once group 1 had been unreachable it went on reading group 2's.
 func TestConflictsBetweenGroupsAreCountedAndResolved(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	// Group 2 never repairs: it cannot copy group 1's payloads before its
 	// own are published (both groups then agree, through a conflict at

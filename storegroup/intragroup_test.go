@@ -319,6 +319,7 @@ func TestIntragroupAllAndIntergroupAny(t *testing.T) {
 // wait as it says; a publisher may ask for a stricter one, never a weaker
 // one, and a name the store does not know is refused.
 func TestIntragroupFloorFromTheDeployment(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) { cfg.Intragroup = quorum.IntragroupAll })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

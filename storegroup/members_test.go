@@ -142,6 +142,7 @@ func replaceHostA(t *testing.T) (*clustertest.Cluster, map[string]storegroup.Mem
 // name the new addresses, and with host B gone the new host A carries
 // group 1 on its own.
 func TestReplacedHostRejoinsAtItsNewAddresses(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c, moved := replaceHostA(t)
 	// A follower on host B redirects clients to the leader where it
@@ -279,6 +280,7 @@ func (mv *mover) challenge(req *wire.MemberMove) *wire.MemberChallenge {
 // it was, and the member keeps getting its group's writes. A deployment
 // without a member secret takes no moves at all.
 func TestStrangerCannotMoveAMember(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1, Tune: withSecret})
 	victim := c.Members(1)[1] // G1S2

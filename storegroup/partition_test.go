@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/publisher"
@@ -129,6 +130,7 @@ func TestPartitionLeaderFromFollowers(t *testing.T) {
 // EnsureSame compared nothing, or if Isolate left open connections up (the
 // leader would go on replicating to the store).
 func TestPartitionEnsureSameReportsAnIsolatedStore(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.New(t, clustertest.Options{Groups: 1})
 	leader := c.WaitLeader(1, 30*time.Second)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/receiver"
@@ -36,6 +37,7 @@ func publishDirectRange(t *testing.T, c *clustertest.Cluster, group int, source 
 // group 2 alone call it released. Before, group 2 reported gap [1,2000]
 // for good and a read from 1 ended in a *MissingError.
 func TestRepairedGroupReleasesWhatTheOtherReleased(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) {
 		cfg.RetentionMaxMessages = 1000

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/receiver"
@@ -16,6 +17,7 @@ import (
 // than a step per interval grew without bound (the 30-minute soak of
 // BENCH.md filled the disk).
 func TestRetentionReleasesABacklogInOnePass(t *testing.T) {
+	testmain.Slow(t)
 	defer storegroup.SetRetentionStep(50)()
 	c := clustertest.Start(t, 1, func(cfg *storegroup.Config) {
 		cfg.RetentionMaxMessages = 100

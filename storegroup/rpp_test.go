@@ -213,6 +213,7 @@ func TestPacedNonBlockingReleasesAndReportsLoss(t *testing.T) {
 // by the leader after the receiver activity timeout; its hold on the
 // source is released and the held-back publisher goes on.
 func TestPacedSilentReceiverIsExpiredAndReleasesItsHold(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := pacedCluster(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/storegroup"
@@ -82,6 +83,7 @@ func TestPublishFarPastTheHighestIsRefused(t *testing.T) {
 // nothing meanwhile (a message a second), and a pass that began while group
 // 1 held less learns its highest from the copy's answers.
 func TestALaggingGroupTakesWhatAnotherGroupExplains(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) {
 		smallJump(cfg)

@@ -10,6 +10,7 @@ import (
 
 	"umstore/internal/clustertest"
 	"umstore/publisher"
+	"umstore/repository"
 	"umstore/storegroup"
 )
 
@@ -158,6 +159,17 @@ func TestRestartAfterSnapshotsKeepsState(t *testing.T) {
 		}
 		info, ok, _ := l.Repository().Source("r")
 		return ok && info.Session == ""
+	})
+	// So must the group's format level, which its leader raises through
+	// the log a moment after it learns its members' binaries (levels.go):
+	// the digest covers it.
+	c.Eventually(10*time.Second, "the group's level is raised", func() bool {
+		l := c.Leader(1)
+		if l == nil {
+			return false
+		}
+		level, err := l.Repository().ActiveLevel()
+		return err == nil && level == repository.FormatLevel
 	})
 	before := sameDigests(t, c)
 	applied := map[string]uint64{}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"umstore/internal/testmain"
 
 	"umstore/internal/clustertest"
 	"umstore/publisher"
@@ -26,6 +27,7 @@ import (
 // good. (Declaring the range at once, before group 2 answered, let
 // receivers pass over messages group 2 held: TestUnusedRangeWaitsForEveryGroup.)
 func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, fastRepair)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -143,6 +145,7 @@ func TestStateFileJumpIsNeverPublishedNotAGap(t *testing.T) {
 // 51-4106; a read of group 1 alone reports 11-50 missing, and a read of
 // both delivers everything held with no error.
 func TestUnusedRangeWaitsForEveryGroup(t *testing.T) {
+	testmain.Slow(t)
 	t.Parallel()
 	c := clustertest.Start(t, 2, func(cfg *storegroup.Config) { cfg.RepairInterval = time.Hour })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
