@@ -70,6 +70,16 @@ func TestRetentionHoldsTheLog(t *testing.T) {
 		low, _, err := leader.Repository().LogRefRange()
 		return err == nil && low > 0 && leader.Status().SnapshotIndex > low+8
 	})
+	// A follower commits its repository every FollowerCommitInterval: its
+	// messages' references show once it has.
+	c.Eventually(10*time.Second, "every member committed its messages", func() bool {
+		for _, m := range c.Members(1) {
+			if low, _, err := c.Store(m.Name).Repository().LogRefRange(); err != nil || low == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	var oldest uint64 // the entry of message 1
 	for _, m := range c.Members(1) {
 		s := c.Store(m.Name)
