@@ -55,8 +55,9 @@ type fsm struct {
 	// commitEvery is Config.RepositoryCommitInterval: how long batches of
 	// publishes may stay applied but uncommitted (fsm_commit.go).
 	commitEvery time.Duration
-	// followerCommitEvery is Config.FollowerCommitInterval, commitEvery
-	// while leading (when set) reports false.
+	// followerCommitEvery (Config.FollowerCommitInterval) takes
+	// commitEvery's place while leading, when set, reports that this store
+	// does not serve as its group's leader.
 	followerCommitEvery time.Duration
 	leading             func() bool
 
