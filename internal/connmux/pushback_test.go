@@ -64,6 +64,14 @@ func pausingStore(t *testing.T, pause time.Duration, answering bool) (addr strin
 	return ln.Addr().String(), publishes
 }
 
+// shortFlushBound makes the shared connection's write bound 300 ms for
+// the test.
+func shortFlushBound(t *testing.T) {
+	old := flushBound
+	flushBound = 300 * time.Millisecond
+	t.Cleanup(func() { flushBound = old })
+}
+
 // floodFrames is how many 64 KiB Publish frames fill more than the
 // loopback socket buffers both ways, so that writes block while the store
 // reads nothing.
@@ -85,9 +93,7 @@ func flood(t *testing.T, l *Lane) error {
 // deadline one lane set (a goodbye's), and every frame arrives. Before,
 // one session's goodbye deadline failed the connection of thousands.
 func TestPushBackIsNotFailure(t *testing.T) {
-	old := flushBound
-	flushBound = 300 * time.Millisecond
-	defer func() { flushBound = old }()
+	shortFlushBound(t)
 	addr, publishes := pausingStore(t, 4*flushBound, true)
 	p := NewPool()
 	a, b := dial(t, p, addr), dial(t, p, addr)
@@ -117,9 +123,7 @@ func TestPushBackIsNotFailure(t *testing.T) {
 // A store that stops reading and sends nothing fails the connection within
 // flushBound of silence, for every lane.
 func TestSilentStoreFailsTheConnection(t *testing.T) {
-	old := flushBound
-	flushBound = 300 * time.Millisecond
-	defer func() { flushBound = old }()
+	shortFlushBound(t)
 	addr, _ := pausingStore(t, 6*flushBound, false)
 	p := NewPool()
 	a, b := dial(t, p, addr), dial(t, p, addr)
