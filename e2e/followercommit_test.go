@@ -1,16 +1,16 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"umstore/internal/testmain"
 	"umstore/placement"
@@ -82,31 +82,23 @@ func uncommittedStores(t *testing.T, admin int) []string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raftApplied, repoApplied := map[string]float64{}, map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		var into map[string]float64
-		switch {
-		case strings.HasPrefix(line, "umstore_raft_applied_index{"):
-			into = raftApplied
-		case strings.HasPrefix(line, "umstore_repository_applied_index{"):
-			into = repoApplied
-		default:
-			continue
-		}
-		i := strings.Index(line, `store="`)
-		j := strings.LastIndex(line, " ")
-		if i < 0 || j < 0 {
-			continue
-		}
-		name := line[i+len(`store="`):]
-		name = name[:strings.Index(name, `"`)]
-		v, err := strconv.ParseFloat(line[j+1:], 64)
-		if err == nil {
-			into[name] = v
-		}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
 	}
+	byStore := func(family string) map[string]float64 {
+		values := map[string]float64{}
+		for _, m := range families[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "store" {
+					values[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return values
+	}
+	raftApplied, repoApplied := byStore("umstore_raft_applied_index"), byStore("umstore_repository_applied_index")
 	var behind []string
 	for name, v := range raftApplied {
 		if v > repoApplied[name] {
