@@ -98,13 +98,45 @@ func checkStranger(h *History, add addFunc) {
 				add("stranger", "host %s's daemon (incarnation %d) exited at %s while the stranger was sending (%s): %s", e.Host, e.Incarnation, e.At.Format("15:04:05.000"), w.what, e.Err)
 			}
 		}
-		for _, f := range h.StoreFailures {
-			if w.contains(f.At) {
+		excused := damageFound(h)
+		for i, f := range h.StoreFailures {
+			if w.contains(f.At) && !excused[i] {
 				add("stranger", "store %s (host %s) failed at %s while the stranger was sending (%s): %s", f.Store, f.Host, f.At.Format("15:04:05.000"), w.what, f.Error)
 			}
 		}
 	}
 }
+
+// damageFound marks the store failures that are a corrupt-store fault's
+// damage found, not a stranger's doing: the store reported its own files
+// damaged (storegroup.ErrFilesMarkedDamaged), and a corrupt-store fault
+// had changed that store's files before. Damage in a page apply reads
+// only now and then (a source's runs in repo.db, which bbolt does not
+// checksum) is found seconds after the fault, whatever runs then. Only a
+// store's first such failure after each corrupt-store fault is marked:
+// it moves its files aside and rejoins empty, so a second one found no
+// damage the fault left.
+func damageFound(h *History) map[int]bool {
+	marked := map[int]bool{}
+	for _, rec := range h.Faults {
+		if rec.Kind != CorruptStore {
+			continue
+		}
+		for _, store := range rec.Damaged {
+			for i, f := range h.StoreFailures {
+				if f.Store == store && f.At.After(rec.Start) && strings.Contains(f.Error, filesMarkedDamaged) && !marked[i] {
+					marked[i] = true
+					break
+				}
+			}
+		}
+	}
+	return marked
+}
+
+// filesMarkedDamaged is how a store's failure says it found its own files
+// damaged (storegroup.ErrFilesMarkedDamaged).
+const filesMarkedDamaged = "its files are marked damaged"
 
 // checkExits: a host daemon never exits by itself (the harness alone kills
 // and stops them); whatever the fault, its stores stop rather than diverge

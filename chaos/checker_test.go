@@ -360,6 +360,43 @@ func TestCheckFlagsEachBrokenInvariant(t *testing.T) {
 			rule: "stranger", want: "store G2S2 (host B) failed",
 		},
 		{
+			name: "a corrupt-store's damage found while the stranger sent is not the stranger's",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.Fault(FaultRecord{Kind: CorruptStore, Target: "B", Start: f.Start.Add(-5 * time.Second), End: f.Start.Add(-3 * time.Second), Damaged: []string{"G2S2"}})
+				h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: "B", Store: "G2S2", At: f.Start.Add(2 * time.Second), Error: "store G2S2 stopped: cannot durably apply committed entries: a log run refers to raft log entry 650, which no count records; " + filesMarkedDamaged})
+			},
+		},
+		{
+			name: "a store the corrupt-store left alone fails while the stranger sent",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.Fault(FaultRecord{Kind: CorruptStore, Target: "B", Start: f.Start.Add(-5 * time.Second), End: f.Start.Add(-3 * time.Second), Damaged: []string{"G1S3"}})
+				h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: "B", Store: "G2S2", At: f.Start.Add(2 * time.Second), Error: "store G2S2 stopped: " + filesMarkedDamaged})
+			},
+			rule: "stranger", want: "store G2S2 (host B) failed",
+		},
+		{
+			name: "a damaged store fails for another reason while the stranger sent",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.Fault(FaultRecord{Kind: CorruptStore, Target: "B", Start: f.Start.Add(-5 * time.Second), End: f.Start.Add(-3 * time.Second), Damaged: []string{"G2S2"}})
+				h.StoreFailures = append(h.StoreFailures, StoreFailure{Host: "B", Store: "G2S2", At: f.Start.Add(2 * time.Second), Error: "store G2S2 stopped: raft: out of memory"})
+			},
+			rule: "stranger", want: "store G2S2 (host B) failed",
+		},
+		{
+			name: "a damaged store's second damage failure while the stranger sent",
+			mutate: func(h *History) {
+				f := strangerFault(h)
+				h.Fault(FaultRecord{Kind: CorruptStore, Target: "B", Start: f.Start.Add(-5 * time.Second), End: f.Start.Add(-3 * time.Second), Damaged: []string{"G2S2"}})
+				h.StoreFailures = append(h.StoreFailures,
+					StoreFailure{Host: "B", Store: "G2S2", At: f.Start.Add(-time.Second), Error: "store G2S2 stopped: " + filesMarkedDamaged},
+					StoreFailure{Host: "B", Store: "G2S2", At: f.Start.Add(2 * time.Second), Error: "store G2S2 stopped again: " + filesMarkedDamaged})
+			},
+			rule: "stranger", want: "stopped again",
+		},
+		{
 			name: "store failure outside a stranger's time is not the stranger's",
 			mutate: func(h *History) {
 				f := strangerFault(h)

@@ -31,6 +31,8 @@ type FaultRecord struct {
 	// host or link fault (zero for a publisher kill, and when it never was).
 	Restored time.Time `json:"restored,omitzero"`
 	Note     string    `json:"note,omitempty"`
+	// Damaged names the stores whose files a corrupt-store fault changed.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // Registration is one publisher incarnation's registration: where it

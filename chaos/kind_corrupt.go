@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,8 @@ func init() {
 			} else {
 				h.kill9()
 			}
-			note, err := corruptStores(h, h.deployFile(), f)
-			rec.Note = note
+			note, damaged, err := corruptStores(h, h.deployFile(), f)
+			rec.Note, rec.Damaged = note, damaged
 			if err != nil {
 				return err
 			}
@@ -57,11 +58,12 @@ func init() {
 }
 
 // corruptStores damages the files of f.Stores of the (stopped) host's
-// stores, choices drawn from f.Seed, and says what it did.
-func corruptStores(h *host, deployment string, f Fault) (string, error) {
+// stores, choices drawn from f.Seed, says what it did and names the
+// stores whose files it changed.
+func corruptStores(h *host, deployment string, f Fault) (note string, damaged []string, err error) {
 	d, err := placement.Load(deployment)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	rng := rand.New(rand.NewPCG(f.Seed, 0xc0de))
 	stores := d.StoresOn(h.name)
@@ -83,9 +85,12 @@ func corruptStores(h *host, deployment string, f Fault) (string, error) {
 				continue
 			}
 			did = append(did, fmt.Sprintf("%s %s: %s", rel, op, what))
+			if !slices.Contains(damaged, st.Store.Name) {
+				damaged = append(damaged, st.Store.Name)
+			}
 		}
 	}
-	return strings.Join(did, "; "), nil
+	return strings.Join(did, "; "), damaged, nil
 }
 
 // pickFile draws a file to damage: the databases and the raft log's
