@@ -20,6 +20,9 @@ import (
 // longer leading, is given up for all of them at once.
 type Connections struct {
 	pool *connmux.Pool
+	// sweeper checks the silence of every stream on these connections
+	// from one goroutine (sweep.go).
+	sweeper sweeper
 	// registering bounds, per group, the registrations in flight from the
 	// publishers given these connections (maxRegistering): ten thousand
 	// publishers starting at once queue here, each timed from when its

@@ -63,9 +63,17 @@ func (g *group) stream(c wire.FrameConn) error {
 	s.base = g.wait.base
 	// Checked at a quarter of the base bound even when the bound has grown:
 	// the other members are asked after a base bound of silence (probe).
-	liveness := time.NewTicker(s.base / 4)
-	defer liveness.Stop()
-	s.liveness, s.keepAlive = liveness.C, keepAlive.C
+	// On a shared connection the process's sweeper does the waiting.
+	if shared, ok := c.(interface{ Heard() time.Time }); ok && p.cfg.Connections != nil {
+		wake, done := p.cfg.Connections.sweeper.add(g, shared.Heard, s.bound, s.base)
+		defer done()
+		s.liveness = wake
+	} else {
+		liveness := time.NewTicker(s.base / 4)
+		defer liveness.Stop()
+		s.liveness = liveness.C
+	}
+	s.keepAlive = keepAlive.C
 	s.started = time.Now()
 	g.mu.Lock()
 	g.lastHeard, g.pingSent = s.started, time.Time{}
@@ -162,6 +170,7 @@ func (s *groupStream) idle() error {
 			}
 		}
 	case <-s.keepAlive:
+		g.wait.healthy(time.Since(s.started)) // a shared connection's sweeper wakes the liveness check only when quiet
 		ka := &wire.KeepAlive{Source: p.cfg.Source, Session: p.session}
 		declaring := !s.declared && p.declareUnusedKept(ka)
 		if err := c.Send(ka); err != nil {
@@ -250,13 +259,11 @@ const sharedLiveness = 30 * time.Second
 // (its window of proposals per connection); each alone would take the
 // wait for a stall, reconnect and send everything again.
 func (s *groupStream) quiet(lastHeard time.Time) time.Duration {
-	quiet := time.Since(lastHeard)
-	if shared, ok := s.c.(interface{ Heard() time.Time }); ok && quiet < sharedLiveness {
-		if h := shared.Heard(); h.After(lastHeard) {
-			quiet = time.Since(h)
-		}
+	var heard func() time.Time
+	if shared, ok := s.c.(interface{ Heard() time.Time }); ok {
+		heard = shared.Heard
 	}
-	return quiet
+	return quietFor(time.Now(), lastHeard, heard)
 }
 
 // silent ends a stream whose group answered nothing within the bound: the
