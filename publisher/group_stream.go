@@ -27,7 +27,7 @@ type groupStream struct {
 	base    time.Duration // the base bound, Config.AckTimeout
 	started time.Time
 
-	liveness  <-chan time.Time // checks the group's silence
+	liveness  <-chan time.Time // checks the group's silence: a ticker, or the shared connections' sweeper
 	keepAlive <-chan time.Time // sends KeepAlive while idle
 
 	// Once the bound has grown past AckTimeout (this leader was slow
