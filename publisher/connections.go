@@ -23,6 +23,9 @@ type Connections struct {
 	// sweeper checks the silence of every stream on these connections
 	// from one goroutine (sweep.go).
 	sweeper sweeper
+	// learner asks where the groups' members listen for all of them
+	// (learner.go).
+	learner learner
 	// registering bounds, per group, the registrations in flight from the
 	// publishers given these connections (maxRegistering): ten thousand
 	// publishers starting at once queue here, each timed from when its

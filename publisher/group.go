@@ -119,11 +119,25 @@ func (g *group) run() {
 // learn asks the group's leader where its members listen, every
 // learnInterval while the group is connected, until the publisher closes.
 func (g *group) learn() {
-	g.client.KeepLearning(g.p.ctx, learnInterval, func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.conn != nil
-	}, g.p.log)
+	g.client.KeepLearning(g.p.ctx, learnInterval, g.connected, g.p.log)
+}
+
+// learnNow is one round of learn, for the learner of shared connections:
+// it asks only while the group is connected.
+func (g *group) learnNow() {
+	if !g.connected() {
+		return
+	}
+	if err := g.client.Learn(g.p.ctx); err != nil {
+		g.p.log.Debug("could not ask the group where its members listen", "group", g.index+1, "err", err)
+	}
+}
+
+// connected reports whether the group has a registered connection.
+func (g *group) connected() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.conn != nil
 }
 
 func (g *group) pause() {

@@ -167,8 +167,12 @@ func New(ctx context.Context, cfg Config) (*Publisher, error) {
 		p.groups = append(p.groups, g)
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); g.run() }()
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); g.learn() }()
+		if cfg.Connections != nil {
+			cfg.Connections.learner.add(g)
+		} else {
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); g.learn() }()
+		}
 	}
 	if err := p.register(ctx); err != nil {
 		p.Close()

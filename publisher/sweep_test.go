@@ -155,3 +155,35 @@ func TestSharedConnectionsLeaveASilentLeader(t *testing.T) {
 		t.Fatalf("the publishers took %v to leave a silent leader, want a few bounds of %v and an election", took, bound)
 	}
 }
+
+// The learner of shared connections asks for the groups of open
+// publishers only, forgets a closed publisher's groups, and its goroutine
+// ends with the last of them.
+func TestLearnerForgetsClosedPublishers(t *testing.T) {
+	var l learner
+	openCtx, closeOpen := context.WithCancel(context.Background())
+	defer closeOpen()
+	closedCtx, closeClosed := context.WithCancel(context.Background())
+	open := &group{p: &Publisher{ctx: openCtx}}
+	closed := &group{p: &Publisher{ctx: closedCtx}}
+	l.add(open)
+	l.add(closed)
+	closeClosed()
+	if got := l.round(nil); len(got) != 1 || got[0] != open {
+		t.Fatalf("a round asks for %d groups, want only the open publisher's", len(got))
+	}
+	closeOpen()
+	deadline := time.Now().Add(3 * learnInterval)
+	for {
+		l.mu.Lock()
+		running, left := l.running, len(l.groups)
+		l.mu.Unlock()
+		if !running && left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the learner still runs (%v) with %d groups after every publisher closed", running, left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
