@@ -92,13 +92,13 @@ func checkStranger(h *History, add addFunc) {
 		acts := accepted[key]
 		add("stranger", "the %s accepted %d forgeries from a process that is not a member, e.g. %s", key, len(acts), strings.Join(uniq(acts)[:min(len(uniq(acts)), maxExamples)], "; "))
 	}
+	excused := damageFound(h)
 	for _, w := range strangerWindows(h) {
 		for _, e := range h.Exits {
 			if w.contains(e.At) {
 				add("stranger", "host %s's daemon (incarnation %d) exited at %s while the stranger was sending (%s): %s", e.Host, e.Incarnation, e.At.Format("15:04:05.000"), w.what, e.Err)
 			}
 		}
-		excused := damageFound(h)
 		for i, f := range h.StoreFailures {
 			if w.contains(f.At) && !excused[i] {
 				add("stranger", "store %s (host %s) failed at %s while the stranger was sending (%s): %s", f.Store, f.Host, f.At.Format("15:04:05.000"), w.what, f.Error)

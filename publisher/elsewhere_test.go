@@ -94,6 +94,23 @@ func (f *freezer) close() {
 	}
 }
 
+// behindFreezer returns group 1's store list with the store named leader
+// reached through a freezer, listed first, and that freezer.
+func behindFreezer(t *testing.T, c *clustertest.Cluster, leader string) ([]string, *freezer) {
+	t.Helper()
+	var list []string
+	var proxy *freezer
+	for _, m := range c.Members(1) {
+		if m.Name == leader {
+			proxy = newFreezer(t, m.ClientAddr)
+			list = append([]string{proxy.addr()}, list...)
+		} else {
+			list = append(list, m.ClientAddr)
+		}
+	}
+	return list, proxy
+}
+
 // A publisher whose silence bound has grown (its leader was slow before)
 // does not wait that bound out when the leader goes silent for good: the
 // other members are asked, one leads, and the publisher goes there within
@@ -103,16 +120,7 @@ func TestSilentLeaderIsLeftWhenAnotherLeads(t *testing.T) {
 	t.Cleanup(func() { startGrown = 1 })
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
-	var list []string
-	var proxy *freezer
-	for _, m := range c.Members(1) {
-		if m.Name == leader.Name() {
-			proxy = newFreezer(t, m.ClientAddr)
-			list = append([]string{proxy.addr()}, list...)
-		} else {
-			list = append(list, m.ClientAddr)
-		}
-	}
+	list, proxy := behindFreezer(t, c, leader.Name())
 	cfg := DefaultConfig()
 	cfg.Source = "elsewhere"
 	cfg.Groups = [][]string{list}

@@ -88,16 +88,7 @@ func TestSharedConnectionsLeaveASilentLeader(t *testing.T) {
 	testmain.Slow(t)
 	c := clustertest.Start(t, 1, nil)
 	leader := c.WaitLeader(1, 30*time.Second)
-	var list []string
-	var proxy *freezer
-	for _, m := range c.Members(1) {
-		if m.Name == leader.Name() {
-			proxy = newFreezer(t, m.ClientAddr)
-			list = append([]string{proxy.addr()}, list...)
-		} else {
-			list = append(list, m.ClientAddr)
-		}
-	}
+	list, proxy := behindFreezer(t, c, leader.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	conns := NewConnections()
