@@ -84,6 +84,9 @@ func (s *Store) activeLevel() int {
 // gate is the proposer's Gate: repository.Gate at this group's level,
 // naming the group in its refusal.
 func (s *Store) gate(cmd []byte) error {
+	if s.ungated.Load() {
+		return nil
+	}
 	if err := repository.Gate(cmd, s.activeLevel); err != nil {
 		return fmt.Errorf("group %d: %w", s.cfg.Group, err)
 	}

@@ -51,6 +51,7 @@ type Store struct {
 	members  *memberWatch       // the leader's view of its members (leadership.go)
 	levels   levelWatch         // what holds the group's format level back, on the leader (levels.go)
 	proposer *proposal.Proposer // every raft proposal of this store
+	ungated  atomic.Bool        // set only by tests (export_test.go): gate lets everything through
 	metrics  *storeMetrics
 	hlog     hclog.Logger
 
