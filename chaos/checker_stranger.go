@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"umstore/storegroup"
 )
 
 // checkStranger is the rule of strangers: nothing a process that is not a
@@ -135,8 +137,9 @@ func damageFound(h *History) map[int]bool {
 }
 
 // filesMarkedDamaged is how a store's failure says it found its own files
-// damaged (storegroup.ErrFilesMarkedDamaged).
-const filesMarkedDamaged = "its files are marked damaged"
+// damaged: the text of storegroup.ErrFilesMarkedDamaged, which the failure
+// wraps (the checker reads it from the store's log).
+var filesMarkedDamaged = storegroup.ErrFilesMarkedDamaged.Error()
 
 // checkExits: a host daemon never exits by itself (the harness alone kills
 // and stops them); whatever the fault, its stores stop rather than diverge
